@@ -1,0 +1,222 @@
+"""Run a list of per-document datatrove steps and account for every document.
+
+``StepChain.process`` chains the steps' own ``run`` generators (so any datatrove
+``PipelineStep`` works unchanged: filters, extractors, formatters, enrichers) and watches
+which documents go into each step and which come out. A document that goes in and does not
+come out was dropped by that step: it is emitted as a reject marked with the stage and the
+step's reason (datatrove's ``filter_reason`` convention). Every input document leaves the
+chain exactly once, kept or rejected, and per-stage counts satisfy in = kept + rejected.
+
+The engines (datatrove local executor, Spark ``mapInArrow``) both call ``process``; that is
+what makes their outputs identical.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, OrderedDict, deque
+from collections.abc import Iterable, Iterator
+
+from datatrove.data import Document
+from datatrove.pipeline.base import PipelineStep
+from datatrove.pipeline.filters.base_filter import BaseFilter
+from pydantic import BaseModel
+
+from core.errors import StepError
+from core.records import REJECT_DETAIL_KEY, get_reject, mark_reject, truncate_for_reject
+from pipelines.readers import READ_STAGE
+
+FILTER_REASON = "filter_reason"  # where datatrove filters (and ours) put the reason of a drop
+
+
+class StageCounts(BaseModel):
+    """Per-stage accounting: every document that entered was either kept or rejected."""
+
+    docs_in: int = 0
+    kept: int = 0
+    rejected: int = 0
+    reasons: dict[str, int] = {}
+
+    def merge(self, other: StageCounts) -> None:
+        self.docs_in += other.docs_in
+        self.kept += other.kept
+        self.rejected += other.rejected
+        merged = Counter(self.reasons)
+        merged.update(other.reasons)
+        self.reasons = dict(sorted(merged.items()))
+
+    def reject(self, reason: str) -> None:
+        self.docs_in += 1
+        self.rejected += 1
+        self.reasons[reason] = self.reasons.get(reason, 0) + 1
+
+    def keep(self) -> None:
+        self.docs_in += 1
+        self.kept += 1
+
+
+def stage_name(step: PipelineStep) -> str:
+    """A stable, readable stage name: an explicit ``stage_name`` or the class name in snake_case."""
+    explicit = getattr(step, "stage_name", None)
+    if explicit:
+        return explicit
+    name = type(step).__name__
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def unique_stage_names(steps: list[PipelineStep]) -> list[str]:
+    names, seen = [], Counter()
+    for step in steps:
+        base = stage_name(step)
+        seen[base] += 1
+        names.append(base if seen[base] == 1 else f"{base}_{seen[base]}")
+    if READ_STAGE in names:
+        raise ValueError(f"stage name {READ_STAGE!r} is reserved for the reader")
+    return names
+
+
+def promoted_columns(steps: list[PipelineStep]) -> dict[str, str]:
+    """Union of the typed columns that steps promote out of metadata (``promotes`` attribute)."""
+    out: dict[str, str] = {}
+    for step in steps:
+        for name, type_name in (getattr(step, "promotes", None) or {}).items():
+            if out.get(name, type_name) != type_name:
+                raise ValueError(f"column {name!r} promoted with two types: {out[name]} and {type_name}")
+            out[name] = type_name
+    return out
+
+
+class _ReasonOnlySink:
+    """Stands in for a datatrove filter's ``exclusion_writer``.
+
+    BaseFilter records a drop's reason in ``metadata["filter_reason"]`` only when it has an
+    exclusion writer; the chain writes rejects itself, so the filter gets this no-op sink.
+    """
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def write(self, document, rank=0):
+        pass
+
+
+class _Tap:
+    """Feeds a step and remembers, in order, the documents it has pulled and not yet yielded."""
+
+    def __init__(self, upstream: Iterable[Document]):
+        self.upstream = upstream
+        self.pending: OrderedDict[int, Document] = OrderedDict()
+        self.current: Document | None = None
+
+    def __iter__(self) -> Iterator[Document]:
+        for doc in self.upstream:
+            self.pending[id(doc)] = doc
+            self.current = doc
+            yield doc
+
+
+class StepChain:
+    def __init__(self, steps: list[PipelineStep], reject_text_chars: int = 20_000):
+        self.steps = list(steps)
+        self.names = unique_stage_names(self.steps)
+        self.reject_text_chars = reject_text_chars
+        self.promoted = promoted_columns(self.steps)
+        for step in self.steps:
+            if isinstance(step, BaseFilter) and step.exclusion_writer is None:
+                step.exclusion_writer = _ReasonOnlySink()
+        self.counts: dict[str, StageCounts] = {}
+        self.reset_counts()
+
+    @property
+    def stages(self) -> list[str]:
+        return [READ_STAGE, *self.names]
+
+    def reset_counts(self) -> None:
+        self.counts = {name: StageCounts() for name in self.stages}
+
+    def _emit_reject(self, doc: Document, stage: str, reason: str, out: deque) -> None:
+        self.counts.setdefault(stage, StageCounts()).reject(reason)
+        mark_reject(truncate_for_reject(doc, self.reject_text_chars), stage, reason)
+        out.append(doc)
+
+    def _entry(self, docs: Iterable[Document], out: deque) -> Iterator[Document]:
+        for doc in docs:
+            mark = get_reject(doc)
+            if mark is not None:  # rejected upstream (the reader): straight to the output
+                self._emit_reject(doc, mark[0], mark[1], out)
+                continue
+            self.counts[READ_STAGE].keep()
+            yield doc
+
+    def _observe(self, stage: str, produced: Iterable[Document], tap: _Tap, out: deque) -> Iterator[Document]:
+        counts = self.counts[stage]
+
+        def drop(d: Document) -> None:
+            reason = d.metadata.pop(FILTER_REASON, None) or "unspecified"
+            self._emit_reject(d, stage, str(reason), out)
+
+        try:
+            for doc in produced:
+                key = id(doc)
+                if key not in tap.pending:
+                    raise StepError(
+                        f"stage {stage!r} yielded a document it was not given (id={doc.id!r}); "
+                        "per-document steps must yield the Document objects they receive, in order"
+                    )
+                # steps keep order, so everything pulled before `doc` and not yielded was dropped
+                while True:
+                    k, pulled = tap.pending.popitem(last=False)
+                    if k == key:
+                        break
+                    drop(pulled)
+                counts.keep()
+                yield doc
+            for pulled in list(tap.pending.values()):
+                drop(pulled)
+            tap.pending.clear()
+        except StepError:
+            raise
+        except Exception as err:
+            where = repr(tap.current.id) if tap.current is not None else "<none>"
+            raise StepError(f"stage {stage!r} failed on document {where}: {type(err).__name__}: {err}") from err
+
+    def process(self, docs: Iterable[Document], rank: int = 0, world_size: int = 1) -> Iterator[Document]:
+        """Yield every input document once: kept ones as they are, rejected ones marked."""
+        out: deque[Document] = deque()
+        stream: Iterable[Document] = self._entry(docs, out)
+        for name, step in zip(self.names, self.steps):
+            tap = _Tap(stream)
+            stream = self._observe(name, step.run(iter(tap), rank, world_size), tap, out)
+        for doc in stream:
+            while out:
+                yield out.popleft()
+            yield doc
+        while out:
+            yield out.popleft()
+
+
+def reject_detail(doc: Document) -> str | None:
+    return doc.metadata.get(REJECT_DETAIL_KEY)
+
+
+def merge_counts(stages: list[str], parts: Iterable[dict[str, StageCounts]]) -> dict[str, StageCounts]:
+    total = {s: StageCounts() for s in stages}
+    for part in parts:
+        for stage, c in part.items():
+            total.setdefault(stage, StageCounts()).merge(c)
+    return total
+
+
+def check_balanced(counts: dict[str, StageCounts], stages: list[str]) -> None:
+    """in = kept + rejected per stage, and each stage's input is the previous stage's output."""
+    prev_kept = None
+    for s in stages:
+        c = counts[s]
+        if c.docs_in != c.kept + c.rejected:
+            raise AssertionError(f"stage {s}: in={c.docs_in} != kept={c.kept} + rejected={c.rejected}")
+        if prev_kept is not None and c.docs_in != prev_kept:
+            raise AssertionError(f"stage {s}: in={c.docs_in} but the previous stage kept {prev_kept}")
+        prev_kept = c.kept

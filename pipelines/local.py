@@ -1,0 +1,124 @@
+"""Run a document job on datatrove's ``LocalPipelineExecutor`` (or its Slurm sibling).
+
+The datatrove pipeline is ``[DocumentReader, ChainWriter]``: the reader shards input files
+by rank; ``ChainWriter`` runs the job's steps through ``StepChain`` and writes kept documents
+and rejects with datatrove's ``ParquetWriter``. Completion markers under ``OUT/logs`` let a
+re-run skip finished tasks (resume after a crash).
+
+Entry points that call ``run_local`` need ``if __name__ == "__main__":`` — the executor's
+workers start through forkserver and re-import the main module.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from functools import partial
+from pathlib import Path
+from types import MethodType
+
+import pyarrow.parquet as pq
+from datatrove.executor import LocalPipelineExecutor
+from datatrove.pipeline.base import PipelineStep
+from datatrove.pipeline.writers import ParquetWriter
+from pydantic import Field
+
+from core.config import StrictModel
+from core.errors import UserError
+from core.records import doc_to_row, document_schema, get_reject, reject_schema, reject_to_row
+from core.shards import atomic_write_text
+from pipelines.chain import StageCounts, StepChain, merge_counts
+from pipelines.job import DOCUMENTS, REJECTS, DocJob, JobResult, finish, prepare_output
+from pipelines.readers import DocumentReader, list_input_files
+
+COUNTS = "counts"
+
+
+class LocalEngineConfig(StrictModel):
+    tasks: int = Field(default=4, gt=0)
+    workers: int = Field(default=2, gt=0)
+
+
+def _doc_adapter(promoted, writer, document):
+    return doc_to_row(document, promoted)
+
+
+def _reject_adapter(promoted, writer, document):
+    return reject_to_row(document, promoted)
+
+
+class ChainWriter(PipelineStep):
+    """Terminal datatrove step: run the chain, write kept docs, rejects and this rank's counts."""
+
+    name = "🔗 step chain"
+    type = "🔗 - CHAIN"
+
+    def __init__(self, chain: StepChain, out_dir: str):
+        super().__init__()
+        self.chain = chain
+        self.out_dir = out_dir
+
+    def _writer(self, folder: str, schema, adapter) -> ParquetWriter:
+        w = ParquetWriter(folder, output_filename="${rank}.parquet", schema=schema, max_file_size=-1)
+        # datatrove binds adapters as methods; bind ours with the promoted columns
+        w.adapter = MethodType(partial(adapter, self.chain.promoted), w)
+        return w
+
+    def run(self, data, rank: int = 0, world_size: int = 1):
+        out = Path(self.out_dir)
+        promoted = self.chain.promoted
+        self.chain.reset_counts()
+        written = {DOCUMENTS: 0, REJECTS: 0}
+        schemas = {DOCUMENTS: document_schema(promoted), REJECTS: reject_schema(promoted)}
+        docs_w = self._writer(str(out / DOCUMENTS), schemas[DOCUMENTS], _doc_adapter)
+        rej_w = self._writer(str(out / REJECTS), schemas[REJECTS], _reject_adapter)
+        with docs_w, rej_w:
+            for doc in self.chain.process(data or [], rank, world_size):
+                if get_reject(doc) is None:
+                    docs_w.write(doc, rank)
+                    written[DOCUMENTS] += 1
+                else:
+                    rej_w.write(doc, rank)
+                    written[REJECTS] += 1
+                self.stat_update(DOCUMENTS if get_reject(doc) is None else REJECTS)
+        # every rank leaves a (possibly empty) file, so readers can glob a complete dataset
+        for kind, n in written.items():
+            path = out / kind / f"{rank:05d}.parquet"
+            if n == 0:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                pq.write_table(schemas[kind].empty_table(), path)
+        counts = {s: c.model_dump() for s, c in self.chain.counts.items()}
+        (out / COUNTS).mkdir(parents=True, exist_ok=True)
+        atomic_write_text(out / COUNTS / f"{rank:05d}.json", json.dumps(counts, indent=1))
+        return
+        yield  # a generator: datatrove chains steps by iterating them
+
+
+def run_local(job: DocJob, out_dir: str | Path, cfg: LocalEngineConfig, overwrite: bool = False) -> JobResult:
+    started = time.monotonic()
+    out = Path(out_dir)
+    files = list_input_files(job.inputs)
+    tasks = min(cfg.tasks, len(files))
+    chain = job.chain()
+    prepare_output(out, {"job": job.name, "config": job.config, "engine": "local", "tasks": tasks,
+                         "files": [f.path for f in files]}, overwrite)
+    executor = LocalPipelineExecutor(
+        pipeline=[DocumentReader(files, job.limits), ChainWriter(chain, str(out))],
+        tasks=tasks,
+        workers=min(cfg.workers, tasks),
+        logging_dir=str(out / "logs"),
+        skip_completed=True,
+    )
+    try:
+        executor.run()
+    except Exception as err:
+        raise UserError(f"job {job.name!r} failed: {err} (task logs: {out / 'logs' / 'logs'})") from err
+    parts = []
+    for rank in range(tasks):
+        path = out / COUNTS / f"{rank:05d}.json"
+        if not path.is_file():
+            raise UserError(f"task {rank} left no counts at {path}; its output is incomplete — re-run to resume")
+        raw = json.loads(path.read_text())
+        parts.append({s: StageCounts.model_validate(c) for s, c in raw.items()})
+    live = merge_counts(chain.stages, parts)
+    return finish(job, "local", out, chain.stages, live, started)

@@ -1,0 +1,318 @@
+"""Input readers: files -> datatrove Documents, bad records -> marked rejects.
+
+The same functions feed both engines (a datatrove reader step locally, ``mapInArrow`` over a
+DataFrame of file names on Spark), so both see identical documents with identical ids.
+
+Bad input never crashes a job and is never dropped silently: an undecodable file, a
+malformed JSON line, an empty text or an enormous document becomes a Document marked as
+rejected by stage ``read`` with a categorical reason (and a human detail in metadata).
+A missing input path is a one-line ``InputError`` naming it, raised before any work starts.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+import pyarrow.parquet as pq
+from datatrove.data import Document
+from datatrove.pipeline.base import PipelineStep
+from pydantic import Field
+
+from core.config import StrictModel
+from core.errors import InputError
+from core.records import mark_reject, parse_metadata, truncate_for_reject
+
+READ_STAGE = "read"
+Format = Literal["jsonl", "parquet", "html", "text"]
+
+_SUFFIXES: dict[str, Format] = {
+    ".jsonl": "jsonl",
+    ".jsonl.gz": "jsonl",
+    ".ndjson": "jsonl",
+    ".parquet": "parquet",
+    ".html": "html",
+    ".htm": "html",
+    ".html.gz": "html",
+    ".txt": "text",
+    ".txt.gz": "text",
+}
+
+
+class InputSpec(StrictModel):
+    """One input: a file or a directory (searched recursively for known document files)."""
+
+    path: str
+    # mixture name recorded in every document's metadata; default: the file/directory name
+    source: str | None = None
+    format: Literal["auto", "jsonl", "parquet", "html", "text"] = "auto"
+    text_key: str = "text"
+    id_key: str = "id"
+    # read only the first N files of a directory (path order): a bounded, deterministic sample
+    max_files: int | None = Field(default=None, gt=0)
+
+
+class ReadLimits(StrictModel):
+    # A document above this many bytes is rejected as `too_large` before it is parsed.
+    max_doc_bytes: int = Field(default=20 * 2**20, gt=0)
+    # Rejected documents keep at most this many characters of their text.
+    reject_text_chars: int = Field(default=20_000, ge=0)
+
+
+class InputFile(StrictModel):
+    """One concrete file to read, with the spec fields it needs (picklable, JSON-able)."""
+
+    path: str
+    relpath: str
+    source: str
+    format: Format
+    text_key: str = "text"
+    id_key: str = "id"
+
+
+def _detect_format(name: str) -> Format | None:
+    lower = name.lower()
+    for suffix in sorted(_SUFFIXES, key=len, reverse=True):
+        if lower.endswith(suffix):
+            return _SUFFIXES[suffix]
+    return None
+
+
+def list_input_files(specs: Iterable[InputSpec]) -> list[InputFile]:
+    """Expand input specs into a sorted, de-duplicated list of files; error on missing paths."""
+    files: list[InputFile] = []
+    for spec in specs:
+        root = Path(spec.path)
+        if not root.exists():
+            raise InputError(f"input path does not exist: {root}")
+        source = spec.source or _default_source(root)
+        if root.is_file():
+            fmt = spec.format if spec.format != "auto" else _detect_format(root.name)
+            if fmt is None:
+                raise InputError(
+                    f"{root}: unknown document format; use one of {sorted(_SUFFIXES)} or set format"
+                )
+            candidates = [(root, root.name, fmt)]
+        else:
+            candidates = []
+            for dirpath, dirnames, filenames in os.walk(root):
+                dirnames.sort()
+                for fn in sorted(filenames):
+                    # auto: only known document suffixes (images, css, js… beside them are not
+                    # documents); a forced format takes every non-hidden file
+                    fmt = _detect_format(fn) if spec.format == "auto" else spec.format
+                    if fmt is None or fn.startswith("."):
+                        continue
+                    p = Path(dirpath) / fn
+                    candidates.append((p, str(p.relative_to(root)), fmt))
+            if spec.max_files is not None:
+                candidates = candidates[: spec.max_files]
+            if not candidates:
+                raise InputError(f"{root}: no document files found (looked for {sorted(_SUFFIXES)})")
+        for p, rel, fmt in candidates:
+            files.append(
+                InputFile(path=str(p), relpath=rel, source=source, format=fmt, text_key=spec.text_key, id_key=spec.id_key)
+            )
+    seen: set[str] = set()
+    unique = []
+    for f in files:
+        if f.path not in seen:
+            seen.add(f.path)
+            unique.append(f)
+    return unique
+
+
+def _default_source(root: Path) -> str:
+    name = root.name
+    fmt = _detect_format(name)
+    if fmt is not None:
+        for suffix in sorted(_SUFFIXES, key=len, reverse=True):
+            if name.lower().endswith(suffix):
+                return name[: -len(suffix)] or "default"
+    return name or "default"
+
+
+# -- per-format readers ------------------------------------------------------------------------
+
+
+def _reject(doc_id: str, text: str, f: InputFile, reason: str, detail: str, limits: ReadLimits) -> Document:
+    doc = Document(text=text, id=doc_id, metadata={"source": f.source, "file": f.relpath})
+    truncate_for_reject(doc, limits.reject_text_chars)
+    return mark_reject(doc, READ_STAGE, reason, detail)
+
+
+def _decode(raw: bytes) -> tuple[str | None, str | None]:
+    """UTF-8 first; otherwise a detected charset when the detector is confident."""
+    try:
+        return raw.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        pass
+    try:
+        import cchardet  # from faust-cchardet (datatrove[io])
+
+        guess = cchardet.detect(raw[: 1 << 20])
+    except ImportError:  # pragma: no cover - datatrove[io] installs it
+        guess = None
+    if guess and guess.get("encoding") and (guess.get("confidence") or 0) >= 0.9:
+        try:
+            return raw.decode(guess["encoding"]), guess["encoding"].lower()
+        except (UnicodeDecodeError, LookupError):
+            pass
+    return None, None
+
+
+def _open_bytes(path: str) -> bytes:
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    if path.endswith(".gz"):
+        raw = gzip.decompress(raw)
+    return raw
+
+
+def _read_whole_file(f: InputFile, limits: ReadLimits, content_type: str) -> Iterator[Document]:
+    doc_id = f"{f.source}/{f.relpath}"
+    try:
+        raw = _open_bytes(f.path)
+    except (OSError, EOFError, gzip.BadGzipFile) as err:
+        yield _reject(doc_id, "", f, "corrupt_file", f"{f.path}: {err}", limits)
+        return
+    if len(raw) > limits.max_doc_bytes:
+        prefix = raw[: limits.reject_text_chars].decode("utf-8", errors="replace")
+        yield _reject(doc_id, prefix, f, "too_large", f"{len(raw)} bytes > max_doc_bytes={limits.max_doc_bytes}", limits)
+        return
+    text, encoding = _decode(raw)
+    if text is None:
+        shown = raw.decode("utf-8", errors="replace")
+        yield _reject(doc_id, shown, f, "undecodable", f"{f.path}: not UTF-8 and no confident charset", limits)
+        return
+    if not text.strip():
+        yield _reject(doc_id, text, f, "empty_text", f"{f.path} has no text", limits)
+        return
+    meta = {"source": f.source, "file": f.relpath, "content_type": content_type}
+    if encoding != "utf-8":
+        meta["encoding"] = encoding
+    yield Document(text=text, id=doc_id, metadata=meta)
+
+
+def _record_to_doc(record: dict[str, Any], default_id: str, f: InputFile, limits: ReadLimits) -> Document:
+    text = record.get(f.text_key)
+    raw_id = record.get(f.id_key)
+    doc_id = str(raw_id) if isinstance(raw_id, (str, int)) and str(raw_id) else default_id
+    meta: dict[str, Any] = {}
+    nested = record.get("metadata")
+    if isinstance(nested, str):
+        try:
+            nested = parse_metadata(nested)
+        except ValueError:
+            nested = {"metadata": nested}
+    if isinstance(nested, dict):
+        meta.update(nested)
+    for k, v in record.items():
+        if k not in (f.text_key, f.id_key, "metadata"):
+            meta[k] = v
+    meta.setdefault("source", f.source)
+    meta["file"] = f.relpath
+    meta.setdefault("content_type", "text/plain")
+    if not isinstance(text, str):
+        return _reject(doc_id, "", f, "missing_text", f"field {f.text_key!r} is {type(text).__name__}", limits)
+    if not text.strip():
+        return _reject(doc_id, text, f, "empty_text", f"field {f.text_key!r} is empty", limits)
+    if len(text.encode("utf-8")) > limits.max_doc_bytes:
+        return _reject(doc_id, text, f, "too_large", f"text over max_doc_bytes={limits.max_doc_bytes}", limits)
+    return Document(text=text, id=doc_id, metadata=meta)
+
+
+def _read_jsonl(f: InputFile, limits: ReadLimits) -> Iterator[Document]:
+    try:
+        fh: io.BufferedIOBase = gzip.open(f.path, "rb") if f.path.endswith(".gz") else open(f.path, "rb")
+    except OSError as err:
+        yield _reject(f"{f.source}/{f.relpath}", "", f, "corrupt_file", str(err), limits)
+        return
+    lineno = 0
+    with fh:
+        try:
+            for lineno, line in enumerate(fh, start=1):  # noqa: B007 - lineno used after loop on error
+                default_id = f"{f.source}/{f.relpath}#L{lineno}"
+                if len(line) > limits.max_doc_bytes:
+                    prefix = line[: limits.reject_text_chars].decode("utf-8", errors="replace")
+                    yield _reject(
+                        default_id, prefix, f, "too_large", f"line of {len(line)} bytes > max_doc_bytes", limits
+                    )
+                    continue
+                if not line.strip():
+                    continue  # blank lines separate nothing; they are not records
+                try:
+                    decoded = line.decode("utf-8")
+                except UnicodeDecodeError as err:
+                    shown = line.decode("utf-8", errors="replace")
+                    yield _reject(default_id, shown, f, "undecodable", f"line {lineno}: {err}", limits)
+                    continue
+                try:
+                    record = json.loads(decoded)
+                except json.JSONDecodeError as err:
+                    yield _reject(default_id, decoded, f, "malformed_json", f"line {lineno}: {err}", limits)
+                    continue
+                if not isinstance(record, dict):
+                    detail = f"line {lineno}: expected a JSON object, got {type(record).__name__}"
+                    yield _reject(default_id, decoded, f, "malformed_json", detail, limits)
+                    continue
+                yield _record_to_doc(record, default_id, f, limits)
+        except (OSError, EOFError) as err:  # truncated/corrupt gzip stream mid-file
+            yield _reject(
+                f"{f.source}/{f.relpath}#L{lineno + 1}-", "", f, "corrupt_file", f"after line {lineno}: {err}", limits
+            )
+
+
+def _read_parquet(f: InputFile, limits: ReadLimits) -> Iterator[Document]:
+    try:
+        pf = pq.ParquetFile(f.path)
+    except Exception as err:  # pyarrow raises several types for a non-Parquet file
+        yield _reject(f"{f.source}/{f.relpath}", "", f, "corrupt_file", f"{f.path}: {err}", limits)
+        return
+    row = 0
+    for batch in pf.iter_batches(batch_size=512):
+        for record in batch.to_pylist():
+            yield _record_to_doc(record, f"{f.source}/{f.relpath}#R{row}", f, limits)
+            row += 1
+
+
+def read_file(f: InputFile, limits: ReadLimits) -> Iterator[Document]:
+    if f.format == "jsonl":
+        yield from _read_jsonl(f, limits)
+    elif f.format == "parquet":
+        yield from _read_parquet(f, limits)
+    elif f.format == "html":
+        yield from _read_whole_file(f, limits, "text/html")
+    else:
+        yield from _read_whole_file(f, limits, "text/plain")
+
+
+def read_files(files: Iterable[InputFile], limits: ReadLimits) -> Iterator[Document]:
+    for f in files:
+        yield from read_file(f, limits)
+
+
+class DocumentReader(PipelineStep):
+    """datatrove step: reads its rank's share of the input files (round-robin by file)."""
+
+    name = "📖 read"
+    type = "📖 - READER"
+
+    def __init__(self, files: list[InputFile], limits: ReadLimits):
+        super().__init__()
+        self.files = files
+        self.limits = limits
+
+    def run(self, data=None, rank: int = 0, world_size: int = 1):
+        if data:
+            yield from data
+        for f in self.files[rank::world_size]:
+            with self.track_time():
+                for doc in read_file(f, self.limits):
+                    self.stat_update("documents")
+                    yield doc

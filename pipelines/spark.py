@@ -1,0 +1,125 @@
+"""Run a document job on Spark: the same datatrove step objects inside ``mapInArrow``.
+
+The input file list becomes a small DataFrame (one row per file, spread over partitions);
+one ``mapInArrow`` reads each partition's files with the same reader functions as the local
+engine and pushes the documents through the same ``StepChain``. Its output rows carry
+``stage``/``reason`` (null for kept documents); the persisted result is split into
+``OUT/documents`` and ``OUT/rejects`` — the side output. Writes use ``mode("overwrite")``
+so a re-run after a crash replaces partial outputs (idempotent).
+
+Inputs must be readable from every executor (a shared filesystem on a cluster).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+from pydantic import Field
+
+from core.config import StrictModel
+from core.records import REASON, STAGE, doc_to_row, get_reject, reject_schema, reject_to_row, spark_ddl
+from pipelines.chain import StepChain
+from pipelines.job import DOCUMENTS, REJECTS, DocJob, JobResult, finish, prepare_output
+from pipelines.readers import InputFile, ReadLimits, list_input_files, read_files
+
+BATCH_ROWS = 256
+
+
+class SparkConfig(StrictModel):
+    master: str = "local[2]"
+    app_name: str = "glm5-recipe"
+    driver_memory: str = "2g"
+    shuffle_partitions: int = Field(default=8, gt=0)
+    # partitions of the input file list; 0 = Spark's default parallelism
+    input_partitions: int = Field(default=0, ge=0)
+    log_level: str = "ERROR"
+    # any other Spark setting, e.g. {"spark.executor.memory": "8g"}
+    conf: dict[str, str] = {}
+
+
+def spark_session(cfg: SparkConfig):
+    """Get (or create) the SparkSession described by ``cfg``."""
+    # Executors must run the interpreter that has our packages installed (the venv), not
+    # whatever `python3` is first on PATH; users on a cluster set PYSPARK_PYTHON themselves.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    builder = (
+        SparkSession.builder.master(cfg.master)
+        .appName(cfg.app_name)
+        .config("spark.driver.memory", cfg.driver_memory)
+        .config("spark.sql.shuffle.partitions", str(cfg.shuffle_partitions))
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+    )
+    for key, value in cfg.conf.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel(cfg.log_level)
+    return session
+
+
+def _to_batch(docs, schema: pa.Schema, promoted) -> pa.RecordBatch:
+    rows = []
+    for d in docs:
+        if get_reject(d) is None:
+            row = doc_to_row(d, promoted)
+            row[STAGE] = row[REASON] = None
+        else:
+            row = reject_to_row(d, promoted)
+        rows.append(row)
+    return pa.RecordBatch.from_pylist(rows, schema=schema)
+
+
+def process_partition(batches: Iterator[pa.RecordBatch], chain: StepChain, limits: ReadLimits,
+                      schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body: file rows in, document/reject rows out."""
+    files = [InputFile.model_validate_json(s) for b in batches for s in b.column("file").to_pylist()]
+    buf = []
+    for doc in chain.process(read_files(files, limits)):
+        buf.append(doc)
+        if len(buf) >= BATCH_ROWS:
+            yield _to_batch(buf, schema, chain.promoted)
+            buf = []
+    if buf:
+        yield _to_batch(buf, schema, chain.promoted)
+
+
+def run_spark(job: DocJob, out_dir: str | Path, spark, cfg: SparkConfig | None = None,
+              overwrite: bool = False) -> JobResult:
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    cfg = cfg or SparkConfig()
+    started = time.monotonic()
+    out = Path(out_dir).absolute()
+    files = list_input_files(job.inputs)
+    chain = job.chain()
+    prepare_output(out, {"job": job.name, "config": job.config, "engine": "spark",
+                         "files": [f.path for f in files]}, overwrite)
+    schema = reject_schema(chain.promoted)
+    n_parts = cfg.input_partitions or spark.sparkContext.defaultParallelism
+    n_parts = max(1, min(n_parts, len(files)))
+    rows = [(i, f.model_dump_json()) for i, f in enumerate(files)]
+    files_df = spark.createDataFrame(spark.sparkContext.parallelize(rows, n_parts), "idx long, file string")
+    limits = job.limits
+
+    def body(batches):
+        return process_partition(batches, chain, limits, schema)
+
+    result = files_df.mapInArrow(body, spark_ddl(schema)).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        kept = result.filter(F.col(STAGE).isNull()).drop(STAGE, REASON)
+        kept.write.mode("overwrite").parquet(str(out / DOCUMENTS))
+        result.filter(F.col(STAGE).isNotNull()).write.mode("overwrite").parquet(str(out / REJECTS))
+    finally:
+        result.unpersist()
+    # Counters inside executors die with their tasks (and would double-count retried tasks);
+    # on Spark the written outputs are the accounting.
+    return finish(job, "spark", out, chain.stages, None, started)

@@ -239,8 +239,8 @@ def verify_shard(shard_dir: str | Path, info: ShardInfo) -> Path:
     return path
 
 
-def open_shard(path: str | Path) -> pa.Table:
-    """Memory-map one shard; the returned table's buffers point into the mapped file."""
+def map_shard(path: str | Path) -> tuple[pa.MemoryMappedFile, pa.Table]:
+    """Memory-map one shard; the table's buffers point into the returned mapping."""
     source = pa.memory_map(str(path), "r")
     try:
         table = pa.ipc.open_file(source).read_all()
@@ -248,4 +248,8 @@ def open_shard(path: str | Path) -> pa.Table:
         raise ShardError(f"{path}: not a readable Arrow IPC file: {err}") from None
     if not table.schema.equals(SHARD_SCHEMA):
         raise ShardError(f"{path}: schema {table.schema} does not match the shard schema")
-    return table
+    return source, table
+
+
+def open_shard(path: str | Path) -> pa.Table:
+    return map_shard(path)[1]

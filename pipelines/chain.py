@@ -86,6 +86,22 @@ def promoted_columns(steps: list[PipelineStep]) -> dict[str, str]:
     return out
 
 
+def describe_step(step: PipelineStep) -> dict:
+    """Class and plain-valued settings of a step: enough to tell two configurations apart
+    (used to fingerprint a job's output directory and recorded in job.json)."""
+    params = {}
+    for key, value in sorted(vars(step).items()):
+        if key.startswith("_") or key in ("stats", "exclusion_writer"):
+            continue
+        if isinstance(value, BaseModel):
+            params[key] = value.model_dump()
+        elif isinstance(value, (str, int, float, bool, type(None))):
+            params[key] = value
+        elif isinstance(value, (list, tuple)) and all(isinstance(v, (str, int, float, bool)) for v in value):
+            params[key] = list(value)
+    return {"class": f"{type(step).__module__}.{type(step).__qualname__}", "params": params}
+
+
 class _ReasonOnlySink:
     """Stands in for a datatrove filter's ``exclusion_writer``.
 

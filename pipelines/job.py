@@ -25,8 +25,8 @@ from datatrove.pipeline.base import PipelineStep
 
 from core.errors import UserError
 from core.shards import atomic_write_text
-from pipelines.chain import StageCounts, StepChain, check_balanced
-from pipelines.readers import InputSpec, ReadLimits
+from pipelines.chain import StageCounts, StepChain, check_balanced, describe_step
+from pipelines.readers import InputFile, InputSpec, ReadLimits
 
 DOCUMENTS, REJECTS, JOB_JSON, FINGERPRINT = "documents", "rejects", "job.json", "fingerprint.json"
 
@@ -42,6 +42,15 @@ class DocJob:
 
     def chain(self) -> StepChain:
         return StepChain(self.steps, reject_text_chars=self.limits.reject_text_chars)
+
+    def fingerprint(self, files: list[InputFile]) -> dict[str, Any]:
+        return {
+            "job": self.name,
+            "config": self.config,
+            "steps": [describe_step(s) for s in self.steps],
+            "limits": self.limits.model_dump(),
+            "files": [f.path for f in files],
+        }
 
 
 @dataclass
@@ -129,6 +138,6 @@ def finish(job: DocJob, engine: str, out_dir: Path, stages: list[str], live: dic
                     f"{written[s].model_dump()} — documents were lost or duplicated"
                 )
     result = JobResult(job.name, engine, out_dir, stages, written, time.monotonic() - started)
-    payload = result.to_json() | {"config": job.config}
+    payload = result.to_json() | {"config": job.config, "steps": [describe_step(s) for s in job.steps]}
     atomic_write_text(out_dir / JOB_JSON, json.dumps(payload, indent=2, default=str))
     return result

@@ -100,8 +100,7 @@ def run_local(job: DocJob, out_dir: str | Path, cfg: LocalEngineConfig, overwrit
     files = list_input_files(job.inputs)
     tasks = min(cfg.tasks, len(files))
     chain = job.chain()
-    prepare_output(out, {"job": job.name, "config": job.config, "engine": "local", "tasks": tasks,
-                         "files": [f.path for f in files]}, overwrite)
+    prepare_output(out, job.fingerprint(files) | {"engine": "local", "tasks": tasks}, overwrite)
     executor = LocalPipelineExecutor(
         pipeline=[DocumentReader(files, job.limits), ChainWriter(chain, str(out))],
         tasks=tasks,

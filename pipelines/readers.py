@@ -11,10 +11,12 @@ A missing input path is a one-line ``InputError`` naming it, raised before any w
 
 from __future__ import annotations
 
+import fnmatch
 import gzip
 import io
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -53,6 +55,8 @@ class InputSpec(StrictModel):
     format: Literal["auto", "jsonl", "parquet", "html", "text"] = "auto"
     text_key: str = "text"
     id_key: str = "id"
+    # only files of a directory whose relative path matches this fnmatch pattern ("*.html")
+    glob: str | None = None
     # read only the first N files of a directory (path order): a bounded, deterministic sample
     max_files: int | None = Field(default=None, gt=0)
 
@@ -109,6 +113,8 @@ def list_input_files(specs: Iterable[InputSpec]) -> list[InputFile]:
                     if fmt is None or fn.startswith("."):
                         continue
                     p = Path(dirpath) / fn
+                    if spec.glob and not fnmatch.fnmatch(str(p.relative_to(root)), spec.glob):
+                        continue
                     candidates.append((p, str(p.relative_to(root)), fmt))
             if spec.max_files is not None:
                 candidates = candidates[: spec.max_files]
@@ -146,19 +152,31 @@ def _reject(doc_id: str, text: str, f: InputFile, reason: str, detail: str, limi
     return mark_reject(doc, READ_STAGE, reason, detail)
 
 
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
+# cchardet's confidence on real single-byte-encoded pages is typically 0.8+; below this we
+# would rather reject (with the bytes kept for inspection) than store mojibake
+MIN_CHARSET_CONFIDENCE = 0.75
+
+
 def _decode(raw: bytes) -> tuple[str | None, str | None]:
-    """UTF-8 first; otherwise a detected charset when the detector is confident."""
+    """UTF-8; else the page's declared <meta charset>; else a confidently detected charset."""
     try:
         return raw.decode("utf-8"), "utf-8"
     except UnicodeDecodeError:
         pass
+    declared = _META_CHARSET.search(raw[:4096])
+    if declared:
+        try:
+            return raw.decode(declared.group(1).decode("ascii")), declared.group(1).decode("ascii").lower()
+        except (UnicodeDecodeError, LookupError):
+            pass
     try:
         import cchardet  # from faust-cchardet (datatrove[io])
 
         guess = cchardet.detect(raw[: 1 << 20])
     except ImportError:  # pragma: no cover - datatrove[io] installs it
         guess = None
-    if guess and guess.get("encoding") and (guess.get("confidence") or 0) >= 0.9:
+    if guess and guess.get("encoding") and (guess.get("confidence") or 0) >= MIN_CHARSET_CONFIDENCE:
         try:
             return raw.decode(guess["encoding"]), guess["encoding"].lower()
         except (UnicodeDecodeError, LookupError):

@@ -60,7 +60,9 @@ class SampleCorpus:
     max_html_pages: int | None
 
     def inputs(self) -> list[InputSpec]:
-        specs = [InputSpec(path=str(self.html_dir), source="python-docs", max_files=self.max_html_pages)]
+        specs = [InputSpec(
+            path=str(self.html_dir), source="python-docs", glob="*.html", max_files=self.max_html_pages
+        )]
         if self.books_jsonl is not None:
             specs.append(InputSpec(path=str(self.books_jsonl), source="books"))
         return specs

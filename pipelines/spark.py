@@ -101,8 +101,7 @@ def run_spark(job: DocJob, out_dir: str | Path, spark, cfg: SparkConfig | None =
     out = Path(out_dir).absolute()
     files = list_input_files(job.inputs)
     chain = job.chain()
-    prepare_output(out, {"job": job.name, "config": job.config, "engine": "spark",
-                         "files": [f.path for f in files]}, overwrite)
+    prepare_output(out, job.fingerprint(files) | {"engine": "spark"}, overwrite)
     schema = reject_schema(chain.promoted)
     n_parts = cfg.input_partitions or spark.sparkContext.defaultParallelism
     n_parts = max(1, min(n_parts, len(files)))

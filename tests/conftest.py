@@ -1,0 +1,70 @@
+"""Shared fixtures: the real sample corpus, one Spark session, a small real job + shards.
+
+Everything here is real: the corpus comes from Debian packages (cached under data/), the
+Spark session is local[2], the document job runs on datatrove's local executor.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def sample_corpus():
+    from pipelines.sample_corpus import SampleConfig, obtain_sample
+
+    return obtain_sample(SampleConfig(data_dir=str(ROOT / "data")), log=lambda m: None)
+
+
+@pytest.fixture(scope="session")
+def small_inputs(sample_corpus, tmp_path_factory):
+    """40 real documentation pages + 3 real novels cut to 60k chars (keeps tests quick)."""
+    from pipelines.readers import InputSpec
+
+    d = tmp_path_factory.mktemp("small_inputs")
+    books = [json.loads(line) for line in sample_corpus.books_jsonl.read_text().splitlines()][:3]
+    with open(d / "books.jsonl", "w") as fh:
+        for b in books:
+            fh.write(json.dumps(b | {"text": b["text"][:60_000]}) + "\n")
+    return [
+        InputSpec(path=str(sample_corpus.html_dir), source="python-docs", glob="*.html", max_files=40),
+        InputSpec(path=str(d / "books.jsonl"), source="books"),
+    ]
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from pipelines.spark import SparkConfig, spark_session
+
+    session = spark_session(SparkConfig(master="local[2]", shuffle_partitions=4))
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def small_job(small_inputs, tmp_path_factory):
+    """The demo's document steps over the small inputs, on datatrove's local executor."""
+    from pipelines.documents_job import DocumentsJobConfig, run_documents
+
+    out = tmp_path_factory.mktemp("small_job")
+    cfg = DocumentsJobConfig.model_validate({"local": {"tasks": 3, "workers": 2}})
+    return run_documents("small", small_inputs, out, cfg, master=None, overwrite=True)
+
+
+@pytest.fixture(scope="session")
+def small_shards(small_job, tmp_path_factory):
+    """Tokenizer trained on the small job's documents, packed into shards (seq_len 128)."""
+    from pipelines.bpe_tokenizer import TokenizerConfig, load_or_train
+    from pipelines.pack import PackConfig, iter_documents, pack_documents
+
+    out = tmp_path_factory.mktemp("small_shards")
+    texts = (r[1] for rows in iter_documents(small_job.documents_dir, 64) for r in rows)
+    tok, info = load_or_train(TokenizerConfig(vocab_size=2048), texts, out / "tokenizer")
+    manifest = pack_documents(small_job.documents_dir, tok, info, out / "shards",
+                              PackConfig(seq_len=128, sequences_per_shard=300), progress=False)
+    return {"dir": out / "shards", "manifest": manifest, "tokenizer": tok, "info": info}

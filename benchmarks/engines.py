@@ -60,7 +60,9 @@ def main() -> None:
         print(f"  {name:28s} {secs:7.1f}s  {n / secs:7.1f} docs/s  {mb / secs:6.2f} MB/s")
     print(f"  (spark session startup {startup:.1f}s, not included)")
     base = results["datatrove local (2 workers)"]
-    print(f"ratio spark/datatrove docs/s: {base / results['spark local[2]']:.2f}; identical kept documents: {same}")
+    print(
+        f"ratio spark/datatrove docs/s: {base / results['spark local[2]']:.2f}; identical kept documents: {same}"
+    )
 
 
 if __name__ == "__main__":

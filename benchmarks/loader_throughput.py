@@ -20,11 +20,18 @@ from training.loader import LoaderConfig, ShardLoader
 
 def build_shards(out: Path, n_seqs: int, seq_len: int) -> None:
     rng = np.random.default_rng(0)
-    with ShardWriter(out, seq_len=seq_len, tokenizer=TokenizerInfo(id="bench", vocab_size=65536, eos_id=0),
-                     stage="bench", sequences_per_shard=4096) as w:
+    with ShardWriter(
+        out,
+        seq_len=seq_len,
+        tokenizer=TokenizerInfo(id="bench", vocab_size=65536, eos_id=0),
+        stage="bench",
+        sequences_per_shard=4096,
+    ) as w:
         for i in range(n_seqs):
             cut = int(rng.integers(1, seq_len))
-            w.add(rng.integers(0, 65536, seq_len, dtype=np.int32), [cut, seq_len - cut], "a" if i % 3 else "b")
+            w.add(
+                rng.integers(0, 65536, seq_len, dtype=np.int32), [cut, seq_len - cut], "a" if i % 3 else "b"
+            )
 
 
 def main() -> None:
@@ -40,7 +47,9 @@ def main() -> None:
         if shard_dir is None:
             shard_dir = Path(tmp) / "shards"
             build_shards(shard_dir, args.seqs, args.seq_len)
-        loader = ShardLoader(shard_dir, LoaderConfig(batch_size=args.batch_size, seed=0, epochs=1, verify=False))
+        loader = ShardLoader(
+            shard_dir, LoaderConfig(batch_size=args.batch_size, seed=0, epochs=1, verify=False)
+        )
         order = loader._epoch_order(0)
         n_batches = len(loader)
         bs, L = args.batch_size, loader.seq_len
@@ -65,14 +74,18 @@ def main() -> None:
         # first epoch: every page of the mapping is touched for the first time (page faults);
         # later epochs read already-mapped pages, like the baseline's resident array
         t_cold = epoch()
-        loader = ShardLoader(shard_dir, LoaderConfig(batch_size=args.batch_size, seed=0, epochs=1, verify=False))
+        loader = ShardLoader(
+            shard_dir, LoaderConfig(batch_size=args.batch_size, seed=0, epochs=1, verify=False)
+        )
         t_loader = epoch()
 
     gbps = lambda t: nbytes / t / 1e9  # noqa: E731
     print(f"{n_batches} batches of {bs}x{L} int32 tokens ({nbytes / 1e6:.0f} MB)")
     print(f"  numpy gather (baseline): {gbps(t_numpy):6.2f} GB/s")
     print(f"  ShardLoader, first pass (page faults): {gbps(t_cold):6.2f} GB/s  ratio {t_numpy / t_cold:.2f}")
-    print(f"  ShardLoader, mapped pages:             {gbps(t_loader):6.2f} GB/s  ratio {t_numpy / t_loader:.2f}")
+    print(
+        f"  ShardLoader, mapped pages:             {gbps(t_loader):6.2f} GB/s  ratio {t_numpy / t_loader:.2f}"
+    )
     print(f"ratio loader/numpy: {t_numpy / t_loader:.2f}  (goal >= 0.5)")
 
 

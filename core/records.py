@@ -71,15 +71,17 @@ def promoted_fields(promoted: Mapping[str, str]) -> list[pa.Field]:
         if name in (ID, TEXT, METADATA, STAGE, REASON):
             raise ValueError(f"cannot promote metadata key {name!r}: it is a reserved column name")
         if type_name not in PROMOTABLE_TYPES:
-            raise ValueError(
-                f"cannot promote {name!r} as {type_name!r}; allowed: {sorted(PROMOTABLE_TYPES)}"
-            )
+            raise ValueError(f"cannot promote {name!r} as {type_name!r}; allowed: {sorted(PROMOTABLE_TYPES)}")
         fields.append(pa.field(name, PROMOTABLE_TYPES[type_name]))
     return fields
 
 
 def document_schema(promoted: Mapping[str, str] | None = None) -> pa.Schema:
-    base = [pa.field(ID, pa.string(), nullable=False), pa.field(TEXT, pa.string()), pa.field(METADATA, pa.string())]
+    base = [
+        pa.field(ID, pa.string(), nullable=False),
+        pa.field(TEXT, pa.string()),
+        pa.field(METADATA, pa.string()),
+    ]
     return pa.schema(base + promoted_fields(promoted or {}))
 
 
@@ -125,7 +127,9 @@ def row_to_doc(row: Mapping[str, Any]) -> Document:
 
 
 def docs_to_batch(docs: Iterable[Document], schema: pa.Schema) -> pa.RecordBatch:
-    promoted = {f.name: _type_name(f.type) for f in schema if f.name not in (ID, TEXT, METADATA, STAGE, REASON)}
+    promoted = {
+        f.name: _type_name(f.type) for f in schema if f.name not in (ID, TEXT, METADATA, STAGE, REASON)
+    }
     rows = [doc_to_row(d, promoted) for d in docs]
     return pa.RecordBatch.from_pylist(rows, schema=schema)
 
@@ -134,7 +138,10 @@ def batch_to_docs(batch: pa.RecordBatch | pa.Table) -> list[Document]:
     ids = batch.column(ID).to_pylist()
     texts = batch.column(TEXT).to_pylist()
     metas = batch.column(METADATA).to_pylist() if METADATA in batch.schema.names else [None] * len(ids)
-    return [Document(text=t or "", id=str(i), metadata=parse_metadata(m)) for i, t, m in zip(ids, texts, metas)]
+    return [
+        Document(text=t or "", id=str(i), metadata=parse_metadata(m))
+        for i, t, m in zip(ids, texts, metas, strict=True)
+    ]
 
 
 def _type_name(t: pa.DataType) -> str:
@@ -179,4 +186,3 @@ def reject_to_row(doc: Document, promoted: Mapping[str, str] | None = None) -> d
     row = doc_to_row(doc, promoted)
     row[STAGE], row[REASON] = mark
     return row
-

@@ -177,7 +177,9 @@ class ShardWriter:
         lens_off = np.zeros(n + 1, dtype=np.int32)
         np.cumsum([len(dl) for dl in self._doc_lens], out=lens_off[1:])
         doc_lens = pa.ListArray.from_arrays(pa.array(lens_off), pa.array(lens_flat, pa.int32()))
-        table = pa.Table.from_arrays([tokens, doc_lens, pa.array(self._sources, pa.string())], schema=SHARD_SCHEMA)
+        table = pa.Table.from_arrays(
+            [tokens, doc_lens, pa.array(self._sources, pa.string())], schema=SHARD_SCHEMA
+        )
 
         name = f"shard-{len(self.shards):05d}.arrow"
         final = self.out_dir / name
@@ -187,7 +189,13 @@ class ShardWriter:
             writer.write_table(table, max_chunksize=1024)
         os.replace(tmp, final)
         self.shards.append(
-            ShardInfo(file=name, sha256=sha256_file(final), bytes=final.stat().st_size, sequences=n, tokens=n * self.seq_len)
+            ShardInfo(
+                file=name,
+                sha256=sha256_file(final),
+                bytes=final.stat().st_size,
+                sequences=n,
+                tokens=n * self.seq_len,
+            )
         )
         self._tokens, self._doc_lens, self._sources = [], [], []
 

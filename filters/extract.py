@@ -22,8 +22,12 @@ class HtmlToText(Trafilatura):
     name = "⛏ html_to_text"
     stage_name = "html_to_text"
 
-    def __init__(self, timeout: float = 10.0, favour_precision: bool = True, deduplicate: bool = True, **kwargs):
-        super().__init__(favour_precision=favour_precision, timeout=timeout, deduplicate=deduplicate, **kwargs)
+    def __init__(
+        self, timeout: float = 10.0, favour_precision: bool = True, deduplicate: bool = True, **kwargs
+    ):
+        super().__init__(
+            favour_precision=favour_precision, timeout=timeout, deduplicate=deduplicate, **kwargs
+        )
 
     def run(self, data, rank: int = 0, world_size: int = 1):
         with ExtractorSandbox(timeout=self.timeout, warmup_text="") as sandbox:

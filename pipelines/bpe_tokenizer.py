@@ -47,12 +47,18 @@ def train_bpe(texts: Iterable[str], cfg: TokenizerConfig) -> Tokenizer:
 def tokenizer_info(tok: Tokenizer, path: Path, eos_token: str) -> TokenizerInfo:
     eos_id = tok.token_to_id(eos_token)
     if eos_id is None:
-        raise ConfigError(f"{path}: tokenizer has no end-of-document token {eos_token!r} (set tokenizer.eos_token)")
+        raise ConfigError(
+            f"{path}: tokenizer has no end-of-document token {eos_token!r} (set tokenizer.eos_token)"
+        )
     digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
-    return TokenizerInfo(id=f"{path.stem}-{digest}", vocab_size=tok.get_vocab_size(), eos_id=eos_id, path=str(path))
+    return TokenizerInfo(
+        id=f"{path.stem}-{digest}", vocab_size=tok.get_vocab_size(), eos_id=eos_id, path=str(path)
+    )
 
 
-def load_or_train(cfg: TokenizerConfig, texts: Iterable[str] | None, out_dir: Path) -> tuple[Tokenizer, TokenizerInfo]:
+def load_or_train(
+    cfg: TokenizerConfig, texts: Iterable[str] | None, out_dir: Path
+) -> tuple[Tokenizer, TokenizerInfo]:
     """Load ``cfg.path`` or train on ``texts`` and save to ``out_dir/tokenizer.json``."""
     if cfg.path:
         path = Path(cfg.path)

@@ -197,13 +197,15 @@ class StepChain:
             raise
         except Exception as err:
             where = repr(tap.current.id) if tap.current is not None else "<none>"
-            raise StepError(f"stage {stage!r} failed on document {where}: {type(err).__name__}: {err}") from err
+            raise StepError(
+                f"stage {stage!r} failed on document {where}: {type(err).__name__}: {err}"
+            ) from err
 
     def process(self, docs: Iterable[Document], rank: int = 0, world_size: int = 1) -> Iterator[Document]:
         """Yield every input document once: kept ones as they are, rejected ones marked."""
         out: deque[Document] = deque()
         stream: Iterable[Document] = self._entry(docs, out)
-        for name, step in zip(self.names, self.steps):
+        for name, step in zip(self.names, self.steps, strict=True):
             tap = _Tap(stream)
             stream = self._observe(name, step.run(iter(tap), rank, world_size), tap, out)
         for doc in stream:

@@ -17,8 +17,11 @@ import typer
 from core.config import load_config, validate_config
 from core.errors import UserError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="GLM-5 recipe data jobs (datatrove locally, Spark with --master).")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="GLM-5 recipe data jobs (datatrove locally, Spark with --master).",
+)
 
 MASTER_HELP = "Spark master (local[2], spark://host:7077); omit to run on datatrove's local executor"
 
@@ -60,7 +63,9 @@ def demo(
 @app.command()
 @user_errors
 def documents(
-    input: list[Path] = typer.Option(..., "--input", help="file or directory (.html[.gz], .jsonl[.gz], .parquet, .txt); repeatable"),
+    input: list[Path] = typer.Option(
+        ..., "--input", help="file or directory (.html[.gz], .jsonl[.gz], .parquet, .txt); repeatable"
+    ),
     output: Path = typer.Option(..., help="output directory (documents/, rejects/, job.json)"),
     master: str = typer.Option(None, help=MASTER_HELP),
     config: Path = typer.Option(None, help="DocumentsJobConfig YAML"),
@@ -98,7 +103,14 @@ def pack(
     texts = None if tokenizer else (r[1] for rows in iter_documents(documents, 64) for r in rows)
     tok, info = load_or_train(tcfg, texts, output / "tokenizer")
     pcfg = PackConfig(seq_len=seq_len, stage=stage)
-    pack_documents(documents, tok, info, output, pcfg, job_config={"tokenizer": tcfg.model_dump(), "pack": pcfg.model_dump()})
+    pack_documents(
+        documents,
+        tok,
+        info,
+        output,
+        pcfg,
+        job_config={"tokenizer": tcfg.model_dump(), "pack": pcfg.model_dump()},
+    )
     import duckdb
 
     render({"shards": shard_stats(duckdb.connect(), output)})

@@ -59,13 +59,22 @@ def run_demo(cfg: DemoConfig, master: str | None = None, log: Callable[[str], No
         corpus = obtain_sample(cfg.sample, log=log)
     with stage(f"documents ({'datatrove local' if master is None else 'spark ' + master})"):
         # the demo always starts clean: its outputs are a picture of this one run
-        job = run_documents("demo", corpus.inputs(), out, cfg.documents, master, overwrite=True,
-                            config_record=cfg.model_dump())
+        job = run_documents(
+            "demo",
+            corpus.inputs(),
+            out,
+            cfg.documents,
+            master,
+            overwrite=True,
+            config_record=cfg.model_dump(),
+        )
     with stage("tokenizer"):
         texts = (row[1] for rows in iter_documents(job.documents_dir, 64) for row in rows)
         tok, info = load_or_train(cfg.tokenizer, texts if not cfg.tokenizer.path else None, out / "tokenizer")
     with stage("tokenize + pack"):
-        manifest = pack_documents(job.documents_dir, tok, info, out / "shards", cfg.pack, job_config=cfg.model_dump())
+        manifest = pack_documents(
+            job.documents_dir, tok, info, out / "shards", cfg.pack, job_config=cfg.model_dump()
+        )
     with stage("train"):
         metrics_path = out / "train" / "metrics.jsonl"
         metrics_path.parent.mkdir(parents=True, exist_ok=True)
@@ -87,12 +96,20 @@ def print_summary(s: DemoSummary) -> None:
         t.add_row(name, str(c.docs_in), str(c.kept), str(c.rejected), ", ".join(f"{k}={v}" for k, v in top))
     console.print(t)
     m = s.manifest
-    t = Table(title=f"shards: seq_len {m.seq_len}, tokenizer {m.tokenizer.id} (vocab {m.tokenizer.vocab_size})")
+    t = Table(
+        title=f"shards: seq_len {m.seq_len}, tokenizer {m.tokenizer.id} (vocab {m.tokenizer.vocab_size})"
+    )
     for col in ("source", "docs", "sequences", "tokens", "tokens dropped"):
         t.add_column(col, justify="left" if col == "source" else "right")
     for src, c in m.counts.items():
         t.add_row(src, str(c.docs), str(c.sequences), f"{c.tokens:,}", str(c.tokens_dropped))
-    t.add_row("total", str(m.totals.docs), str(m.totals.sequences), f"{m.totals.tokens:,}", str(m.totals.tokens_dropped))
+    t.add_row(
+        "total",
+        str(m.totals.docs),
+        str(m.totals.sequences),
+        f"{m.totals.tokens:,}",
+        str(m.totals.tokens_dropped),
+    )
     console.print(t)
     # plain prints: paths and numbers must not be re-wrapped by rich
     print(f"tokens written: {m.totals.tokens:,} in {len(m.shards)} shards:")

@@ -43,11 +43,23 @@ def build_document_steps(cfg: DocumentStepsConfig) -> list[PipelineStep]:
     return steps
 
 
-def run_documents(name: str, inputs: list[InputSpec], out_dir: str | Path, cfg: DocumentsJobConfig,
-                  master: str | None, overwrite: bool, config_record: dict | None = None) -> JobResult:
+def run_documents(
+    name: str,
+    inputs: list[InputSpec],
+    out_dir: str | Path,
+    cfg: DocumentsJobConfig,
+    master: str | None,
+    overwrite: bool,
+    config_record: dict | None = None,
+) -> JobResult:
     """Run on datatrove locally (``master`` None) or on Spark at ``master``."""
-    job = DocJob(name, inputs, build_document_steps(cfg.steps), cfg.read,
-                 config=config_record if config_record is not None else cfg.model_dump())
+    job = DocJob(
+        name,
+        inputs,
+        build_document_steps(cfg.steps),
+        cfg.read,
+        config=config_record if config_record is not None else cfg.model_dump(),
+    )
     if master is None:
         return run_local(job, out_dir, cfg.local, overwrite=overwrite)
     spark_cfg = cfg.spark.model_copy(update={"master": master})

@@ -86,6 +86,9 @@ def prepare_output(out_dir: Path, fingerprint: dict[str, Any], overwrite: bool) 
     fp_path = out_dir / FINGERPRINT
     digest = hashlib.sha256(json.dumps(fingerprint, sort_keys=True, default=str).encode()).hexdigest()
     if overwrite and out_dir.exists():
+        # only ever delete what a job wrote: an empty directory or one holding our fingerprint
+        if any(out_dir.iterdir()) and not fp_path.is_file():
+            raise UserError(f"{out_dir} is not empty and is not a job output; refusing to overwrite it")
         shutil.rmtree(out_dir)
     if fp_path.is_file():
         old = json.loads(fp_path.read_text())
@@ -118,14 +121,23 @@ def counts_from_outputs(out_dir: Path, stages: list[str]) -> dict[str, StageCoun
     for s in stages:
         n_rej = sum(rejected[s].values())
         counts[s] = StageCounts(
-            docs_in=remaining, kept=remaining - n_rej, rejected=n_rej, reasons=dict(sorted(rejected[s].items()))
+            docs_in=remaining,
+            kept=remaining - n_rej,
+            rejected=n_rej,
+            reasons=dict(sorted(rejected[s].items())),
         )
         remaining -= n_rej
     return counts
 
 
-def finish(job: DocJob, engine: str, out_dir: Path, stages: list[str], live: dict[str, StageCounts] | None,
-           started: float) -> JobResult:
+def finish(
+    job: DocJob,
+    engine: str,
+    out_dir: Path,
+    stages: list[str],
+    live: dict[str, StageCounts] | None,
+    started: float,
+) -> JobResult:
     """Check the accounting and write job.json."""
     written = counts_from_outputs(out_dir, stages)
     check_balanced(written, stages)

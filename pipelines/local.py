@@ -116,7 +116,9 @@ def run_local(job: DocJob, out_dir: str | Path, cfg: LocalEngineConfig, overwrit
     for rank in range(tasks):
         path = out / COUNTS / f"{rank:05d}.json"
         if not path.is_file():
-            raise UserError(f"task {rank} left no counts at {path}; its output is incomplete — re-run to resume")
+            raise UserError(
+                f"task {rank} left no counts at {path}; its output is incomplete — re-run to resume"
+            )
         raw = json.loads(path.read_text())
         parts.append({s: StageCounts.model_validate(c) for s, c in raw.items()})
     live = merge_counts(chain.stages, parts)

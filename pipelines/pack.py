@@ -89,18 +89,31 @@ def count_documents(doc_dir: Path) -> int:
     return duckdb.connect().execute(f"SELECT count(*) FROM read_parquet('{doc_dir}/*.parquet')").fetchone()[0]
 
 
-def pack_documents(doc_dir: str | Path, tok: Tokenizer, info: TokenizerInfo, out_dir: str | Path,
-                   cfg: PackConfig, job_config: dict[str, Any] | None = None, progress: bool = True) -> Manifest:
+def pack_documents(
+    doc_dir: str | Path,
+    tok: Tokenizer,
+    info: TokenizerInfo,
+    out_dir: str | Path,
+    cfg: PackConfig,
+    job_config: dict[str, Any] | None = None,
+    progress: bool = True,
+) -> Manifest:
     doc_dir = Path(doc_dir)
     packers: dict[str, SequencePacker] = {}
     eos = np.array([info.eos_id], dtype=np.int32)
     total = count_documents(doc_dir)
-    with ShardWriter(out_dir, seq_len=cfg.seq_len, tokenizer=info, stage=cfg.stage,
-                     sequences_per_shard=cfg.sequences_per_shard, config=job_config or {}) as writer:
+    with ShardWriter(
+        out_dir,
+        seq_len=cfg.seq_len,
+        tokenizer=info,
+        stage=cfg.stage,
+        sequences_per_shard=cfg.sequences_per_shard,
+        config=job_config or {},
+    ) as writer:
         bar = tqdm(total=total, desc="tokenize+pack", unit="doc", disable=not progress)
         for rows in iter_documents(doc_dir, cfg.batch_docs):
             texts = [r[1] for r in rows]
-            for (_, _, source), ids in zip(rows, encode_documents(tok, texts)):
+            for (_, _, source), ids in zip(rows, encode_documents(tok, texts), strict=True):
                 packer = packers.setdefault(source, SequencePacker(cfg.seq_len))
                 writer.add_docs(source)
                 doc = np.concatenate([np.asarray(ids, dtype=np.int32), eos])

@@ -122,7 +122,14 @@ def list_input_files(specs: Iterable[InputSpec]) -> list[InputFile]:
                 raise InputError(f"{root}: no document files found (looked for {sorted(_SUFFIXES)})")
         for p, rel, fmt in candidates:
             files.append(
-                InputFile(path=str(p), relpath=rel, source=source, format=fmt, text_key=spec.text_key, id_key=spec.id_key)
+                InputFile(
+                    path=str(p),
+                    relpath=rel,
+                    source=source,
+                    format=fmt,
+                    text_key=spec.text_key,
+                    id_key=spec.id_key,
+                )
             )
     seen: set[str] = set()
     unique = []
@@ -201,12 +208,16 @@ def _read_whole_file(f: InputFile, limits: ReadLimits, content_type: str) -> Ite
         return
     if len(raw) > limits.max_doc_bytes:
         prefix = raw[: limits.reject_text_chars].decode("utf-8", errors="replace")
-        yield _reject(doc_id, prefix, f, "too_large", f"{len(raw)} bytes > max_doc_bytes={limits.max_doc_bytes}", limits)
+        yield _reject(
+            doc_id, prefix, f, "too_large", f"{len(raw)} bytes > max_doc_bytes={limits.max_doc_bytes}", limits
+        )
         return
     text, encoding = _decode(raw)
     if text is None:
         shown = raw.decode("utf-8", errors="replace")
-        yield _reject(doc_id, shown, f, "undecodable", f"{f.path}: not UTF-8 and no confident charset", limits)
+        yield _reject(
+            doc_id, shown, f, "undecodable", f"{f.path}: not UTF-8 and no confident charset", limits
+        )
         return
     if not text.strip():
         yield _reject(doc_id, text, f, "empty_text", f"{f.path} has no text", limits)
@@ -237,11 +248,15 @@ def _record_to_doc(record: dict[str, Any], default_id: str, f: InputFile, limits
     meta["file"] = f.relpath
     meta.setdefault("content_type", "text/plain")
     if not isinstance(text, str):
-        return _reject(doc_id, "", f, "missing_text", f"field {f.text_key!r} is {type(text).__name__}", limits)
+        return _reject(
+            doc_id, "", f, "missing_text", f"field {f.text_key!r} is {type(text).__name__}", limits
+        )
     if not text.strip():
         return _reject(doc_id, text, f, "empty_text", f"field {f.text_key!r} is empty", limits)
     if len(text.encode("utf-8")) > limits.max_doc_bytes:
-        return _reject(doc_id, text, f, "too_large", f"text over max_doc_bytes={limits.max_doc_bytes}", limits)
+        return _reject(
+            doc_id, text, f, "too_large", f"text over max_doc_bytes={limits.max_doc_bytes}", limits
+        )
     return Document(text=text, id=doc_id, metadata=meta)
 
 
@@ -259,7 +274,12 @@ def _read_jsonl(f: InputFile, limits: ReadLimits) -> Iterator[Document]:
                 if len(line) > limits.max_doc_bytes:
                     prefix = line[: limits.reject_text_chars].decode("utf-8", errors="replace")
                     yield _reject(
-                        default_id, prefix, f, "too_large", f"line of {len(line)} bytes > max_doc_bytes", limits
+                        default_id,
+                        prefix,
+                        f,
+                        "too_large",
+                        f"line of {len(line)} bytes > max_doc_bytes",
+                        limits,
                     )
                     continue
                 if not line.strip():
@@ -282,7 +302,12 @@ def _read_jsonl(f: InputFile, limits: ReadLimits) -> Iterator[Document]:
                 yield _record_to_doc(record, default_id, f, limits)
         except (OSError, EOFError) as err:  # truncated/corrupt gzip stream mid-file
             yield _reject(
-                f"{f.source}/{f.relpath}#L{lineno + 1}-", "", f, "corrupt_file", f"after line {lineno}: {err}", limits
+                f"{f.source}/{f.relpath}#L{lineno + 1}-",
+                "",
+                f,
+                "corrupt_file",
+                f"after line {lineno}: {err}",
+                limits,
             )
 
 

@@ -60,9 +60,11 @@ class SampleCorpus:
     max_html_pages: int | None
 
     def inputs(self) -> list[InputSpec]:
-        specs = [InputSpec(
-            path=str(self.html_dir), source="python-docs", glob="*.html", max_files=self.max_html_pages
-        )]
+        specs = [
+            InputSpec(
+                path=str(self.html_dir), source="python-docs", glob="*.html", max_files=self.max_html_pages
+            )
+        ]
         if self.books_jsonl is not None:
             specs.append(InputSpec(path=str(self.books_jsonl), source="books"))
         return specs
@@ -133,13 +135,15 @@ def read_tidytext_books(path: Path) -> list[dict]:
     out = []
     for (gid, title), group in frame.groupby(["gutenberg_id", "title"], sort=True):
         slug = re.sub(r"[^a-z0-9]+", "-", str(title).lower()).strip("-")
-        out.append({
-            "id": f"books/gutenberg-{int(gid)}-{slug}",
-            "text": _clean_lines(group["text"].tolist()),
-            "title": str(title),
-            "gutenberg_id": int(gid),
-            "origin": "r-cran-tidytext",
-        })
+        out.append(
+            {
+                "id": f"books/gutenberg-{int(gid)}-{slug}",
+                "text": _clean_lines(group["text"].tolist()),
+                "title": str(title),
+                "gutenberg_id": int(gid),
+                "origin": "r-cran-tidytext",
+            }
+        )
     return out
 
 
@@ -150,20 +154,24 @@ def read_austen_books(data_dir: Path) -> list[dict]:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        index = rdata.conversion.convert(rdata.parser.parse_data(gzip.decompress((data_dir / "Rdata.rdx").read_bytes())))
+        index = rdata.conversion.convert(
+            rdata.parser.parse_data(gzip.decompress((data_dir / "Rdata.rdx").read_bytes()))
+        )
         blob = (data_dir / "Rdata.rdb").read_bytes()
         out = []
         for name, (offset, length) in sorted(index["variables"].items()):
             name = str(name)
             raw = zlib.decompress(blob[int(offset) + 4 : int(offset) + int(length)])
             lines = rdata.conversion.convert(rdata.parser.parse_data(raw))
-            out.append({
-                "id": f"books/austen-{name}",
-                "text": _clean_lines(list(lines)),
-                "title": AUSTEN_TITLES.get(name, name),
-                "author": "Jane Austen",
-                "origin": "r-cran-janeaustenr",
-            })
+            out.append(
+                {
+                    "id": f"books/austen-{name}",
+                    "text": _clean_lines(list(lines)),
+                    "title": AUSTEN_TITLES.get(name, name),
+                    "author": "Jane Austen",
+                    "origin": "r-cran-janeaustenr",
+                }
+            )
     return out
 
 

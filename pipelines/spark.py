@@ -77,8 +77,9 @@ def _to_batch(docs, schema: pa.Schema, promoted) -> pa.RecordBatch:
     return pa.RecordBatch.from_pylist(rows, schema=schema)
 
 
-def process_partition(batches: Iterator[pa.RecordBatch], chain: StepChain, limits: ReadLimits,
-                      schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+def process_partition(
+    batches: Iterator[pa.RecordBatch], chain: StepChain, limits: ReadLimits, schema: pa.Schema
+) -> Iterator[pa.RecordBatch]:
     """mapInArrow body: file rows in, document/reject rows out."""
     files = [InputFile.model_validate_json(s) for b in batches for s in b.column("file").to_pylist()]
     buf = []
@@ -91,8 +92,9 @@ def process_partition(batches: Iterator[pa.RecordBatch], chain: StepChain, limit
         yield _to_batch(buf, schema, chain.promoted)
 
 
-def run_spark(job: DocJob, out_dir: str | Path, spark, cfg: SparkConfig | None = None,
-              overwrite: bool = False) -> JobResult:
+def run_spark(
+    job: DocJob, out_dir: str | Path, spark, cfg: SparkConfig | None = None, overwrite: bool = False
+) -> JobResult:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 

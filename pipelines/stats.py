@@ -37,7 +37,9 @@ def dataset_stats(con: duckdb.DuckDBPyConnection, glob: str) -> dict[str, Any]:
     out: dict[str, Any] = {"path": glob, "documents": n, "chars": int(chars)}
     out["sources"] = {
         s: {"documents": d, "chars": int(c)}
-        for s, d, c in con.execute(f"SELECT {src}, count(*), sum(length(text)) FROM {rel} GROUP BY 1 ORDER BY 1").fetchall()
+        for s, d, c in con.execute(
+            f"SELECT {src}, count(*), sum(length(text)) FROM {rel} GROUP BY 1 ORDER BY 1"
+        ).fetchall()
     }
     if STAGE in columns:
         by_stage: dict[str, dict[str, int]] = {}
@@ -46,9 +48,13 @@ def dataset_stats(con: duckdb.DuckDBPyConnection, glob: str) -> dict[str, Any]:
             by_stage.setdefault(stage, {})[reason] = k
         out["rejects_by_stage"] = by_stage
     numeric = {}
-    for col, typ in con.execute(f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM {rel})").fetchall():
+    for col, typ in con.execute(
+        f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM {rel})"
+    ).fetchall():
         if col not in _BASE and typ in ("DOUBLE", "BIGINT", "INTEGER", "FLOAT"):
-            lo, mean, hi = con.execute(f'SELECT min("{col}"), avg("{col}"), max("{col}") FROM {rel}').fetchone()
+            lo, mean, hi = con.execute(
+                f'SELECT min("{col}"), avg("{col}"), max("{col}") FROM {rel}'
+            ).fetchone()
             numeric[col] = {"min": lo, "mean": mean, "max": hi}
     if numeric:
         out["columns"] = numeric
@@ -69,7 +75,11 @@ def shard_stats(con: duckdb.DuckDBPyConnection, shard_dir: Path) -> dict[str, An
             acc[1] += int(toks)
         con.unregister("shard")
     sources = {
-        s: {"sequences": seqs, "tokens": toks, "documents": manifest.counts[s].docs if s in manifest.counts else None}
+        s: {
+            "sequences": seqs,
+            "tokens": toks,
+            "documents": manifest.counts[s].docs if s in manifest.counts else None,
+        }
         for s, (seqs, toks) in sorted(rows.items())
     }
     total_tokens = sum(v["tokens"] for v in sources.values())
@@ -83,7 +93,9 @@ def shard_stats(con: duckdb.DuckDBPyConnection, shard_dir: Path) -> dict[str, An
         "sequences": sum(v["sequences"] for v in sources.values()),
         "tokens": total_tokens,
         "sources": sources,
-        "mixture": {s: round(v["tokens"] / total_tokens, 4) if total_tokens else 0.0 for s, v in sources.items()},
+        "mixture": {
+            s: round(v["tokens"] / total_tokens, 4) if total_tokens else 0.0 for s, v in sources.items()
+        },
         "matches_manifest": total_tokens == manifest.totals.tokens,
     }
 
@@ -145,10 +157,14 @@ def render(stats: dict[str, Any], echo=print) -> None:
     if "shards" in stats:
         shard_sets["."] = stats["shards"]
     for name, s in shard_sets.items():
-        t = Table(title=f"shards {name}: {s['shards']} files, {s['sequences']} × {s['seq_len']} tokens "
-                        f"= {s['tokens']:,} tokens, tokenizer {s['tokenizer']} (manifest ok: {s['matches_manifest']})")
+        t = Table(
+            title=f"shards {name}: {s['shards']} files, {s['sequences']} × {s['seq_len']} tokens "
+            f"= {s['tokens']:,} tokens, tokenizer {s['tokenizer']} (manifest ok: {s['matches_manifest']})"
+        )
         for col in ("source", "documents", "sequences", "tokens", "share"):
             t.add_column(col, justify="left" if col == "source" else "right")
         for src, v in s["sources"].items():
-            t.add_row(src, str(v["documents"]), str(v["sequences"]), f"{v['tokens']:,}", f"{s['mixture'][src]:.1%}")
+            t.add_row(
+                src, str(v["documents"]), str(v["sequences"]), f"{v['tokens']:,}", f"{s['mixture'][src]:.1%}"
+            )
         console.print(t)

@@ -65,6 +65,12 @@ def small_shards(small_job, tmp_path_factory):
     out = tmp_path_factory.mktemp("small_shards")
     texts = (r[1] for rows in iter_documents(small_job.documents_dir, 64) for r in rows)
     tok, info = load_or_train(TokenizerConfig(vocab_size=2048), texts, out / "tokenizer")
-    manifest = pack_documents(small_job.documents_dir, tok, info, out / "shards",
-                              PackConfig(seq_len=128, sequences_per_shard=300), progress=False)
+    manifest = pack_documents(
+        small_job.documents_dir,
+        tok,
+        info,
+        out / "shards",
+        PackConfig(seq_len=128, sequences_per_shard=300),
+        progress=False,
+    )
     return {"dir": out / "shards", "manifest": manifest, "tokenizer": tok, "info": info}

@@ -91,7 +91,9 @@ class _Chunk:
 
 
 class ShardLoader:
-    def __init__(self, shard_dir: str | Path, cfg: LoaderConfig | None = None, rank: int = 0, world_size: int = 1):
+    def __init__(
+        self, shard_dir: str | Path, cfg: LoaderConfig | None = None, rank: int = 0, world_size: int = 1
+    ):
         if not 0 <= rank < world_size:
             raise ValueError(f"rank {rank} outside world_size {world_size}")
         self.cfg = cfg or LoaderConfig()
@@ -114,7 +116,8 @@ class ShardLoader:
         # doc_lens and sources are a few bytes per sequence: one in-memory index over all
         # shards makes their gather a single vectorised step instead of a loop per chunk
         self._lens_values = np.concatenate(
-            [c.lens_values[c.lens_offsets[0] : c.lens_offsets[-1]] for c in self._chunks] or [np.empty(0, np.int32)]
+            [c.lens_values[c.lens_offsets[0] : c.lens_offsets[-1]] for c in self._chunks]
+            or [np.empty(0, np.int32)]
         )
         counts = np.concatenate([np.diff(c.lens_offsets) for c in self._chunks] or [np.empty(0, np.int64)])
         self._lens_offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
@@ -152,8 +155,15 @@ class ShardLoader:
         bounds = np.zeros(len(indices) + 1, dtype=np.int64)
         np.cumsum(counts, out=bounds[1:])
         flat = self._lens_values[np.repeat(start - bounds[:-1], counts) + np.arange(bounds[-1])]
-        return _Plan(indices, chunk_ids, indices - self._starts[chunk_ids], flat, bounds, counts,
-                     self._source_codes[indices])
+        return _Plan(
+            indices,
+            chunk_ids,
+            indices - self._starts[chunk_ids],
+            flat,
+            bounds,
+            counts,
+            self._source_codes[indices],
+        )
 
     def _assemble(self, plan: _Plan, b0: int, b1: int) -> Batch:
         chunk_ids, rows = plan.chunk_ids[b0:b1], plan.rows[b0:b1]
@@ -162,12 +172,17 @@ class ShardLoader:
             np.take(self._chunks[chunk_ids[0]].tokens, rows, axis=0, out=tokens)
         else:  # rows from several shards: copy each straight from its mapping
             chunks = self._chunks
-            for i, (c, r) in enumerate(zip(chunk_ids.tolist(), rows.tolist())):
+            for i, (c, r) in enumerate(zip(chunk_ids.tolist(), rows.tolist(), strict=True)):
                 tokens[i] = chunks[c].tokens[r]
         flat = plan.lens_flat[plan.lens_bounds[b0] : plan.lens_bounds[b1]]
         sources = [self._source_names[k] for k in plan.source_codes[b0:b1].tolist()]
-        return Batch(torch.from_numpy(tokens), torch.from_numpy(flat), plan.counts[b0:b1].tolist(), sources,
-                     plan.indices[b0:b1])
+        return Batch(
+            torch.from_numpy(tokens),
+            torch.from_numpy(flat),
+            plan.counts[b0:b1].tolist(),
+            sources,
+            plan.indices[b0:b1],
+        )
 
     def gather(self, indices: np.ndarray) -> Batch:
         """The batch of global sequence ``indices`` (random access)."""
@@ -206,6 +221,8 @@ class ShardLoader:
         mine = self.state_dict()
         for key in ("seed", "shuffle", "batch_size", "rank", "world_size", "num_sequences"):
             if state.get(key) != mine[key]:
-                raise ValueError(f"loader state has {key}={state.get(key)!r} but this loader has {mine[key]!r}")
+                raise ValueError(
+                    f"loader state has {key}={state.get(key)!r} but this loader has {mine[key]!r}"
+                )
         self.epoch = int(state["epoch"])
         self.batch_in_epoch = int(state["batch_in_epoch"])

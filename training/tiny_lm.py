@@ -63,7 +63,9 @@ class Block(nn.Module):
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         B, L, D = x.shape
         q, k, v = self.qkv(self.norm1(x)).view(B, L, 3, self.n_heads, D // self.n_heads).unbind(2)
-        att = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=mask)
+        att = F.scaled_dot_product_attention(
+            q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=mask
+        )
         x = x + self.proj(att.transpose(1, 2).reshape(B, L, D))
         gate, up = self.gate_up(self.norm2(x)).chunk(2, dim=-1)
         return x + self.down(F.silu(gate) * up)
@@ -106,4 +108,6 @@ class TinyLM(nn.Module):
         seg = segment_ids(doc_lens, tokens.shape[1])
         targets = tokens[:, 1:].long().clone()
         targets[seg[:, 1:] != seg[:, :-1]] = -100
-        return F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=-100)
+        return F.cross_entropy(
+            logits[:, :-1].reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=-100
+        )

@@ -49,7 +49,9 @@ def build(shard_dir: str | Path, cfg: TrainConfig) -> tuple[TinyLM, torch.optim.
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     loader = ShardLoader(shard_dir, cfg.loader)
-    model_cfg = cfg.model.model_copy(update={"vocab_size": cfg.model.vocab_size or loader.manifest.tokenizer.vocab_size})
+    model_cfg = cfg.model.model_copy(
+        update={"vocab_size": cfg.model.vocab_size or loader.manifest.tokenizer.vocab_size}
+    )
     if model_cfg.vocab_size < loader.manifest.tokenizer.vocab_size:
         raise UserError(
             f"model vocab_size {model_cfg.vocab_size} < tokenizer vocab {loader.manifest.tokenizer.vocab_size}"
@@ -59,9 +61,14 @@ def build(shard_dir: str | Path, cfg: TrainConfig) -> tuple[TinyLM, torch.optim.
     return model, opt, loader
 
 
-def train(shard_dir: str | Path, cfg: TrainConfig, metrics_path: str | Path | None = None,
-          log: Callable[[str], None] = print, state: dict[str, Any] | None = None,
-          stop_after: int | None = None) -> dict[str, Any]:
+def train(
+    shard_dir: str | Path,
+    cfg: TrainConfig,
+    metrics_path: str | Path | None = None,
+    log: Callable[[str], None] = print,
+    state: dict[str, Any] | None = None,
+    stop_after: int | None = None,
+) -> dict[str, Any]:
     """Train for ``cfg.steps`` (or until ``stop_after`` steps in this call); return the state
     (model, optimizer, loader, step, metrics) so a later call can resume from it."""
     model, opt, loader = build(shard_dir, cfg)
@@ -86,21 +93,34 @@ def train(shard_dir: str | Path, cfg: TrainConfig, metrics_path: str | Path | No
             grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
             opt.step()
             dt = time.perf_counter() - t0
-            rec = {"step": step, "loss": round(loss.item(), 6), "lr": lr_at(step, cfg),
-                   "grad_norm": round(float(grad_norm), 6), "tokens": int(batch.tokens.numel()),
-                   "tokens_per_s": round(batch.tokens.numel() / dt, 1), "epoch": loader.epoch}
+            rec = {
+                "step": step,
+                "loss": round(loss.item(), 6),
+                "lr": lr_at(step, cfg),
+                "grad_norm": round(float(grad_norm), 6),
+                "tokens": int(batch.tokens.numel()),
+                "tokens_per_s": round(batch.tokens.numel() / dt, 1),
+                "epoch": loader.epoch,
+            }
             metrics.append(rec)
             if sink:
                 sink.write(json.dumps(rec) + "\n")
                 sink.flush()
-            log(f"step {step:4d}  loss {rec['loss']:.4f}  lr {rec['lr']:.2e}  {rec['tokens_per_s']:.0f} tok/s")
+            log(
+                f"step {step:4d}  loss {rec['loss']:.4f}  lr {rec['lr']:.2e}  {rec['tokens_per_s']:.0f} tok/s"
+            )
             step += 1
             done_here += 1
     finally:
         if sink:
             sink.close()
-    return {"model": model.state_dict(), "optimizer": opt.state_dict(), "loader": loader.state_dict(),
-            "step": step, "metrics": metrics}
+    return {
+        "model": model.state_dict(),
+        "optimizer": opt.state_dict(),
+        "loader": loader.state_dict(),
+        "step": step,
+        "metrics": metrics,
+    }
 
 
 app = typer.Typer(add_completion=False, help="Train the tiny causal LM on Arrow shards.")

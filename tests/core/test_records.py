@@ -73,4 +73,7 @@ def test_reject_marking_and_rows():
 
 def test_spark_ddl_matches_schema():
     ddl = spark_ddl(reject_schema({"score": "float64", "n": "int64", "ok": "bool"}))
-    assert ddl == "id string, text string, metadata string, score double, n bigint, ok boolean, stage string, reason string"
+    assert (
+        ddl
+        == "id string, text string, metadata string, score double, n bigint, ok boolean, stage string, reason string"
+    )

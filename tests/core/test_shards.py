@@ -22,8 +22,9 @@ TOK = TokenizerInfo(id="t-1", vocab_size=100, eos_id=0)
 def write(tmp_path, n=10, per_shard=4, seq_len=6):
     rng = np.random.default_rng(0)
     seqs = []
-    with ShardWriter(tmp_path, seq_len=seq_len, tokenizer=TOK, stage="s1", sequences_per_shard=per_shard,
-                     config={"k": 1}) as w:
+    with ShardWriter(
+        tmp_path, seq_len=seq_len, tokenizer=TOK, stage="s1", sequences_per_shard=per_shard, config={"k": 1}
+    ) as w:
         for i in range(n):
             toks = rng.integers(0, 100, seq_len).astype(np.int32)
             lens = [2, seq_len - 2] if i % 2 else [seq_len]
@@ -50,7 +51,7 @@ def test_writer_manifest_and_contents(tmp_path):
         t = open_shard(verify_shard(tmp_path, info))
         assert t.schema.equals(SHARD_SCHEMA)
         rows += t.to_pylist()
-    for row, (toks, lens, src) in zip(rows, seqs):
+    for row, (toks, lens, src) in zip(rows, seqs, strict=True):
         assert row["tokens"] == toks.tolist() and row["doc_lens"] == lens and row["source"] == src
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp files left
 

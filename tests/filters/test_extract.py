@@ -29,7 +29,11 @@ def test_plain_text_passes_through_and_empty_html_is_rejected_with_reason():
 
 
 def test_timeout_is_a_reject_not_a_loss():
-    big = "<html><body>" + "".join(f"<p>paragraph {i} with some words</p>" for i in range(40000)) + "</body></html>"
+    big = (
+        "<html><body>"
+        + "".join(f"<p>paragraph {i} with some words</p>" for i in range(40000))
+        + "</body></html>"
+    )
     chain = StepChain([HtmlToText(timeout=0.05)])
     out = list(chain.process([html_doc("slow", big), html_doc("ok", "<p>" + "short text " * 30 + "</p>")]))
     outcome = {d.id: get_reject(d) for d in out}

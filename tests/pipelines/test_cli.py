@@ -26,9 +26,21 @@ def test_help_lists_jobs():
 
 def test_demo_end_to_end(tmp_path, sample_corpus):
     out = tmp_path / "demo"
-    res = cli("demo", "--set", f"output={out}", "--set", "sample.max_html_pages=25",
-              "--set", "train.steps=4", "--set", "pack.seq_len=128", "--set", "tokenizer.vocab_size=1024",
-              "--set", "documents.local.tasks=2")
+    res = cli(
+        "demo",
+        "--set",
+        f"output={out}",
+        "--set",
+        "sample.max_html_pages=25",
+        "--set",
+        "train.steps=4",
+        "--set",
+        "pack.seq_len=128",
+        "--set",
+        "tokenizer.vocab_size=1024",
+        "--set",
+        "documents.local.tasks=2",
+    )
     text = res.stdout
     assert "documents per stage" in text and "gopher_repetition_filter" in text
     assert "tokens written" in text and str(out / "shards" / "shard-00000.arrow") in text
@@ -58,10 +70,24 @@ def test_user_errors_are_one_line(tmp_path):
 @pytest.mark.spark
 def test_documents_job_on_spark_master(tmp_path):
     src = tmp_path / "in.jsonl"
-    src.write_text("".join(json.dumps({"id": f"d{i}", "text": f"sentence number {i} is here. " * (3 + i)}) + "\n"
-                           for i in range(12)) + "{bad json\n")
-    res = cli("documents", "--input", str(src), "--output", str(tmp_path / "out"), "--master", "local[2]",
-              "--set", "steps.length.min_chars=150")
+    src.write_text(
+        "".join(
+            json.dumps({"id": f"d{i}", "text": f"sentence number {i} is here. " * (3 + i)}) + "\n"
+            for i in range(12)
+        )
+        + "{bad json\n"
+    )
+    res = cli(
+        "documents",
+        "--input",
+        str(src),
+        "--output",
+        str(tmp_path / "out"),
+        "--master",
+        "local[2]",
+        "--set",
+        "steps.length.min_chars=150",
+    )
     job = json.loads((tmp_path / "out" / "job.json").read_text())
     assert job["engine"] == "spark"
     c = job["counts"]
@@ -69,6 +95,18 @@ def test_documents_job_on_spark_master(tmp_path):
     assert c["text_length"]["rejected"] == 3 and c["text_length"]["reasons"] == {"too_short": 3}
     assert "documents per stage" in res.stdout
     shards = tmp_path / "shards"
-    cli("pack", "--documents", str(tmp_path / "out" / "documents"), "--output", str(shards),
-        "--vocab-size", "300", "--seq-len", "16")
-    assert json.loads((shards / "manifest.json").read_text())["totals"]["docs"] == c["gopher_repetition_filter"]["kept"]
+    cli(
+        "pack",
+        "--documents",
+        str(tmp_path / "out" / "documents"),
+        "--output",
+        str(shards),
+        "--vocab-size",
+        "300",
+        "--seq-len",
+        "16",
+    )
+    assert (
+        json.loads((shards / "manifest.json").read_text())["totals"]["docs"]
+        == c["gopher_repetition_filter"]["kept"]
+    )

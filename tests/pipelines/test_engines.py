@@ -21,7 +21,9 @@ def rows(out, kind, cols):
 @pytest.mark.spark
 def test_local_and_spark_agree(small_inputs, spark, tmp_path):
     bad = tmp_path / "bad.jsonl"
-    bad.write_bytes(b'{"id": "ok1", "text": "' + b"fine words here " * 30 + b'"}\n{broken\n{"id": "e", "text": ""}\n')
+    bad.write_bytes(
+        b'{"id": "ok1", "text": "' + b"fine words here " * 30 + b'"}\n{broken\n{"id": "e", "text": ""}\n'
+    )
     inputs = [*small_inputs, InputSpec(path=str(bad), source="bad")]
     steps = build_document_steps(DocumentStepsConfig(length=LengthConfig(min_chars=300)))
     job = DocJob("agree", inputs, steps, ReadLimits(reject_text_chars=500))
@@ -49,6 +51,8 @@ def test_local_and_spark_agree(small_inputs, spark, tmp_path):
         for s in result.stages:
             c = result.counts[s]
             assert c.docs_in == c.kept + c.rejected
-    assert {s: c.model_dump() for s, c in local.counts.items()} == {s: c.model_dump() for s, c in sp.counts.items()}
+    assert {s: c.model_dump() for s, c in local.counts.items()} == {
+        s: c.model_dump() for s, c in sp.counts.items()
+    }
     total_in = local.counts["read"].docs_in
     assert total_in == len(kept_local) + len(rej_local) == 40 + 3 + 3

@@ -22,7 +22,9 @@ def job_for(tmp_path, n=30):
     (tmp_path / "in").mkdir(exist_ok=True)
     write_docs(tmp_path / "in" / "a.jsonl", n)
     write_docs(tmp_path / "in" / "b.jsonl", 5)
-    return DocJob("t", [InputSpec(path=str(tmp_path / "in"), source="s")], [TextLength(LengthConfig(min_chars=50))])
+    return DocJob(
+        "t", [InputSpec(path=str(tmp_path / "in"), source="s")], [TextLength(LengthConfig(min_chars=50))]
+    )
 
 
 def test_outputs_counts_and_job_json(small_job):
@@ -30,10 +32,22 @@ def test_outputs_counts_and_job_json(small_job):
     job = json.loads((out / "job.json").read_text())
     assert job["engine"] == "local" and job["stages"] == small_job.stages
     assert job["counts"] == {s: small_job.counts[s].model_dump() for s in small_job.stages}
-    n_docs = duckdb.connect().execute(f"SELECT count(*) FROM read_parquet('{out}/documents/*.parquet')").fetchone()[0]
-    n_rej = duckdb.connect().execute(f"SELECT count(*) FROM read_parquet('{out}/rejects/*.parquet')").fetchone()[0]
+    n_docs = (
+        duckdb.connect()
+        .execute(f"SELECT count(*) FROM read_parquet('{out}/documents/*.parquet')")
+        .fetchone()[0]
+    )
+    n_rej = (
+        duckdb.connect()
+        .execute(f"SELECT count(*) FROM read_parquet('{out}/rejects/*.parquet')")
+        .fetchone()[0]
+    )
     assert n_docs == small_job.kept and n_docs + n_rej == small_job.counts["read"].docs_in == 43
-    cols = duckdb.connect().execute(f"DESCRIBE SELECT * FROM read_parquet('{out}/documents/*.parquet')").fetchall()
+    cols = (
+        duckdb.connect()
+        .execute(f"DESCRIBE SELECT * FROM read_parquet('{out}/documents/*.parquet')")
+        .fetchall()
+    )
     assert ("n_chars", "BIGINT") in [(c[0], c[1]) for c in cols]  # promoted typed column
 
 
@@ -55,13 +69,25 @@ def test_rerun_resumes_and_other_job_is_refused(tmp_path):
     assert replaced.counts["text_length"].rejected == 0
 
 
+def test_overwrite_never_deletes_a_foreign_directory(tmp_path):
+    job = job_for(tmp_path, n=4)
+    (tmp_path / "precious").mkdir()
+    (tmp_path / "precious" / "thesis.tex").write_text("years of work")
+    with pytest.raises(UserError, match="not a job output; refusing"):
+        run_local(job, tmp_path / "precious", LocalEngineConfig(tasks=1, workers=1), overwrite=True)
+    assert (tmp_path / "precious" / "thesis.tex").read_text() == "years of work"
+
+
 def test_rank_without_documents_leaves_an_empty_dataset_file(tmp_path):
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "a.jsonl").write_text(json.dumps({"id": "x", "text": "short"}) + "\n")
     (tmp_path / "in" / "b.jsonl").write_text(json.dumps({"id": "y", "text": "long enough " * 10}) + "\n")
     job = DocJob("t", [InputSpec(path=str(tmp_path / "in"))], [TextLength(LengthConfig(min_chars=20))])
     res = run_local(job, tmp_path / "out", LocalEngineConfig(tasks=2, workers=1))
-    assert sorted(p.name for p in (tmp_path / "out" / "documents").iterdir()) == ["00000.parquet", "00001.parquet"]
+    assert sorted(p.name for p in (tmp_path / "out" / "documents").iterdir()) == [
+        "00000.parquet",
+        "00001.parquet",
+    ]
     assert res.kept == 1
 
 

@@ -28,10 +28,14 @@ def test_shards_hold_exactly_the_documents_in_order(small_job, small_shards):
         for row in open_shard(small_shards["dir"] / s.file).to_pylist():
             assert sum(row["doc_lens"]) == m.seq_len == len(row["tokens"])
             streams.setdefault(row["source"], []).extend(row["tokens"])
-    docs = duckdb.connect().execute(
-        f"SELECT id, text, json_extract_string(metadata, '$.source') FROM "
-        f"read_parquet('{small_job.documents_dir}/*.parquet') ORDER BY id"
-    ).fetchall()
+    docs = (
+        duckdb.connect()
+        .execute(
+            f"SELECT id, text, json_extract_string(metadata, '$.source') FROM "
+            f"read_parquet('{small_job.documents_dir}/*.parquet') ORDER BY id"
+        )
+        .fetchall()
+    )
     for source, stream in streams.items():
         expected = []
         for _, text, src in docs:
@@ -48,8 +52,14 @@ def test_shards_hold_exactly_the_documents_in_order(small_job, small_shards):
 
 def test_same_documents_give_byte_identical_shards(small_job, small_shards, tmp_path):
     tok, info = small_shards["tokenizer"], small_shards["info"]
-    m2 = pack_documents(small_job.documents_dir, tok, info, tmp_path, PackConfig(seq_len=128, sequences_per_shard=300),
-                        progress=False)
+    m2 = pack_documents(
+        small_job.documents_dir,
+        tok,
+        info,
+        tmp_path,
+        PackConfig(seq_len=128, sequences_per_shard=300),
+        progress=False,
+    )
     assert [s.sha256 for s in m2.shards] == [s.sha256 for s in small_shards["manifest"].shards]
 
 

@@ -45,7 +45,12 @@ def test_jsonl_bad_lines_become_counted_rejects(tmp_path):
         "web/docs.jsonl#L8": ("read", "too_large"),
         "web/docs.jsonl#L10": None,
     }
-    assert by_id["ok"].metadata == {"lang": "en", "source": "web", "file": "docs.jsonl", "content_type": "text/plain"}
+    assert by_id["ok"].metadata == {
+        "lang": "en",
+        "source": "web",
+        "file": "docs.jsonl",
+        "content_type": "text/plain",
+    }
     assert by_id["web/docs.jsonl#L10"].metadata["url"] == "http://x"
     assert "line 2" in by_id["web/docs.jsonl#L2"].metadata[REJECT_DETAIL_KEY]
     assert len(by_id["web/docs.jsonl#L8"].text) == 30  # reject text is bounded
@@ -80,8 +85,10 @@ def test_html_directory_glob_max_files_and_gzip(tmp_path):
     assert [f.relpath for f in files] == ["a.html", "empty.html", "notes.txt", "sub/b.html.gz", "sub/c.htm"]
     docs = read([InputSpec(path=str(tmp_path), source="site", glob="*.htm*")])
     assert {d.id: get_reject(d) for d in docs} == {
-        "site/a.html": None, "site/empty.html": ("read", "empty_text"),
-        "site/sub/b.html.gz": None, "site/sub/c.htm": None,
+        "site/a.html": None,
+        "site/empty.html": ("read", "empty_text"),
+        "site/sub/b.html.gz": None,
+        "site/sub/c.htm": None,
     }
     assert docs[0].metadata["content_type"] == "text/html"
     assert [d.text for d in docs if d.id == "site/sub/b.html.gz"] == ["<p>B</p>"]
@@ -98,12 +105,16 @@ def test_non_utf8_html_is_decoded_when_confident_else_rejected(tmp_path):
     docs = {d.id.split("/")[-1]: d for d in read([InputSpec(path=str(tmp_path))], ReadLimits())}
     assert get_reject(docs["fr.html"]) is None and "élèves" in docs["fr.html"].text
     assert docs["fr.html"].metadata["encoding"] != "utf-8"
-    assert "Привет, мир" in docs["declared.html"].text and docs["declared.html"].metadata["encoding"] == "koi8-r"
+    assert (
+        "Привет, мир" in docs["declared.html"].text and docs["declared.html"].metadata["encoding"] == "koi8-r"
+    )
     assert get_reject(docs["bin.html"]) == ("read", "undecodable")
 
 
 def test_corrupt_gzip_and_parquet(tmp_path):
-    good = gzip.compress(b"".join(json.dumps({"id": f"d{i}", "text": f"doc {i}"}).encode() + b"\n" for i in range(50)))
+    good = gzip.compress(
+        b"".join(json.dumps({"id": f"d{i}", "text": f"doc {i}"}).encode() + b"\n" for i in range(50))
+    )
     (tmp_path / "cut.jsonl.gz").write_bytes(good[: len(good) // 2])
     docs = read([InputSpec(path=str(tmp_path / "cut.jsonl.gz"))])
     assert get_reject(docs[-1]) == ("read", "corrupt_file")
@@ -111,7 +122,9 @@ def test_corrupt_gzip_and_parquet(tmp_path):
     (tmp_path / "bad.parquet").write_bytes(b"PAR1 not really")
     [bad] = read([InputSpec(path=str(tmp_path / "bad.parquet"))])
     assert get_reject(bad) == ("read", "corrupt_file")
-    pq.write_table(pa.table({"id": ["p1", "p2"], "text": ["one", ""], "url": ["u1", "u2"]}), tmp_path / "ok.parquet")
+    pq.write_table(
+        pa.table({"id": ["p1", "p2"], "text": ["one", ""], "url": ["u1", "u2"]}), tmp_path / "ok.parquet"
+    )
     docs = read([InputSpec(path=str(tmp_path / "ok.parquet"), source="pq")])
     assert [(d.id, get_reject(d)) for d in docs] == [("p1", None), ("p2", ("read", "empty_text"))]
     assert docs[0].metadata["url"] == "u1"

@@ -50,7 +50,9 @@ def test_epoch_is_a_permutation_and_ranks_partition_it(small_shards):
     r0 = np.concatenate([b.indices for b in ShardLoader(small_shards["dir"], cfg, rank=0, world_size=2)])
     r1 = np.concatenate([b.indices for b in ShardLoader(small_shards["dir"], cfg, rank=1, world_size=2)])
     assert not set(r0.tolist()) & set(r1.tolist())
-    other_seed = np.concatenate([b.indices for b in ShardLoader(small_shards["dir"], cfg.model_copy(update={"seed": 2}))])
+    other_seed = np.concatenate(
+        [b.indices for b in ShardLoader(small_shards["dir"], cfg.model_copy(update={"seed": 2}))]
+    )
     assert not np.array_equal(full, other_seed)
 
 

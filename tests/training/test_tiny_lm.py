@@ -13,7 +13,9 @@ def test_masks_and_positions_follow_documents():
 
 def test_no_attention_across_documents():
     torch.manual_seed(0)
-    model = TinyLM(TinyLMConfig(vocab_size=50, d_model=32, n_heads=4, n_layers=2, d_ff=64, max_seq_len=16)).eval()
+    model = TinyLM(
+        TinyLMConfig(vocab_size=50, d_model=32, n_heads=4, n_layers=2, d_ff=64, max_seq_len=16)
+    ).eval()
     lens = [torch.tensor([6, 10])]
     a = torch.randint(0, 50, (1, 16))
     b = a.clone()

@@ -6,8 +6,13 @@ from training.train_loop import TrainConfig, lr_at, train
 
 
 def cfg(steps):
-    return TrainConfig(steps=steps, lr=3e-3, warmup_steps=2, loader=LoaderConfig(batch_size=4, seed=0),
-                       model=TinyLMConfig(d_model=64, n_heads=4, n_layers=2, d_ff=128, max_seq_len=128))
+    return TrainConfig(
+        steps=steps,
+        lr=3e-3,
+        warmup_steps=2,
+        loader=LoaderConfig(batch_size=4, seed=0),
+        model=TinyLMConfig(d_model=64, n_heads=4, n_layers=2, d_ff=128, max_seq_len=128),
+    )
 
 
 def test_loss_goes_down_on_real_shards(small_shards, tmp_path):

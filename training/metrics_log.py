@@ -1,0 +1,45 @@
+"""Per-step metrics: one JSON object per line, mirrored to TensorBoard when it is installed."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+class MetricsSink:
+    def __init__(
+        self,
+        path: str | Path | None,
+        append: bool = False,
+        tensorboard_dir: str | Path | None = None,
+        log: Callable[[str], None] = print,
+    ):
+        self._fh = None
+        if path is not None:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            self._fh = open(path, "a" if append else "w", encoding="utf-8")
+        self._tb = None
+        if tensorboard_dir is not None:
+            try:  # optional dependency: JSONL is the contract, TensorBoard a convenience
+                from torch.utils.tensorboard import SummaryWriter
+
+                self._tb = SummaryWriter(str(tensorboard_dir))
+            except ImportError:
+                log("tensorboard is not installed; metrics go to JSONL only")
+
+    def write(self, rec: dict[str, Any]) -> None:
+        if self._fh:
+            self._fh.write(json.dumps(rec) + "\n")
+            self._fh.flush()
+        if self._tb is not None:
+            for k, v in rec.items():
+                if isinstance(v, (int, float)) and k != "step":
+                    self._tb.add_scalar(k, v, rec["step"])
+
+    def close(self) -> None:
+        if self._fh:
+            self._fh.close()
+        if self._tb is not None:
+            self._tb.close()

@@ -1,0 +1,268 @@
+"""The trainer: GLM-5-shaped model on Arrow shards, Muon/MuonSplit/AdamW, stages, checkpoints.
+
+``python -m training.trainer --config configs/train_tiny.yaml --shards out/demo/shards
+--metrics out/train/metrics.jsonl`` trains and writes one JSON object per step. A config with
+``stages:`` trains them in order (mid-training: each stage names a shard directory; its
+sequence length and shard set come from that directory's manifest), under one LR schedule
+over all steps. Checkpoints (``checkpoint.dir``) hold everything a run needs to continue
+bit-exactly: weights, optimizer state, RNG state, step and the loader position.
+
+Per step: forward + loss (LM + MTP + optional sequence aux loss) under optional bf16
+autocast, backward, gradient clipping, optimizer step, optional QK-clip, then the
+aux-loss-free expert-bias update from the step's expert loads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+import typer
+from pydantic import Field
+
+from core.config import StrictModel, load_config
+from core.errors import ConfigError, UserError
+from core.shards import read_manifest
+from training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from training.glm_model import GLMModel
+from training.loader import LoaderConfig, ShardLoader
+from training.metrics_log import MetricsSink
+from training.model_config import ModelConfig
+from training.optimizers import OptimizerConfig, build_optimizer, qk_clip_
+from training.schedules import ScheduleConfig, lr_at
+
+
+class StageConfig(StrictModel):
+    name: str
+    shards: str  # shard directory (manifest.json + shard-*.arrow)
+    steps: int = Field(gt=0)
+    batch_size: int | None = Field(default=None, gt=0)  # default: loader.batch_size
+    manifest_stage: str | None = None  # if set, the manifest's `stage` must equal it
+
+
+class CheckpointConfig(StrictModel):
+    dir: str | None = None
+    every: int = Field(default=0, ge=0)  # also save every N steps (0 = only at the end / stop)
+
+
+class ParallelConfig(StrictModel):
+    """Megatron-core's names; used by the pipeline layout planner and the Megatron backend."""
+
+    tensor_model_parallel_size: int = Field(default=1, gt=0)
+    pipeline_model_parallel_size: int = Field(default=1, gt=0)
+    virtual_pipeline_model_parallel_size: int | None = Field(default=None, gt=0)
+    expert_model_parallel_size: int = Field(default=1, gt=0)
+
+
+class TrainerConfig(StrictModel):
+    seed: int = 0
+    steps: int = Field(default=20, gt=0)  # used when there are no stages
+    threads: int = Field(default=0, ge=0)  # torch intra-op threads; 0 = torch's default
+    precision: Literal["fp32", "bf16"] = "fp32"  # bf16 = autocast, fp32 master weights
+    grad_clip: float = Field(default=1.0, gt=0)
+    record_max_logits: bool = False  # log the largest attention logit (on with QK-clip)
+    tensorboard_dir: str | None = None
+    loader: LoaderConfig = LoaderConfig()
+    model: ModelConfig = ModelConfig()
+    optimizer: OptimizerConfig = OptimizerConfig()
+    schedule: ScheduleConfig = ScheduleConfig()
+    stages: list[StageConfig] = []
+    checkpoint: CheckpointConfig = CheckpointConfig()
+    parallel: ParallelConfig = ParallelConfig()
+
+
+def load_trainer_config(path: str | Path, overrides: list[str] | None = None) -> TrainerConfig:
+    cfg = load_config(TrainerConfig, path, overrides)
+    cfg.model.check(f"{path}: model")
+    return cfg
+
+
+@dataclass
+class TrainResult:
+    step: int
+    metrics: list[dict[str, Any]]
+    model: GLMModel
+    checkpoint: Path | None = None
+    stages: list[StageConfig] = field(default_factory=list)
+
+
+def resolve_stages(cfg: TrainerConfig, shards: str | Path | None) -> list[StageConfig]:
+    if shards is not None:
+        return [StageConfig(name="main", shards=str(shards), steps=cfg.steps)]
+    if not cfg.stages:
+        raise ConfigError("stages: empty; pass --shards or list stages in the config")
+    return cfg.stages
+
+
+def stage_at(stages: list[StageConfig], step: int) -> tuple[int, int]:
+    """(stage index, first step of that stage) for a global step."""
+    start = 0
+    for i, s in enumerate(stages):
+        if step < start + s.steps:
+            return i, start
+        start += s.steps
+    return len(stages) - 1, start - stages[-1].steps
+
+
+def build_model(cfg: TrainerConfig, stages: list[StageConfig]) -> GLMModel:
+    manifests = [read_manifest(s.shards) for s in stages]
+    for s, m in zip(stages, manifests, strict=True):
+        if s.manifest_stage is not None and m.stage != s.manifest_stage:
+            raise ConfigError(
+                f"stages.{s.name}.manifest_stage: {s.shards} serves stage {m.stage!r}, not {s.manifest_stage!r}"
+            )
+    vocab = max(m.tokenizer.vocab_size for m in manifests)
+    if cfg.model.vocab_size and cfg.model.vocab_size < vocab:
+        raise ConfigError(f"model.vocab_size: {cfg.model.vocab_size} < tokenizer vocab {vocab}")
+    torch.manual_seed(cfg.seed)
+    return GLMModel(cfg.model.model_copy(update={"vocab_size": cfg.model.vocab_size or vocab}))
+
+
+def train(
+    cfg: TrainerConfig,
+    shards: str | Path | None = None,
+    metrics_path: str | Path | None = None,
+    log: Callable[[str], None] = print,
+    stop_after: int | None = None,
+    resume: bool = True,
+) -> TrainResult:
+    """Train until the last stage ends (or ``stop_after`` steps in this call, then checkpoint).
+    With ``resume`` and a checkpoint in ``checkpoint.dir``, continue from the latest one."""
+    threads = torch.get_num_threads()
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    try:
+        return _train(cfg, shards, metrics_path, log, stop_after, resume)
+    finally:
+        torch.set_num_threads(threads)  # the setting is process-wide: do not leak it
+
+
+def _train(cfg, shards, metrics_path, log, stop_after, resume) -> TrainResult:
+    stages = resolve_stages(cfg, shards)
+    total = sum(s.steps for s in stages)
+    model = build_model(cfg, stages)
+    opt = build_optimizer(model, cfg.optimizer)
+    step, loader_state = 0, None
+    ckpt_dir = Path(cfg.checkpoint.dir) if cfg.checkpoint.dir else None
+    found = latest_checkpoint(ckpt_dir) if (ckpt_dir and resume) else None
+    if found is not None:
+        saved = load_checkpoint(found, model, opt)
+        step, loader_state = saved["step"], saved.get("loader")
+        log(f"resumed from {found} at step {step}")
+    clip = cfg.optimizer.qk_clip_tau
+    model.set_record_max_logits(bool(clip) or cfg.record_max_logits)
+    autocast = (
+        torch.autocast("cpu" if not torch.cuda.is_available() else "cuda", dtype=torch.bfloat16)
+        if cfg.precision == "bf16"
+        else contextlib.nullcontext()
+    )
+    sink = MetricsSink(metrics_path, append=step > 0, tensorboard_dir=cfg.tensorboard_dir, log=log)
+    metrics: list[dict[str, Any]] = []
+    done_here, last_ckpt = 0, None
+    model.train()
+    try:
+        while step < total and (stop_after is None or done_here < stop_after):
+            idx, start = stage_at(stages, step)
+            stage = stages[idx]
+            loader_cfg = cfg.loader.model_copy(
+                update={"batch_size": stage.batch_size or cfg.loader.batch_size}
+            )
+            loader = ShardLoader(stage.shards, loader_cfg)
+            if loader_state is not None and loader_state.get("stage") == idx:
+                loader.load_state_dict(loader_state["state"])
+            batches = iter(loader)
+            while step < start + stage.steps and (stop_after is None or done_here < stop_after):
+                t0 = time.perf_counter()
+                batch = next(batches)
+                lr = lr_at(step, total, cfg.schedule, cfg.optimizer.lr)
+                for group in opt.param_groups:
+                    group["lr"] = lr
+                with autocast:
+                    out = model.loss(batch.tokens, batch.doc_lens)
+                opt.zero_grad(set_to_none=True)
+                out["loss"].backward()
+                grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+                opt.step()
+                rec: dict[str, Any] = {
+                    "step": step,
+                    **{k: round(float(v.detach()), 6) for k, v in out.items()},
+                }
+                if model.max_attention_logit() is not None:
+                    rec["max_attn_logit"] = round(model.max_attention_logit(), 4)
+                if clip:
+                    rec["qk_clipped_heads"] = qk_clip_(model, clip)
+                balance = model.update_expert_bias()
+                dt = time.perf_counter() - t0
+                rec.update(
+                    lr=lr,
+                    grad_norm=round(float(grad_norm), 6),
+                    expert_load_max_over_mean=None if balance is None else round(balance, 4),
+                    stage=stage.name,
+                    seq_len=loader.seq_len,
+                    epoch=loader.epoch,
+                    tokens=int(batch.tokens.numel()),
+                    tokens_per_s=round(batch.tokens.numel() / dt, 1),
+                )
+                metrics.append(rec)
+                sink.write(rec)
+                log(
+                    f"step {step:5d}  [{stage.name}, L={loader.seq_len}]  loss {rec['loss']:.4f}  "
+                    f"lm {rec['lm_loss']:.4f}  lr {lr:.2e}  {rec['tokens_per_s']:.0f} tok/s"
+                )
+                step += 1
+                done_here += 1
+                loader_state = {"stage": idx, "state": loader.state_dict()}
+                if ckpt_dir and cfg.checkpoint.every and step % cfg.checkpoint.every == 0:
+                    last_ckpt = _save(ckpt_dir, step, model, opt, loader_state, cfg)
+            loader_state = None  # the next stage starts at its loader's beginning
+        if ckpt_dir and done_here and (last_ckpt is None or not last_ckpt.name.endswith(f"{step:08d}")):
+            last_ckpt = _save(ckpt_dir, step, model, opt, {"stage": idx, "state": loader.state_dict()}, cfg)
+    finally:
+        sink.close()
+    return TrainResult(step, metrics, model, last_ckpt, stages)
+
+
+def _save(ckpt_dir: Path, step: int, model, opt, loader_state, cfg: TrainerConfig) -> Path:
+    return save_checkpoint(
+        ckpt_dir, step, model, opt, {"loader": loader_state, "config": cfg.model_dump(mode="json")}
+    )
+
+
+app = typer.Typer(add_completion=False, help="Train the GLM-5-shaped model on Arrow shards.")
+
+
+@app.command()
+def main(
+    config: Path = typer.Option(Path("configs/train_tiny.yaml"), help="trainer YAML"),
+    shards: Path = typer.Option(None, help="shard directory (one stage); default: the config's stages"),
+    steps: int = typer.Option(None, help="optimizer steps when training one shard directory"),
+    metrics: Path = typer.Option(None, help="write one JSON object per step here"),
+    checkpoint_dir: Path = typer.Option(None, help="save checkpoints here (overrides checkpoint.dir)"),
+    resume: bool = typer.Option(False, help="continue from the latest checkpoint in the checkpoint dir"),
+    override: list[str] = typer.Option(
+        [], "--set", help="override a config key, e.g. --set optimizer.name=adamw"
+    ),
+) -> None:
+    try:
+        cfg = load_trainer_config(config, override)
+        if steps is not None:
+            cfg.steps = steps
+        if checkpoint_dir is not None:
+            cfg.checkpoint.dir = str(checkpoint_dir)
+        result = train(cfg, shards, metrics, resume=resume)
+        first, last = result.metrics[0]["loss"], result.metrics[-1]["loss"]
+        typer.echo(f"trained {len(result.metrics)} steps: loss {first:.4f} -> {last:.4f}")
+        if result.checkpoint:
+            typer.echo(f"checkpoint: {result.checkpoint}")
+    except UserError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2) from None
+
+
+if __name__ == "__main__":
+    app()

@@ -10,6 +10,8 @@ through unchanged: one corpus can mix crawled pages and plain-text books.
 
 from __future__ import annotations
 
+import re
+
 from datatrove.pipeline.extractors.base import ExtractorSandbox
 from datatrove.pipeline.extractors.trafilatura import Trafilatura
 
@@ -63,3 +65,35 @@ class HtmlToText(Trafilatura):
         doc.metadata["filter_reason"] = reason
         if detail:
             doc.metadata[REJECT_DETAIL_KEY] = detail
+
+
+# Page chrome by HTML semantics: landmark elements/roles and the class/id names sites use
+# for navigation, sidebars, headers and footers. What they contain is boilerplate by
+# construction, which makes it real negative data for a quality classifier.
+_CHROME_TAGS = ("nav", "header", "footer", "aside")
+_CHROME_ROLES = ("navigation", "banner", "contentinfo", "complementary", "search")
+_CHROME_NAME = re.compile(r"(^|[-_ ])(nav|navbar|menu|sidebar|sphinxsidebar|footer|header|breadcrumbs?|related|toc)"
+                          r"([-_ ]|$)", re.IGNORECASE)
+
+
+def boilerplate_text(html: str) -> str:
+    """Text of a page's navigation/chrome regions (one line per region), '' if none."""
+    import lxml.html
+
+    try:
+        tree = lxml.html.fromstring(html)
+    except (ValueError, lxml.etree.ParserError):
+        return ""
+    for bad in tree.xpath("//script|//style|//noscript"):
+        bad.drop_tree()
+    regions = []
+    for el in tree.iter():
+        if not isinstance(el.tag, str):
+            continue
+        names = f"{el.get('class', '')} {el.get('id', '')}"
+        if el.tag in _CHROME_TAGS or el.get("role") in _CHROME_ROLES or _CHROME_NAME.search(names):
+            if any(el is r or r in el.iterancestors() for r in regions):
+                continue  # nested inside a region we already took
+            regions.append(el)
+    lines = [" ".join(r.text_content().split()) for r in regions]
+    return "\n".join(line for line in lines if line)

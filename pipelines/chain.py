@@ -135,11 +135,13 @@ class _Tap:
 
 
 class StepChain:
-    def __init__(self, steps: list[PipelineStep], reject_text_chars: int = 20_000):
+    def __init__(self, steps: list[PipelineStep], reject_text_chars: int = 20_000,
+                 promote: dict[str, str] | None = None):
         self.steps = list(steps)
         self.names = unique_stage_names(self.steps)
         self.reject_text_chars = reject_text_chars
-        self.promoted = promoted_columns(self.steps)
+        # columns promoted by earlier phases of a job are carried forward, then this chain's
+        self.promoted = {**(promote or {}), **promoted_columns(self.steps)}
         for step in self.steps:
             if isinstance(step, BaseFilter) and step.exclusion_writer is None:
                 step.exclusion_writer = _ReasonOnlySink()

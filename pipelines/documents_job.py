@@ -23,7 +23,8 @@ from pipelines.spark import SparkConfig, run_spark, spark_session
 
 
 class DocumentStepsConfig(StrictModel):
-    extract_timeout_s: float = Field(default=10.0, gt=0)
+    # a guard against pathological pages, not a budget: too low turns machine load into rejects
+    extract_timeout_s: float = Field(default=60.0, gt=0)
     length: LengthConfig = LengthConfig()
     # datatrove's Gopher repetition filter (MassiveText thresholds)
     gopher_repetition: bool = True

@@ -1,10 +1,15 @@
 """A document job is data: inputs, a list of per-document steps, read limits.
 
-Both engines take the same ``DocJob`` and write the same output layout:
+Both engines take the same ``DocJob`` and write the same output ``Layout``; for a one-phase
+job (``Layout.single``):
 
     OUT/documents/*.parquet   kept documents  (id, text, metadata JSON, promoted columns)
     OUT/rejects/*.parquet     rejected ones   (same columns + stage, reason)
     OUT/job.json              engine, stages, per-stage counts, timings
+
+Multi-phase jobs (per-document phases separated by corpus-level passes) give each phase
+its own state directory and rejects partition (``Layout.phase``); the last phase writes
+``OUT/documents``.
 
 Per-stage counts are re-derived from the written outputs and compared with the counters
 the step chain kept while running; a mismatch means a document was lost and fails the job.
@@ -31,6 +36,30 @@ from pipelines.readers import InputFile, InputSpec, ReadLimits
 DOCUMENTS, REJECTS, JOB_JSON, FINGERPRINT = "documents", "rejects", "job.json", "fingerprint.json"
 
 
+@dataclass(frozen=True)
+class Layout:
+    """Where one per-document run writes: its state (fingerprint, logs, counts, job.json),
+    its kept documents and its rejects."""
+
+    state: Path
+    documents: Path
+    rejects: Path
+
+    @classmethod
+    def single(cls, out: str | Path) -> Layout:
+        out = Path(out)
+        return cls(out, out / DOCUMENTS, out / REJECTS)
+
+    @classmethod
+    def phase(cls, out: str | Path, index: int, name: str, final: bool) -> Layout:
+        out = Path(out)
+        state = out / "phases" / f"{index}-{name}"
+        return cls(state, out / DOCUMENTS if final else state / DOCUMENTS, out / REJECTS / f"phase={index}-{name}")
+
+    def absolute(self) -> Layout:
+        return Layout(self.state.absolute(), self.documents.absolute(), self.rejects.absolute())
+
+
 @dataclass
 class DocJob:
     name: str
@@ -39,9 +68,11 @@ class DocJob:
     limits: ReadLimits = field(default_factory=ReadLimits)
     # the producing config, recorded in job.json and in shard manifests
     config: dict[str, Any] = field(default_factory=dict)
+    # typed columns to keep writing (promoted by earlier phases of a multi-phase job)
+    promote: dict[str, str] = field(default_factory=dict)
 
     def chain(self) -> StepChain:
-        return StepChain(self.steps, reject_text_chars=self.limits.reject_text_chars)
+        return StepChain(self.steps, reject_text_chars=self.limits.reject_text_chars, promote=self.promote)
 
     def fingerprint(self, files: list[InputFile]) -> dict[str, Any]:
         return {
@@ -49,6 +80,7 @@ class DocJob:
             "config": self.config,
             "steps": [describe_step(s) for s in self.steps],
             "limits": self.limits.model_dump(),
+            "promote": self.promote,
             "files": [f.path for f in files],
         }
 
@@ -57,7 +89,7 @@ class DocJob:
 class JobResult:
     name: str
     engine: str
-    out_dir: Path
+    layout: Layout
     stages: list[str]
     counts: dict[str, StageCounts]
     seconds: float
@@ -67,8 +99,12 @@ class JobResult:
         return self.counts[self.stages[-1]].kept
 
     @property
+    def out_dir(self) -> Path:
+        return self.layout.state
+
+    @property
     def documents_dir(self) -> Path:
-        return self.out_dir / DOCUMENTS
+        return self.layout.documents
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -80,36 +116,47 @@ class JobResult:
         }
 
 
-def prepare_output(out_dir: Path, fingerprint: dict[str, Any], overwrite: bool) -> None:
-    """Make ``out_dir`` ready. Re-running the same job resumes it (finished tasks are kept);
+def _is_dataset_dir(path: Path) -> bool:
+    """Only Parquet parts and engine bookkeeping: safe to delete on overwrite."""
+    return all(p.is_file() and (p.suffix == ".parquet" or p.name.startswith((".", "_"))) for p in path.iterdir())
+
+
+def prepare_output(layout: Layout, fingerprint: dict[str, Any], overwrite: bool) -> None:
+    """Make the layout ready. Re-running the same job resumes it (finished tasks are kept);
     running a different job into it is refused unless ``overwrite``, which starts clean."""
-    fp_path = out_dir / FINGERPRINT
+    fp_path = layout.state / FINGERPRINT
     digest = hashlib.sha256(json.dumps(fingerprint, sort_keys=True, default=str).encode()).hexdigest()
-    if overwrite and out_dir.exists():
+    if overwrite:
         # only ever delete what a job wrote: an empty directory or one holding our fingerprint
-        if any(out_dir.iterdir()) and not fp_path.is_file():
-            raise UserError(f"{out_dir} is not empty and is not a job output; refusing to overwrite it")
-        shutil.rmtree(out_dir)
+        if layout.state.exists():
+            if any(layout.state.iterdir()) and not fp_path.is_file():
+                raise UserError(f"{layout.state} is not empty and is not a job output; refusing to overwrite it")
+            shutil.rmtree(layout.state)
+        for d in (layout.documents, layout.rejects):
+            if d.exists():
+                if not _is_dataset_dir(d):
+                    raise UserError(f"{d} holds more than a dataset; refusing to overwrite it")
+                shutil.rmtree(d)
     if fp_path.is_file():
         old = json.loads(fp_path.read_text())
         if old.get("digest") != digest:
             raise UserError(
-                f"{out_dir} holds the output of a different job or config; "
+                f"{layout.state} holds the output of a different job or config; "
                 "pass --overwrite to replace it or choose another output directory"
             )
-    out_dir.mkdir(parents=True, exist_ok=True)
+    layout.state.mkdir(parents=True, exist_ok=True)
     atomic_write_text(fp_path, json.dumps({"digest": digest, "job": fingerprint}, indent=2, default=str))
 
 
-def counts_from_outputs(out_dir: Path, stages: list[str]) -> dict[str, StageCounts]:
+def counts_from_outputs(layout: Layout, stages: list[str]) -> dict[str, StageCounts]:
     """Per-stage counts derived only from what was written (DuckDB over the Parquet files).
 
     Each document passes the stages in order, so stage i saw everything the reader produced
     minus what stages before i rejected."""
     con = duckdb.connect()
-    kept = con.execute(f"SELECT count(*) FROM read_parquet('{out_dir / DOCUMENTS}/*.parquet')").fetchone()[0]
+    kept = con.execute(f"SELECT count(*) FROM read_parquet('{layout.documents}/*.parquet')").fetchone()[0]
     rows = con.execute(
-        f"SELECT stage, reason, count(*) FROM read_parquet('{out_dir / REJECTS}/*.parquet') GROUP BY 1, 2"
+        f"SELECT stage, reason, count(*) FROM read_parquet('{layout.rejects}/*.parquet') GROUP BY 1, 2"
     ).fetchall()
     rejected: dict[str, dict[str, int]] = {s: {} for s in stages}
     for stage, reason, n in rows:
@@ -130,16 +177,10 @@ def counts_from_outputs(out_dir: Path, stages: list[str]) -> dict[str, StageCoun
     return counts
 
 
-def finish(
-    job: DocJob,
-    engine: str,
-    out_dir: Path,
-    stages: list[str],
-    live: dict[str, StageCounts] | None,
-    started: float,
-) -> JobResult:
+def finish(job: DocJob, engine: str, layout: Layout, stages: list[str], live: dict[str, StageCounts] | None,
+           started: float) -> JobResult:
     """Check the accounting and write job.json."""
-    written = counts_from_outputs(out_dir, stages)
+    written = counts_from_outputs(layout, stages)
     check_balanced(written, stages)
     if live is not None:
         check_balanced(live, stages)
@@ -149,7 +190,7 @@ def finish(
                     f"stage {s}: counted {live[s].model_dump()} while running but the outputs hold "
                     f"{written[s].model_dump()} — documents were lost or duplicated"
                 )
-    result = JobResult(job.name, engine, out_dir, stages, written, time.monotonic() - started)
+    result = JobResult(job.name, engine, layout, stages, written, time.monotonic() - started)
     payload = result.to_json() | {"config": job.config, "steps": [describe_step(s) for s in job.steps]}
-    atomic_write_text(out_dir / JOB_JSON, json.dumps(payload, indent=2, default=str))
+    atomic_write_text(layout.state / JOB_JSON, json.dumps(payload, indent=2, default=str))
     return result

@@ -28,7 +28,7 @@ from core.errors import UserError
 from core.records import doc_to_row, document_schema, get_reject, reject_schema, reject_to_row
 from core.shards import atomic_write_text
 from pipelines.chain import StageCounts, StepChain, merge_counts
-from pipelines.job import DOCUMENTS, REJECTS, DocJob, JobResult, finish, prepare_output
+from pipelines.job import DOCUMENTS, REJECTS, DocJob, JobResult, Layout, finish, prepare_output
 from pipelines.readers import DocumentReader, list_input_files
 
 COUNTS = "counts"
@@ -53,10 +53,10 @@ class ChainWriter(PipelineStep):
     name = "🔗 step chain"
     type = "🔗 - CHAIN"
 
-    def __init__(self, chain: StepChain, out_dir: str):
+    def __init__(self, chain: StepChain, layout: Layout):
         super().__init__()
         self.chain = chain
-        self.out_dir = out_dir
+        self.layout = layout
 
     def _writer(self, folder: str, schema, adapter) -> ParquetWriter:
         w = ParquetWriter(folder, output_filename="${rank}.parquet", schema=schema, max_file_size=-1)
@@ -65,61 +65,58 @@ class ChainWriter(PipelineStep):
         return w
 
     def run(self, data, rank: int = 0, world_size: int = 1):
-        out = Path(self.out_dir)
         promoted = self.chain.promoted
         self.chain.reset_counts()
         written = {DOCUMENTS: 0, REJECTS: 0}
+        dirs = {DOCUMENTS: self.layout.documents, REJECTS: self.layout.rejects}
         schemas = {DOCUMENTS: document_schema(promoted), REJECTS: reject_schema(promoted)}
-        docs_w = self._writer(str(out / DOCUMENTS), schemas[DOCUMENTS], _doc_adapter)
-        rej_w = self._writer(str(out / REJECTS), schemas[REJECTS], _reject_adapter)
+        docs_w = self._writer(str(dirs[DOCUMENTS]), schemas[DOCUMENTS], _doc_adapter)
+        rej_w = self._writer(str(dirs[REJECTS]), schemas[REJECTS], _reject_adapter)
         with docs_w, rej_w:
             for doc in self.chain.process(data or [], rank, world_size):
-                if get_reject(doc) is None:
-                    docs_w.write(doc, rank)
-                    written[DOCUMENTS] += 1
-                else:
-                    rej_w.write(doc, rank)
-                    written[REJECTS] += 1
-                self.stat_update(DOCUMENTS if get_reject(doc) is None else REJECTS)
+                kind = DOCUMENTS if get_reject(doc) is None else REJECTS
+                (docs_w if kind == DOCUMENTS else rej_w).write(doc, rank)
+                written[kind] += 1
+                self.stat_update(kind)
         # every rank leaves a (possibly empty) file, so readers can glob a complete dataset
         for kind, n in written.items():
-            path = out / kind / f"{rank:05d}.parquet"
+            path = dirs[kind] / f"{rank:05d}.parquet"
             if n == 0:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 pq.write_table(schemas[kind].empty_table(), path)
         counts = {s: c.model_dump() for s, c in self.chain.counts.items()}
-        (out / COUNTS).mkdir(parents=True, exist_ok=True)
-        atomic_write_text(out / COUNTS / f"{rank:05d}.json", json.dumps(counts, indent=1))
+        (self.layout.state / COUNTS).mkdir(parents=True, exist_ok=True)
+        atomic_write_text(self.layout.state / COUNTS / f"{rank:05d}.json", json.dumps(counts, indent=1))
         return
         yield  # a generator: datatrove chains steps by iterating them
 
 
-def run_local(job: DocJob, out_dir: str | Path, cfg: LocalEngineConfig, overwrite: bool = False) -> JobResult:
+def run_local(job: DocJob, out: str | Path | Layout, cfg: LocalEngineConfig, overwrite: bool = False) -> JobResult:
+    """Run ``job`` into ``out`` (a directory, i.e. ``Layout.single(out)``, or a ``Layout``)."""
     started = time.monotonic()
-    out = Path(out_dir)
+    layout = out if isinstance(out, Layout) else Layout.single(out)
     files = list_input_files(job.inputs)
     tasks = min(cfg.tasks, len(files))
     chain = job.chain()
-    prepare_output(out, job.fingerprint(files) | {"engine": "local", "tasks": tasks}, overwrite)
+    prepare_output(layout, job.fingerprint(files) | {"engine": "local", "tasks": tasks}, overwrite)
+    logs = layout.state / "logs"
     executor = LocalPipelineExecutor(
-        pipeline=[DocumentReader(files, job.limits), ChainWriter(chain, str(out))],
+        pipeline=[DocumentReader(files, job.limits), ChainWriter(chain, layout)],
         tasks=tasks,
         workers=min(cfg.workers, tasks),
-        logging_dir=str(out / "logs"),
+        logging_dir=str(logs),
         skip_completed=True,
     )
     try:
         executor.run()
     except Exception as err:
-        raise UserError(f"job {job.name!r} failed: {err} (task logs: {out / 'logs' / 'logs'})") from err
+        raise UserError(f"job {job.name!r} failed: {err} (task logs: {logs / 'logs'})") from err
     parts = []
     for rank in range(tasks):
-        path = out / COUNTS / f"{rank:05d}.json"
+        path = layout.state / COUNTS / f"{rank:05d}.json"
         if not path.is_file():
-            raise UserError(
-                f"task {rank} left no counts at {path}; its output is incomplete — re-run to resume"
-            )
+            raise UserError(f"task {rank} left no counts at {path}; its output is incomplete — re-run to resume")
         raw = json.loads(path.read_text())
         parts.append({s: StageCounts.model_validate(c) for s, c in raw.items()})
     live = merge_counts(chain.stages, parts)
-    return finish(job, "local", out, chain.stages, live, started)
+    return finish(job, "local", layout, chain.stages, live, started)

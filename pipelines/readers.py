@@ -31,7 +31,8 @@ from core.errors import InputError
 from core.records import mark_reject, parse_metadata, truncate_for_reject
 
 READ_STAGE = "read"
-Format = Literal["jsonl", "parquet", "html", "text"]
+# "documents": a dataset written by our own jobs (id, text, metadata JSON), read verbatim
+Format = Literal["jsonl", "parquet", "html", "text", "documents"]
 
 _SUFFIXES: dict[str, Format] = {
     ".jsonl": "jsonl",
@@ -52,7 +53,7 @@ class InputSpec(StrictModel):
     path: str
     # mixture name recorded in every document's metadata; default: the file/directory name
     source: str | None = None
-    format: Literal["auto", "jsonl", "parquet", "html", "text"] = "auto"
+    format: Literal["auto", "jsonl", "parquet", "html", "text", "documents"] = "auto"
     text_key: str = "text"
     id_key: str = "id"
     # only files of a directory whose relative path matches this fnmatch pattern ("*.html")
@@ -110,7 +111,9 @@ def list_input_files(specs: Iterable[InputSpec]) -> list[InputFile]:
                     # auto: only known document suffixes (images, css, js… beside them are not
                     # documents); a forced format takes every non-hidden file
                     fmt = _detect_format(fn) if spec.format == "auto" else spec.format
-                    if fmt is None or fn.startswith("."):
+                    if spec.format == "documents" and not fn.endswith(".parquet"):
+                        continue  # Spark's _SUCCESS and .crc files beside the parts
+                    if fmt is None or fn.startswith((".", "_")):
                         continue
                     p = Path(dirpath) / fn
                     if spec.glob and not fnmatch.fnmatch(str(p.relative_to(root)), spec.glob):
@@ -324,8 +327,31 @@ def _read_parquet(f: InputFile, limits: ReadLimits) -> Iterator[Document]:
             row += 1
 
 
+def _read_documents(f: InputFile, limits: ReadLimits) -> Iterator[Document]:
+    """Our own documents dataset: ids, text and metadata carried over exactly."""
+    try:
+        pf = pq.ParquetFile(f.path)
+    except Exception as err:
+        yield _reject(f"{f.source}/{f.relpath}", "", f, "corrupt_file", f"{f.path}: {err}", limits)
+        return
+    if not {"id", "text", "metadata"} <= set(pf.schema_arrow.names):
+        yield _reject(f"{f.source}/{f.relpath}", "", f, "not_a_documents_dataset",
+                      f"{f.path} lacks id/text/metadata columns", limits)
+        return
+    for batch in pf.iter_batches(batch_size=512, columns=["id", "text", "metadata"]):
+        for rec in batch.to_pylist():
+            try:
+                meta = parse_metadata(rec["metadata"])
+            except ValueError as err:
+                yield _reject(str(rec["id"]), rec["text"] or "", f, "malformed_metadata", str(err), limits)
+                continue
+            yield Document(text=rec["text"] or "", id=str(rec["id"]), metadata=meta)
+
+
 def read_file(f: InputFile, limits: ReadLimits) -> Iterator[Document]:
-    if f.format == "jsonl":
+    if f.format == "documents":
+        yield from _read_documents(f, limits)
+    elif f.format == "jsonl":
         yield from _read_jsonl(f, limits)
     elif f.format == "parquet":
         yield from _read_parquet(f, limits)

@@ -24,7 +24,7 @@ from pydantic import Field
 from core.config import StrictModel
 from core.records import REASON, STAGE, doc_to_row, get_reject, reject_schema, reject_to_row, spark_ddl
 from pipelines.chain import StepChain
-from pipelines.job import DOCUMENTS, REJECTS, DocJob, JobResult, finish, prepare_output
+from pipelines.job import DocJob, JobResult, Layout, finish, prepare_output
 from pipelines.readers import InputFile, ReadLimits, list_input_files, read_files
 
 BATCH_ROWS = 256
@@ -92,18 +92,18 @@ def process_partition(
         yield _to_batch(buf, schema, chain.promoted)
 
 
-def run_spark(
-    job: DocJob, out_dir: str | Path, spark, cfg: SparkConfig | None = None, overwrite: bool = False
-) -> JobResult:
+def run_spark(job: DocJob, out: str | Path | Layout, spark, cfg: SparkConfig | None = None,
+              overwrite: bool = False) -> JobResult:
+    """Run ``job`` into ``out`` (a directory, i.e. ``Layout.single(out)``, or a ``Layout``)."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     cfg = cfg or SparkConfig()
     started = time.monotonic()
-    out = Path(out_dir).absolute()
+    layout = (out if isinstance(out, Layout) else Layout.single(out)).absolute()
     files = list_input_files(job.inputs)
     chain = job.chain()
-    prepare_output(out, job.fingerprint(files) | {"engine": "spark"}, overwrite)
+    prepare_output(layout, job.fingerprint(files) | {"engine": "spark"}, overwrite)
     schema = reject_schema(chain.promoted)
     n_parts = cfg.input_partitions or spark.sparkContext.defaultParallelism
     n_parts = max(1, min(n_parts, len(files)))
@@ -117,10 +117,10 @@ def run_spark(
     result = files_df.mapInArrow(body, spark_ddl(schema)).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         kept = result.filter(F.col(STAGE).isNull()).drop(STAGE, REASON)
-        kept.write.mode("overwrite").parquet(str(out / DOCUMENTS))
-        result.filter(F.col(STAGE).isNotNull()).write.mode("overwrite").parquet(str(out / REJECTS))
+        kept.write.mode("overwrite").parquet(str(layout.documents))
+        result.filter(F.col(STAGE).isNotNull()).write.mode("overwrite").parquet(str(layout.rejects))
     finally:
         result.unpersist()
     # Counters inside executors die with their tasks (and would double-count retried tasks);
     # on Spark the written outputs are the accounting.
-    return finish(job, "spark", out, chain.stages, None, started)
+    return finish(job, "spark", layout, chain.stages, None, started)

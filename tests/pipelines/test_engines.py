@@ -25,7 +25,8 @@ def test_local_and_spark_agree(small_inputs, spark, tmp_path):
         b'{"id": "ok1", "text": "' + b"fine words here " * 30 + b'"}\n{broken\n{"id": "e", "text": ""}\n'
     )
     inputs = [*small_inputs, InputSpec(path=str(bad), source="bad")]
-    steps = build_document_steps(DocumentStepsConfig(length=LengthConfig(min_chars=300)))
+    # a generous extraction timeout: a timeout under machine load would differ between runs
+    steps = build_document_steps(DocumentStepsConfig(length=LengthConfig(min_chars=300), extract_timeout_s=600))
     job = DocJob("agree", inputs, steps, ReadLimits(reject_text_chars=500))
 
     local = run_local(job, tmp_path / "local", LocalEngineConfig(tasks=3, workers=2))

@@ -5,7 +5,7 @@ import pytest
 
 from core.errors import InputError, UserError
 from filters.length import LengthConfig, TextLength
-from pipelines.job import DocJob, counts_from_outputs, finish
+from pipelines.job import DocJob, Layout, counts_from_outputs, finish
 from pipelines.local import LocalEngineConfig, run_local
 from pipelines.readers import InputSpec
 
@@ -96,9 +96,10 @@ def test_lost_documents_are_detected(tmp_path):
     res = run_local(job, tmp_path / "out", LocalEngineConfig(tasks=2, workers=1))
     live = {s: c.model_copy(deep=True) for s, c in res.counts.items()}
     (tmp_path / "out" / "rejects" / "00000.parquet").unlink()  # simulate a lost output file
-    assert counts_from_outputs(tmp_path / "out", res.stages)["read"].docs_in < live["read"].docs_in
+    layout = Layout.single(tmp_path / "out")
+    assert counts_from_outputs(layout, res.stages)["read"].docs_in < live["read"].docs_in
     with pytest.raises(AssertionError, match="lost or duplicated"):
-        finish(job, "local", tmp_path / "out", res.stages, live, 0.0)
+        finish(job, "local", layout, res.stages, live, 0.0)
 
 
 def test_missing_input_fails_before_any_work(tmp_path):

@@ -1,0 +1,314 @@
+"""DCLM-style quality classifier: fastText (wordNgrams 2) trained on high-quality explanatory
+text vs random crawl/boilerplate, used to keep the top p% of a corpus.
+
+DCLM ships a fixed score cut-off (0.018112) tuned on its own crawl; a fixed number does not
+transfer to another corpus or classifier, so we keep the top p% by a percentile computed
+over the corpus being filtered: pass 1 scores every document (``DclmScore``, score in
+metadata and the ``dclm_score`` column), a corpus pass computes the threshold
+(``threshold_local`` exact with DuckDB, ``threshold_spark`` with Spark's ``approxQuantile``),
+pass 2 keeps documents strictly above it (``DclmKeepTop``).
+
+``python -m filters.dclm train --pos FILE --neg FILE --out MODEL.bin`` trains and prints
+held-out precision/recall; ``python -m filters.dclm score --model MODEL.bin --input JSONL``
+prints one score per line. A pretrained DCLM ``.bin`` works too (set its positive label).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from datatrove.data import Document
+from datatrove.pipeline.filters.base_filter import BaseFilter
+from pydantic import Field
+
+from core.config import StrictModel
+from core.errors import ConfigError, InputError
+
+POS, NEG = "__label__hq", "__label__cc"
+
+
+class FastTextArgs(StrictModel):
+    """fastText supervised-training arguments (DCLM's recipe: word bigrams)."""
+
+    wordNgrams: int = 2  # noqa: N815 - fastText's own argument names
+    epoch: int = 5
+    lr: float = 0.1
+    dim: int = 100
+    minCount: int = 1  # noqa: N815
+    # one thread: fastText's multi-threaded SGD is not reproducible run to run
+    thread: int = 1
+    seed: int = 0
+
+
+class DclmConfig(StrictModel):
+    model_path: str | None = None  # a trained or pretrained .bin; None = train for this job
+    positive_label: str = POS
+    keep_top_fraction: float = Field(default=0.10, gt=0, le=1)
+    # Spark's approxQuantile relative error: the threshold's rank is within ±err·N of exact
+    spark_relative_error: float = Field(default=0.001, ge=0, lt=1)
+    train: FastTextArgs = FastTextArgs()
+    valid_fraction: float = Field(default=0.2, ge=0, lt=1)
+
+
+def normalize(text: str) -> str:
+    # fastText predicts on one line; whitespace runs carry no signal
+    return " ".join(text.split())
+
+
+def read_examples(path: str | Path) -> list[str]:
+    """Examples from a ``.jsonl`` (``text`` field) or a plain text file (one per line)."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"training file not found: {p}")
+    out = []
+    with open(p, encoding="utf-8", errors="replace") as fh:
+        for n, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            if p.suffix == ".jsonl":
+                try:
+                    text = json.loads(line).get("text", "")
+                except (json.JSONDecodeError, AttributeError):
+                    raise InputError(f"{p}: line {n} is not a JSON object with a text field") from None
+            else:
+                text = line
+            if normalize(text):
+                out.append(normalize(text))
+    if not out:
+        raise InputError(f"{p}: no examples")
+    return out
+
+
+@dataclass
+class EvalReport:
+    precision: float
+    recall: float
+    f1: float
+    n_valid: int
+    n_train: int
+    accuracy: float = float("nan")
+    # accuracy of always answering the held-out set's majority class: the bar to beat
+    majority: float = float("nan")
+
+    def __str__(self) -> str:
+        return (f"held-out precision {self.precision:.3f}  recall {self.recall:.3f}  F1 {self.f1:.3f}  "
+                f"accuracy {self.accuracy:.3f} (majority class {self.majority:.3f})  "
+                f"({self.n_valid} held-out / {self.n_train} training examples)")
+
+
+def precision_recall(predicted: list[bool], actual: list[bool]) -> tuple[float, float, float]:
+    tp = sum(p and a for p, a in zip(predicted, actual, strict=True))
+    fp = sum(p and not a for p, a in zip(predicted, actual, strict=True))
+    fn = sum(a and not p for p, a in zip(predicted, actual, strict=True))
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return precision, recall, f1
+
+
+def train_supervised(path: str, args: FastTextArgs):
+    """fastText supervised training; on its "Encountered NaN" divergence (small data and high
+    learning rates) retry with half the learning rate, up to three times."""
+    import fasttext
+
+    params = args.model_dump()
+    for _ in range(4):
+        try:
+            return fasttext.train_supervised(input=path, verbose=0, **params)
+        except RuntimeError as err:
+            if "NaN" not in str(err):
+                raise
+            params["lr"] /= 2
+    raise InputError(f"fastText diverged (NaN) even at lr={params['lr'] * 2}; check the training data")
+
+
+def train_classifier(pos: list[str], neg: list[str], out: str | Path, args: FastTextArgs,
+                     valid_fraction: float = 0.2, labels: tuple[str, str] = (POS, NEG),
+                     seed: int = 0) -> EvalReport:
+    """Train a two-class fastText model, save it to ``out`` and evaluate on a held-out split."""
+    rng = random.Random(seed)
+    data = [(labels[0], t) for t in pos] + [(labels[1], t) for t in neg]
+    rng.shuffle(data)
+    n_valid = int(len(data) * valid_fraction)
+    valid, train = data[:n_valid], data[n_valid:]
+    if not train or {lab for lab, _ in train} != set(labels):
+        raise InputError("need training examples of both classes")
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, encoding="utf-8") as fh:
+        for lab, text in train:
+            fh.write(f"{lab} {text}\n")
+        train_path = fh.name
+    try:
+        model = train_supervised(train_path, args)
+    finally:
+        Path(train_path).unlink(missing_ok=True)
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    model.save_model(str(out))
+    if not valid:
+        return EvalReport(float("nan"), float("nan"), float("nan"), 0, len(train))
+    predicted = [positive_probability(model, t, labels[0]) >= 0.5 for _, t in valid]
+    actual = [lab == labels[0] for lab, _ in valid]
+    precision, recall, f1 = precision_recall(predicted, actual)
+    accuracy = sum(p == a for p, a in zip(predicted, actual, strict=True)) / len(valid)
+    majority = max(sum(actual), len(actual) - sum(actual)) / len(valid)
+    return EvalReport(precision, recall, f1, len(valid), len(train), accuracy, majority)
+
+
+def positive_probability(model, text: str, positive_label: str) -> float:
+    labels, probs = model.predict(normalize(text), k=-1)
+    for lab, p in zip(labels, probs, strict=True):
+        if lab == positive_label:
+            return float(min(1.0, max(0.0, p)))
+    return 0.0
+
+
+def load_model(path: str | Path):
+    import fasttext
+
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"fastText model not found: {p}")
+    try:
+        return fasttext.load_model(str(p))
+    except ValueError as err:
+        raise ConfigError(f"{p} is not a fastText model: {err}") from None
+
+
+class _LazyModel:
+    """fastText models do not pickle: steps carry the path and load in each worker."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._model = None
+
+    @property
+    def model(self):
+        if self._model is None:
+            self._model = load_model(self.path)
+        return self._model
+
+    def __getstate__(self):
+        return {"path": self.path, "_model": None}
+
+
+class DclmScore(BaseFilter):
+    """Pass 1: score every document (keeps all); ``dclm_score`` = P(high quality)."""
+
+    name = "🧮 dclm_score"
+    stage_name = "dclm_score"
+    promotes = {"dclm_score": "float64"}
+
+    def __init__(self, model_path: str | Path, positive_label: str = POS):
+        super().__init__()
+        load_model(model_path)  # fail at construction, not in a worker, on a bad path
+        self.lazy = _LazyModel(str(model_path))
+        self.model_path = str(model_path)
+        self.positive_label = positive_label
+
+    def filter(self, doc: Document) -> bool:
+        doc.metadata["dclm_score"] = positive_probability(self.lazy.model, doc.text, self.positive_label)
+        return True
+
+
+class DclmKeepTop(BaseFilter):
+    """Pass 2: keep documents scored strictly above the corpus threshold."""
+
+    name = "🏆 dclm_keep_top"
+    stage_name = "dclm_keep_top"
+
+    def __init__(self, threshold: float):
+        super().__init__()
+        self.threshold = threshold
+
+    def filter(self, doc: Document) -> bool | tuple[bool, str]:
+        score = doc.metadata.get("dclm_score")
+        if score is None:
+            return False, "dclm_unscored"
+        return score > self.threshold or (False, "dclm_below_top_fraction")
+
+
+def threshold_quantile(keep_top_fraction: float) -> float | None:
+    """The quantile whose value is the keep threshold (None: keep everything)."""
+    return None if keep_top_fraction >= 1 else 1.0 - keep_top_fraction
+
+
+def threshold_local(documents_dir: str | Path, keep_top_fraction: float) -> float:
+    """Exact: the ``ceil(q·n)``-th smallest score (DuckDB ``quantile_disc``), q = 1 - top."""
+    import duckdb
+
+    q = threshold_quantile(keep_top_fraction)
+    if q is None:
+        return -math.inf
+    value = duckdb.connect().execute(
+        f"SELECT quantile_disc(dclm_score, {q}) FROM read_parquet('{documents_dir}/*.parquet')"
+    ).fetchone()[0]
+    return -math.inf if value is None else float(value)
+
+
+def threshold_spark(df, keep_top_fraction: float, relative_error: float) -> float:
+    """Spark's ``approxQuantile``; with ``relative_error`` 0 it equals ``threshold_local``."""
+    q = threshold_quantile(keep_top_fraction)
+    if q is None:
+        return -math.inf
+    values = df.filter(df.dclm_score.isNotNull()).approxQuantile("dclm_score", [q], relative_error)
+    return float(values[0]) if values else -math.inf
+
+
+# -- CLI ---------------------------------------------------------------------------------------
+def _cli():
+    import typer
+
+    app = typer.Typer(add_completion=False, no_args_is_help=True, help="DCLM fastText quality classifier.")
+
+    @app.command()
+    def train(
+        pos: Path = typer.Option(..., help="high-quality examples: .jsonl (text field) or one per line"),
+        neg: Path = typer.Option(..., help="low-quality examples (crawl, boilerplate), same formats"),
+        out: Path = typer.Option(..., help="where to save the model (.bin)"),
+        valid_fraction: float = typer.Option(0.2, help="held out for precision/recall"),
+        epoch: int = typer.Option(5),
+        dim: int = typer.Option(100),
+    ) -> None:
+        """Train with wordNgrams 2 and print held-out precision/recall."""
+        args = FastTextArgs(epoch=epoch, dim=dim)
+        report = train_classifier(read_examples(pos), read_examples(neg), out, args, valid_fraction)
+        typer.echo(f"saved {out}")
+        typer.echo(str(report))
+
+    @app.command()
+    def score(
+        model: Path = typer.Option(..., help="fastText .bin"),
+        input: Path = typer.Option(..., help="JSONL documents (text field)"),
+        positive_label: str = typer.Option(POS),
+    ) -> None:
+        """Print P(high quality) for each document, one per line, in input order."""
+        m = load_model(model)
+        if not input.is_file():
+            raise InputError(f"input not found: {input}")
+        with open(input, encoding="utf-8", errors="replace") as fh:
+            for n, line in enumerate(fh, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    text = json.loads(line)["text"]
+                except (json.JSONDecodeError, KeyError, TypeError):
+                    raise InputError(f"{input}: line {n} is not a JSON object with a text field") from None
+                typer.echo(f"{positive_probability(m, text, positive_label):.6f}")
+
+    return app
+
+
+if __name__ == "__main__":
+    from core.errors import UserError
+
+    try:
+        _cli()()
+    except UserError as err:
+        import sys
+
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)

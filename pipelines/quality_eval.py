@@ -1,0 +1,55 @@
+"""``python -m pipelines quality-eval``: held-out precision/recall of the web job's classifiers
+on labelled data built from the real sample corpus.
+
+* DCLM classifier — positives: passages of the novels and of documentation prose (trafilatura
+  main text); negatives: navigation/chrome regions of the same pages.
+* Machine-text detector — SmolLM2 continuations/answers vs the real continuations of the same
+  human passages (the generated set is cached under data/ai_text/).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import trafilatura
+
+from core.local_lm import obtain_smollm2
+from filters.dclm import FastTextArgs, train_classifier
+from filters.extract import boilerplate_text
+from filters.machine_text import build_labelled_set, train_detector
+from pipelines.quality_data import passages
+from pipelines.readers import list_input_files
+from pipelines.sample_corpus import SampleConfig, obtain_sample
+
+
+def dclm_eval(data_dir: Path, pages: int, out: Path, log=print) -> str:
+    corpus = obtain_sample(SampleConfig(data_dir=str(data_dir), max_html_pages=pages), log=log)
+    books = [json.loads(x)["text"] for x in corpus.books_jsonl.read_text().splitlines()]
+    prose, chrome = [], []
+    for f in list_input_files(corpus.inputs()):
+        if f.format != "html":
+            continue
+        html = Path(f.path).read_text(encoding="utf-8", errors="replace")
+        prose.append(trafilatura.extract(html, favor_precision=True) or "")
+        if len((b := boilerplate_text(html)).split()) >= 10:
+            chrome.append(b)
+    pos = list(passages(books, 120))[::10] + list(passages(prose, 120))
+    pos = pos[: 3 * len(chrome)]
+    report = train_classifier(pos, chrome, out / "dclm.bin", FastTextArgs(), valid_fraction=0.25)
+    return f"DCLM classifier ({len(pos)} prose vs {len(chrome)} boilerplate examples): {report}"
+
+
+def machine_text_eval(data_dir: Path, n: int, out: Path, log=print) -> str:
+    corpus = obtain_sample(SampleConfig(data_dir=str(data_dir)), log=log)
+    cache = data_dir / "ai_text" / f"labelled-n{n}.jsonl"
+    if not cache.is_file():
+        log(f"generating machine text with SmolLM2 for {n} passages (cached in {cache})")
+        books = [json.loads(x) for x in corpus.books_jsonl.read_text().splitlines()]
+        rows = build_labelled_set([b["text"] for b in books], [b["title"] for b in books],
+                                  obtain_smollm2(data_dir, log=log), n)
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    rows = [json.loads(x) for x in cache.read_text(encoding="utf-8").splitlines()]
+    report = train_detector(rows, out / "machine_text.bin", valid_fraction=0.3)
+    return f"machine-text detector ({len(rows)} examples): {report}"

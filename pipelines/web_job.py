@@ -1,0 +1,296 @@
+"""The web quality job (GLM-5: GLM-4.5 pipeline + DCLM classifier + LLM edu scoring with
+chunk-and-aggregate + strict exclusion of AI-generated/templated text), in four phases:
+
+1. quality   extract → length → language → Gopher repetition/quality, C4, FineWeb →
+             assistant phrases → (machine-text detector)
+   corpus:   template lines (local/Spark); DCLM model trained here when none is given
+2. score     templated → dclm_score
+   corpus:   DCLM keep threshold (exact locally, approxQuantile on Spark); the LLM sample
+3. select    dclm_keep_top → edu_score (the LLM scores the sample, every chunk)
+   corpus:   distil the LLM's scores into fastText
+4. edu       edu_distilled_score (the rest) → edu_threshold
+
+``OUT/documents`` holds the kept documents, ``OUT/rejects/phase=*/`` every rejected one with
+``stage`` and ``reason``, ``OUT/job.json`` per-stage counts and every corpus-pass result.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import duckdb
+from datatrove.pipeline.filters import (
+    C4QualityFilter,
+    FineWebQualityFilter,
+    GopherQualityFilter,
+    GopherRepetitionFilter,
+)
+from pydantic import Field
+
+from core.config import StrictModel
+from core.errors import ConfigError, UserError
+from core.shards import atomic_write_text
+from filters.ai_text import AssistantPhrases, AssistantPhrasesConfig
+from filters.dclm import (
+    DclmConfig,
+    DclmKeepTop,
+    DclmScore,
+    threshold_local,
+    threshold_spark,
+    train_classifier,
+)
+from filters.edu import EduConfig, EduScore, EduThreshold
+from filters.edu_distill import EduDistilledScore, train_distilled
+from filters.extract import HtmlToText
+from filters.langid import LangId, LangIdConfig, obtain_lid_model
+from filters.length import LengthConfig, TextLength
+from filters.machine_text import MachineText, MachineTextConfig
+from filters.templates import TemplateConfig, Templated, template_lines_local, template_lines_spark
+from pipelines.chain import StageCounts
+from pipelines.engine import LocalEngine, SparkEngine
+from pipelines.job import DocJob, JobResult, Layout
+from pipelines.local import LocalEngineConfig
+from pipelines.quality_data import DclmTrainData, build_dclm_examples
+from pipelines.readers import InputSpec, ReadLimits, list_input_files
+from pipelines.spark import SparkConfig
+
+
+class HeuristicsConfig(StrictModel):
+    # keyword arguments of datatrove's own filters; null disables a filter
+    gopher_repetition: dict[str, Any] | None = {}
+    gopher_quality: dict[str, Any] | None = {}
+    c4: dict[str, Any] | None = {"filter_no_terminal_punct": False, "filter_curly_bracket": False}
+    fineweb: dict[str, Any] | None = {}
+
+
+class EduJobConfig(StrictModel):
+    score: EduConfig = EduConfig()
+    # start our own server over SmolLM2 for the job (instead of score.llm.base_url)
+    serve_local_model: bool = False
+    llm_sample_docs: int = Field(default=32, ge=0)  # documents the LLM scores (all their chunks)
+    distill: bool = True
+
+
+class WebConfig(StrictModel):
+    data_dir: str = "data"
+    read: ReadLimits = ReadLimits()
+    extract_timeout_s: float = Field(default=60.0, gt=0)
+    length: LengthConfig = LengthConfig()
+    langid: LangIdConfig = LangIdConfig()
+    heuristics: HeuristicsConfig = HeuristicsConfig()
+    assistant_phrases: AssistantPhrasesConfig = AssistantPhrasesConfig()
+    machine_text: MachineTextConfig = MachineTextConfig()
+    templates: TemplateConfig = TemplateConfig()
+    dclm: DclmConfig = DclmConfig()
+    dclm_data: DclmTrainData = DclmTrainData()
+    edu: EduJobConfig = EduJobConfig()
+    local: LocalEngineConfig = LocalEngineConfig()
+    spark: SparkConfig = SparkConfig()
+
+
+def _datatrove_filter(cls, kwargs: dict[str, Any], key: str):
+    try:
+        return cls(**kwargs)
+    except TypeError as err:
+        raise ConfigError(f"heuristics.{key}: {err}") from None
+
+
+def quality_steps(cfg: WebConfig) -> list:
+    h = cfg.heuristics
+    steps = [HtmlToText(timeout=cfg.extract_timeout_s), TextLength(cfg.length)]
+    steps.append(LangId(cfg.langid, cfg.langid.model_path or obtain_lid_model(cfg.data_dir)))
+    for key, cls in (("gopher_repetition", GopherRepetitionFilter), ("gopher_quality", GopherQualityFilter),
+                     ("c4", C4QualityFilter), ("fineweb", FineWebQualityFilter)):
+        kwargs = getattr(h, key)
+        if kwargs is not None:
+            steps.append(_datatrove_filter(cls, kwargs, key))
+    steps.append(AssistantPhrases(cfg.assistant_phrases))
+    if cfg.machine_text.model_path:
+        steps.append(MachineText(cfg.machine_text.model_path, cfg.machine_text.threshold))
+    return steps
+
+
+class WebJob:
+    def __init__(self, inputs: list[InputSpec], out: str | Path, cfg: WebConfig, engine: LocalEngine | SparkEngine,
+                 resume: bool = False, log=print):
+        self.inputs, self.out, self.cfg, self.engine = inputs, Path(out), cfg, engine
+        self.resume, self.log = resume, log
+        self.results: list[JobResult] = []
+        self.corpus: dict[str, Any] = {}
+        self.promote: dict[str, str] = {}
+
+    def _phase(self, index: int, name: str, inputs: list[InputSpec], steps: list, final: bool = False) -> JobResult:
+        self.log(f"── phase {index}: {name} ({self.engine.name}) ──")
+        job = DocJob(f"web-{name}", inputs, steps, self.cfg.read, config=self.cfg.model_dump(), promote=self.promote)
+        # phases start clean unless resuming: a phase's steps embed corpus results (thresholds,
+        # template lines, trained models) that a stale earlier output would not match
+        res = self.engine.run(job, Layout.phase(self.out, index, name, final), overwrite=not self.resume)
+        self.promote = job.chain().promoted
+        self.results.append(res)
+        return res
+
+    @staticmethod
+    def _docs(res: JobResult) -> list[InputSpec]:
+        return [InputSpec(path=str(res.documents_dir), format="documents")]
+
+    def _spark(self) -> bool:
+        return isinstance(self.engine, SparkEngine)
+
+    def run(self) -> dict[str, Any]:
+        started = time.monotonic()
+        cfg = self.cfg
+        self.out.mkdir(parents=True, exist_ok=True)
+        files = list_input_files(self.inputs)  # a missing input fails here, before any work
+        models = self.out / "models"
+        p1 = self._phase(1, "quality", self.inputs, quality_steps(cfg))
+
+        # corpus: template lines over everything that passed the heuristics
+        keys = (template_lines_spark(self.engine.dataframe(p1.documents_dir), cfg.templates) if self._spark()
+                else template_lines_local(str(p1.documents_dir), cfg.templates))
+        self.corpus["template_lines"] = len(keys)
+        dclm_path = cfg.dclm.model_path
+        if dclm_path is None:
+            pos, neg = build_dclm_examples(cfg.dclm_data, p1.documents_dir, files, cfg.read)
+            dclm_path = str(models / "dclm.bin")
+            report = train_classifier(pos, neg, dclm_path, cfg.dclm.train, cfg.dclm.valid_fraction)
+            self.corpus["dclm_training"] = {"positives": len(pos), "negatives": len(neg),
+                                            "precision": report.precision, "recall": report.recall,
+                                            "f1": report.f1, "held_out": report.n_valid}
+            self.log(f"   DCLM classifier: {report}")
+        p2 = self._phase(2, "score", self._docs(p1),
+                         [Templated(keys, cfg.templates), DclmScore(dclm_path, cfg.dclm.positive_label)])
+
+        # corpus: the keep-top threshold, and which of the survivors the LLM will score
+        if self._spark():
+            thr = threshold_spark(self.engine.dataframe(p2.documents_dir), cfg.dclm.keep_top_fraction,
+                                  cfg.dclm.spark_relative_error)
+        else:
+            thr = threshold_local(p2.documents_dir, cfg.dclm.keep_top_fraction)
+        sample = self._llm_sample(p2, thr)
+        self.corpus["dclm_threshold"] = thr
+        self.corpus["dclm_threshold_method"] = (
+            f"spark approxQuantile, relative error {cfg.dclm.spark_relative_error}" if self._spark()
+            else "exact (DuckDB quantile_disc)")
+        self.corpus["llm_sample_docs"] = len(sample)
+        self.log(f"   DCLM keep threshold {thr:.6f} (top {cfg.dclm.keep_top_fraction:.0%}); "
+                 f"LLM scores {len(sample)} documents")
+
+        with ExitStack() as stack:
+            edu_cfg = self._edu_config(stack)
+            selected = frozenset(sample)
+            steps3 = [DclmKeepTop(thr)]
+            if sample:
+                steps3.append(EduScore(edu_cfg, select=_InSet(selected)))
+            p3 = self._phase(3, "select", self._docs(p2), steps3)
+            failures = p3.counts.get("edu_score", StageCounts()).reasons.get("edu_unscored", 0)
+            self.corpus["llm_unscored_docs"] = failures
+            if sample and failures == len(sample):
+                url = edu_cfg.llm.base_url if edu_cfg.llm else "?"
+                raise UserError(f"the LLM endpoint {url} failed for every sampled document; "
+                                f"see OUT/rejects (reason edu_unscored) for the errors")
+
+        steps4 = []
+        if cfg.edu.distill:
+            distilled = self._distil(p3, models / "edu_distilled.bin")
+            if distilled:
+                steps4.append(EduDistilledScore(distilled))
+        steps4.append(EduThreshold(cfg.edu.score.threshold))
+        self._phase(4, "edu", self._docs(p3), steps4, final=True)
+        summary = self.summary(time.monotonic() - started)
+        atomic_write_text(self.out / "job.json", json.dumps(summary, indent=2, default=str))
+        return summary
+
+    def _llm_sample(self, p2: JobResult, thr: float) -> list[str]:
+        n = self.cfg.edu.llm_sample_docs
+        if n == 0:
+            return []
+        # deterministic and engine-independent: the n survivors with the smallest sha256(id)
+        if self._spark():
+            from pyspark.sql import functions as F
+
+            df = self.engine.dataframe(p2.documents_dir)
+            rows = (df.filter(F.col("dclm_score") > thr).select("id", F.sha2("id", 256).alias("h"))
+                    .orderBy("h").limit(n).collect())
+            return [r.id for r in rows]
+        q = (f"SELECT id FROM read_parquet('{p2.documents_dir}/*.parquet') WHERE dclm_score > {thr!r} "
+             f"ORDER BY sha256(id) LIMIT {n}")
+        return [r[0] for r in duckdb.connect().execute(q).fetchall()]
+
+    def _edu_config(self, stack: ExitStack) -> EduConfig:
+        edu = self.cfg.edu.score
+        if self.cfg.edu.serve_local_model and self.cfg.edu.llm_sample_docs:
+            from core.llm import LLMConfig
+            from core.llm_server import serve
+            from core.local_lm import obtain_smollm2
+
+            model_dir = obtain_smollm2(self.cfg.data_dir, log=self.log)
+            server = serve(model_dir, "127.0.0.1", 0, name="smollm2")
+            stack.callback(server.shutdown)
+            url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+            base = edu.llm or LLMConfig(base_url=url, model="smollm2")
+            edu = edu.model_copy(update={
+                "llm": base.model_copy(update={"base_url": url, "model": "smollm2"}),
+                "tokenizer_path": edu.tokenizer_path or str(model_dir / "tokenizer.json")})
+            self.log(f"   serving {model_dir.name} on {url}")
+        elif self.cfg.edu.llm_sample_docs and edu.llm is None:
+            raise ConfigError("edu.score.llm is not set: give an endpoint or set edu.serve_local_model: true")
+        return edu
+
+    def _distil(self, p3: JobResult, path: Path) -> str | None:
+        q = "SELECT text, edu_score FROM {} WHERE json_extract_string(metadata, '$.edu_source') = 'llm' ORDER BY id"
+        if self._spark():
+            df = self.engine.dataframe(p3.documents_dir)
+            df.createOrReplaceTempView("p3")
+            rows = [(r.text, r.edu_score) for r in self.engine.session.sql(
+                q.format("p3").replace("json_extract_string(metadata, '$.edu_source')",
+                                       "get_json_object(metadata, '$.edu_source')")).collect()]
+        else:
+            rows = duckdb.connect().execute(q.format(f"read_parquet('{p3.documents_dir}/*.parquet')")).fetchall()
+        if len(rows) < 4:
+            self.corpus["edu_distillation"] = f"skipped: only {len(rows)} LLM-scored documents"
+            return None
+        agreement = train_distilled([r[0] for r in rows], [r[1] for r in rows], path, self.cfg.edu.score.threshold)
+        self.corpus["edu_distillation"] = agreement.to_dict()
+        self.log(f"   {agreement}")
+        return str(path)
+
+    def summary(self, seconds: float) -> dict[str, Any]:
+        stages: dict[str, dict] = {}
+        for i, res in enumerate(self.results):
+            for s in res.stages:
+                if s == "read" and i > 0:
+                    continue  # re-reading the previous phase's output is not a stage
+                stages[s] = res.counts[s].model_dump()
+        return {"name": "web", "engine": self.engine.name, "stages": list(stages), "counts": stages,
+                "corpus": self.corpus, "kept": self.results[-1].kept, "seconds": round(seconds, 1),
+                "config": self.cfg.model_dump()}
+
+
+class _InSet:
+    """Picklable "is this document in the LLM sample" predicate."""
+
+    def __init__(self, ids: frozenset[str]):
+        self.ids = ids
+
+    def __call__(self, doc) -> bool:
+        return doc.id in self.ids
+
+
+def print_web_summary(summary: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"web job ({summary['engine']}): documents per stage")
+    for col in ("stage", "in", "kept", "rejected", "top reasons"):
+        t.add_column(col, justify="right" if col in ("in", "kept", "rejected") else "left")
+    for stage, c in summary["counts"].items():
+        top = sorted(c["reasons"].items(), key=lambda kv: -kv[1])[:3]
+        t.add_row(stage, str(c["docs_in"]), str(c["kept"]), str(c["rejected"]), ", ".join(f"{k}={v}" for k, v in top))
+    Console().print(t)
+    for key, value in summary["corpus"].items():
+        print(f"{key}: {value}")
+    print(f"kept {summary['kept']} documents in {summary['seconds']}s")

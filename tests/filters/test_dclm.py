@@ -1,0 +1,104 @@
+import json
+import subprocess
+import sys
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from datatrove.data import Document
+
+from core.errors import ConfigError
+from filters.dclm import (
+    DclmKeepTop,
+    DclmScore,
+    FastTextArgs,
+    load_model,
+    positive_probability,
+    threshold_local,
+    threshold_spark,
+    train_classifier,
+)
+from filters.extract import boilerplate_text
+from pipelines.quality_data import passages
+from pipelines.readers import list_input_files
+
+
+@pytest.fixture(scope="module")
+def labelled(sample_corpus):
+    books = [json.loads(x)["text"] for x in sample_corpus.books_jsonl.read_text().splitlines()]
+    pos = list(passages(books, 120))[::7][:600]
+    html = [f for f in list_input_files(sample_corpus.inputs()) if f.format == "html"]
+    neg = [t for f in html[:250] if len(t := boilerplate_text(open(f.path).read()).replace("\n", " ").split()) > 5]
+    neg = [" ".join(t) for t in neg]
+    return pos, neg
+
+
+def test_trains_and_separates_prose_from_boilerplate(labelled, tmp_path):
+    pos, neg = labelled
+    report = train_classifier(pos, neg, tmp_path / "m.bin", FastTextArgs(), valid_fraction=0.25)
+    assert report.n_valid > 100
+    assert report.precision > 0.9 and report.recall > 0.9
+    model = load_model(tmp_path / "m.bin")
+    assert model.f.getArgs().wordNgrams == 2  # DCLM's recipe
+    step = DclmScore(tmp_path / "m.bin")
+    prose, nav = Document(text=pos[0], id="p"), Document(text=neg[0], id="n")
+    assert step.filter(prose) and step.filter(nav)
+    assert prose.metadata["dclm_score"] > 0.5 > nav.metadata["dclm_score"]
+    p_hq, p_cc = positive_probability(model, pos[1], "__label__hq"), positive_probability(model, pos[1], "__label__cc")
+    assert p_hq + p_cc == pytest.approx(1.0, abs=1e-3)
+
+
+def test_bad_model_path():
+    with pytest.raises(ConfigError, match="fastText model not found"):
+        DclmScore("/nope/model.bin")
+
+
+def scores_dir(tmp_path, scores):
+    d = tmp_path / "docs"
+    d.mkdir()
+    pq.write_table(pa.table({"id": [f"d{i}" for i in range(len(scores))], "text": ["t"] * len(scores),
+                             "metadata": ["{}"] * len(scores), "dclm_score": scores}), d / "00000.parquet")
+    return d
+
+
+def test_keep_top_fraction_by_corpus_percentile(tmp_path):
+    scores = [i / 100 for i in range(100)]
+    d = scores_dir(tmp_path, scores)
+    thr = threshold_local(d, 0.10)
+    kept = [s for s in scores if DclmKeepTop(thr).filter(Document(text="", id="x", metadata={"dclm_score": s})) is True]
+    assert len(kept) == 10 and min(kept) == 0.90
+    assert threshold_local(d, 1.0) == float("-inf")
+    assert DclmKeepTop(thr).filter(Document(text="", id="x")) == (False, "dclm_unscored")
+
+
+@pytest.mark.spark
+def test_spark_threshold_matches_local_when_exact(tmp_path, spark):
+    import random
+
+    scores = [random.Random(3).random() for _ in range(1)] + [random.Random(i).random() for i in range(997)]
+    d = scores_dir(tmp_path, scores)
+    df = spark.read.parquet(str(d))
+    for top in (0.1, 0.25, 0.5):
+        assert threshold_spark(df, top, 0.0) == threshold_local(d, top)
+    approx = threshold_spark(df, 0.1, 0.01)
+    ranked = sorted(scores)
+    assert abs(ranked.index(approx) - ranked.index(threshold_local(d, 0.1))) <= 0.01 * len(scores) + 1
+
+
+def test_cli_train_and_score(labelled, tmp_path):
+    pos, neg = labelled
+    (tmp_path / "pos.txt").write_text("\n".join(pos[:150]))
+    (tmp_path / "neg.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in neg[:150]))
+    run = subprocess.run([sys.executable, "-m", "filters.dclm", "train", "--pos", str(tmp_path / "pos.txt"),
+                          "--neg", str(tmp_path / "neg.jsonl"), "--out", str(tmp_path / "m.bin")],
+                         capture_output=True, text=True, check=True)
+    assert "held-out precision" in run.stdout and "recall" in run.stdout
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text(json.dumps({"text": pos[-1]}) + "\n" + json.dumps({"text": neg[-1]}) + "\n")
+    run = subprocess.run([sys.executable, "-m", "filters.dclm", "score", "--model", str(tmp_path / "m.bin"),
+                          "--input", str(docs)], capture_output=True, text=True, check=True)
+    a, b = (float(x) for x in run.stdout.split())
+    assert a > b
+    bad = subprocess.run([sys.executable, "-m", "filters.dclm", "score", "--model", str(tmp_path / "x.bin"),
+                          "--input", str(docs)], capture_output=True, text=True)
+    assert bad.returncode == 2 and "fastText model not found" in bad.stderr and "Traceback" not in bad.stderr

@@ -1,0 +1,230 @@
+"""``python -m pipelines swe-mine``: issue–PR pairs for software-engineering data (GLM-5 recipe).
+
+Inputs (any subset): GH-Archive-style event files, GitHub API dumps (or recorded cassettes),
+local git repositories. Stages: parse -> link -> repo_filter (relaxed) -> issue_filter
+(strict) -> patch_filter -> dedup (MinHash) -> decontaminate -> relevant_files. The rules are
+in ``swe_envs.mining``; this module picks the engine (DuckDB without ``--master``, Spark with
+it), checks the accounting and writes:
+
+    OUT/documents/*.parquet   training documents (id, text, metadata JSON, repo, instance_id, …)
+    OUT/rejects/*.parquet     every dropped record / link / pair with stage and reason
+    OUT/instances.jsonl       candidate task instances in SWE-bench format, sorted by instance_id
+    OUT/shards/               the documents tokenized and packed (manifest.json + Arrow files)
+    OUT/job.json              per-stage counts (in = kept + rejected), stats, config
+
+The DuckDB engine's worker processes start through forkserver: scripts that call
+``run_swe_mine`` need the ``if __name__ == "__main__":`` guard.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+from pydantic import Field
+
+from core.config import StrictModel
+from core.errors import UserError
+from core.shards import Manifest, atomic_write_text
+from pipelines.bpe_tokenizer import TokenizerConfig, load_or_train
+from pipelines.chain import StageCounts
+from pipelines.pack import PackConfig, iter_documents, pack_documents
+from pipelines.spark import SparkConfig, spark_session
+from pipelines.swe_mine_steps import STAGES, UNITS, list_units, load_benchmarks
+from swe_envs.mining.config import MiningConfig
+
+OUTPUTS = ("documents", "rejects", "work", "shards", "instances.jsonl", "job.json", ".instances-spark")
+FINGERPRINT = "fingerprint.json"
+
+
+class SweLocalConfig(StrictModel):
+    workers: int = Field(default=2, gt=0)
+    # pairs per task of the per-pair stages (one repository's pairs stay together)
+    chunk_pairs: int = Field(default=32, gt=0)
+
+
+class SweMineConfig(StrictModel):
+    mining: MiningConfig = MiningConfig()
+    local: SweLocalConfig = SweLocalConfig()
+    spark: SparkConfig = SparkConfig()
+    tokenizer: TokenizerConfig = TokenizerConfig()
+    pack: PackConfig = PackConfig(seq_len=2048, stage="swe")
+    pack_shards: bool = True
+
+
+@dataclass
+class MineResult:
+    out_dir: Path
+    engine: str
+    counts: dict[str, StageCounts]
+    stats: dict[str, Any]
+    seconds: float
+    documents: int
+    instances: int
+    manifest: Manifest | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def stage_counts(out: Path, stats: dict[str, Any]) -> tuple[dict[str, StageCounts], int, int]:
+    """Per-stage counts from what was written (rejects by stage/reason) plus the engine's
+    counts of the intermediate units; fails when documents were lost or duplicated."""
+    con = duckdb.connect()
+    rows = con.execute(
+        f"SELECT stage, reason, count(*) FROM read_parquet('{out}/rejects/*.parquet') GROUP BY 1, 2 ORDER BY 1, 2"
+    ).fetchall()
+    reasons: dict[str, dict[str, int]] = {s: {} for s in STAGES}
+    for stage, reason, n in rows:
+        if stage not in reasons:
+            raise AssertionError(f"rejects name an unknown stage {stage!r}")
+        reasons[stage][reason] = n
+    n_docs = con.execute(f"SELECT count(*) FROM read_parquet('{out}/documents/*.parquet')").fetchone()[0]
+    with open(out / "instances.jsonl", encoding="utf-8") as fh:
+        n_inst = sum(1 for _ in fh)
+    counts: dict[str, StageCounts] = {}
+    for s in STAGES:
+        rej = sum(reasons[s].values())
+        if s == "parse":
+            docs_in, kept = stats["parse_records_kept"] + rej, stats["parse_records_kept"]
+        elif s == "link":  # every candidate link resolves to a pair or a reject
+            docs_in, kept = stats["pairs"] + rej, stats["pairs"]
+        else:
+            docs_in = counts[STAGES[STAGES.index(s) - 1]].kept
+            kept = docs_in - rej
+        counts[s] = StageCounts(docs_in=docs_in, kept=kept, rejected=rej, reasons=reasons[s])
+        if docs_in != kept + rej or kept < 0:
+            raise AssertionError(f"stage {s}: in={docs_in} != kept={kept} + rejected={rej}")
+    if not counts[STAGES[-1]].kept == n_docs == n_inst:
+        raise AssertionError(
+            f"{counts[STAGES[-1]].kept} pairs passed every stage but {n_docs} documents and "
+            f"{n_inst} instances were written — pairs were lost or duplicated"
+        )
+    return counts, n_docs, n_inst
+
+
+def prepare_output(out: Path, fingerprint: dict[str, Any], overwrite: bool) -> None:
+    """Refuse to write over anything that is not a swe-mine output of the same inputs and
+    config (unless ``overwrite``, which still only deletes what a swe-mine run writes)."""
+    fp_path = out / FINGERPRINT
+    digest = hashlib.sha256(json.dumps(fingerprint, sort_keys=True, default=str).encode()).hexdigest()
+    if out.exists() and any(out.iterdir()) and not fp_path.is_file():
+        raise UserError(f"{out} is not empty and is not a swe-mine output; choose another --output")
+    if fp_path.is_file() and json.loads(fp_path.read_text()).get("digest") != digest and not overwrite:
+        raise UserError(
+            f"{out} holds a swe-mine output of other inputs or config; pass --overwrite or choose another --output"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    for name in OUTPUTS:  # only what a swe-mine run writes
+        path = out / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+    atomic_write_text(fp_path, json.dumps({"digest": digest, "job": fingerprint}, indent=2, default=str))
+
+
+def _pack(out: Path, cfg: SweMineConfig) -> Manifest | None:
+    texts = (r[1] for rows in iter_documents(out / "documents", 64) for r in rows)
+    tok, info = load_or_train(
+        cfg.tokenizer, None if cfg.tokenizer.path else texts, out / "shards" / "tokenizer"
+    )
+    job_config = {"tokenizer": cfg.tokenizer.model_dump(), "pack": cfg.pack.model_dump(), "job": "swe-mine"}
+    return pack_documents(
+        out / "documents", tok, info, out / "shards", cfg.pack, job_config=job_config, progress=False
+    )
+
+
+def run_swe_mine(
+    events: list[str],
+    api: list[str],
+    repos: list[str],
+    out_dir: str | Path,
+    cfg: SweMineConfig,
+    master: str | None = None,
+    spark=None,
+    overwrite: bool = False,
+    progress: bool = True,
+) -> MineResult:
+    """Mine on DuckDB (``master`` and ``spark`` None) or on Spark (a master URL or a session)."""
+    started = time.monotonic()
+    out = Path(out_dir).absolute()
+    units = list_units(events, api, repos)
+    index = load_benchmarks(cfg.mining)
+    engine = "duckdb" if master is None and spark is None else "spark"
+    fingerprint = {
+        "job": "swe-mine",
+        "config": cfg.mining.model_dump(),
+        "inputs": [u.path for u in units],
+        "engine": engine,
+    }
+    prepare_output(out, fingerprint, overwrite)
+    if engine == "duckdb":
+        from pipelines.swe_mine_duckdb import run_duckdb
+
+        stats = run_duckdb(units, out, cfg.mining, index, cfg.local.workers, cfg.local.chunk_pairs, progress)
+    else:
+        from pipelines.swe_mine_spark import run_spark_mine
+
+        scfg = cfg.spark.model_copy(update={"master": master}) if master else cfg.spark
+        session = spark or spark_session(scfg)
+        stats = run_spark_mine(units, out, cfg.mining, index, session, scfg.input_partitions)
+        engine = f"spark {session.sparkContext.master}"
+    mined = time.monotonic() - started
+    counts, n_docs, n_inst = stage_counts(out, stats)
+    manifest = _pack(out, cfg) if cfg.pack_shards and n_docs else None
+    result = MineResult(out, engine, counts, stats, time.monotonic() - started, n_docs, n_inst, manifest)
+    result.timings = {"mine_s": round(mined, 3), "pack_s": round(result.seconds - mined, 3)}
+    payload = {
+        "name": "swe-mine",
+        "engine": engine,
+        "stages": list(STAGES),
+        "units": UNITS,
+        "counts": {s: c.model_dump() for s, c in counts.items()},
+        "stats": stats,
+        "outputs": {
+            "documents": n_docs,
+            "instances": n_inst,
+            "shards": manifest.totals.model_dump() if manifest else None,
+        },
+        "seconds": round(result.seconds, 3),
+        "timings": result.timings | {"engine": stats.get("timings", {})},
+        "inputs": {"units": len(units), "benchmark_instances": len(index) if index else 0},
+        "config": cfg.model_dump(),
+    }
+    atomic_write_text(out / "job.json", json.dumps(payload, indent=2, default=str))
+    return result
+
+
+def print_summary(result: MineResult, echo=print) -> None:
+    """The per-filter count summary (printed at the end of every run)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"swe-mine ({result.engine}): every filter's effect")
+    for col in ("stage", "unit", "in", "kept", "rejected", "reasons"):
+        t.add_column(col, justify="right" if col in ("in", "kept", "rejected") else "left")
+    for stage, c in result.counts.items():
+        reasons = ", ".join(f"{k}={v}" for k, v in sorted(c.reasons.items(), key=lambda kv: (-kv[1], kv[0])))
+        t.add_row(stage, UNITS[stage], str(c.docs_in), str(c.kept), str(c.rejected), reasons)
+    Console(width=160).print(t)
+    obs = ", ".join(f"{k}={v}" for k, v in result.stats.get("observations", {}).items())
+    ents = ", ".join(f"{k}={v}" for k, v in result.stats.get("entities", {}).items())
+    echo(f"observations: {obs}")
+    echo(f"entities after merging: {ents}")
+    echo(f"documents: {result.documents} -> {result.out_dir / 'documents'}")
+    echo(f"SWE-bench instances: {result.instances} -> {result.out_dir / 'instances.jsonl'}")
+    if result.manifest is not None:
+        m = result.manifest
+        echo(
+            f"shards: {len(m.shards)} files, {m.totals.sequences} x {m.seq_len} tokens -> {result.out_dir / 'shards'}"
+        )
+    else:
+        echo("shards: none (no documents kept, or pack_shards is off)")
+    echo(
+        f"rejects: {result.out_dir / 'rejects'}; counts: {result.out_dir / 'job.json'}; {result.seconds:.1f}s"
+    )

@@ -1,0 +1,234 @@
+"""The single-machine engine of the issue–PR miner: Python worker processes + DuckDB.
+
+Input units are parsed in a process pool (each writes its observations and parse rejects as
+Parquet under ``OUT/work``); DuckDB groups observations per entity, runs the linking SQL and
+hands pair rows back to the pool for the per-pair rules; near-duplicates are clustered with
+``swe_envs.mining.dedup`` in this process.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+from tqdm import tqdm
+
+from pipelines.swe_mine_sql import LINK_REJECTS, PAIRS, VIEWS, render
+from pipelines.swe_mine_steps import (
+    DOC_SCHEMA,
+    ENTITY_SCHEMA,
+    OBS_SCHEMA,
+    REJECT_SCHEMA,
+    MineUnit,
+    dedup_reject_rows,
+    filter_pairs,
+    finish_pairs,
+    link_reject_rows,
+    merge_rows,
+    safe_extract_rows,
+    to_batch,
+    write_instances,
+)
+from swe_envs.mining.config import MiningConfig
+from swe_envs.mining.decontam import BenchmarkIndex
+from swe_envs.mining.dedup import duplicate_of
+from swe_envs.mining.observations import ENTITY_KINDS
+
+FLUSH_ROWS = 20_000
+
+
+def extract_unit(unit: MineUnit, index: int, out: str, cfg: MiningConfig) -> tuple[int, int]:
+    """Worker: parse one unit into work/observations/NNNNN.parquet and rejects/parse-NNNNN.parquet."""
+    obs_path = Path(out) / "work" / "observations" / f"{index:05d}.parquet"
+    rej_path = Path(out) / "rejects" / f"parse-{index:05d}.parquet"
+    counts = [0, 0]
+    with pq.ParquetWriter(obs_path, OBS_SCHEMA) as ow, pq.ParquetWriter(rej_path, REJECT_SCHEMA) as rw:
+        obs, rej = [], []
+        for row in safe_extract_rows(unit, cfg):
+            (rej if row.get("stage") else obs).append(row)
+            if len(obs) >= FLUSH_ROWS:
+                ow.write_batch(to_batch(obs, OBS_SCHEMA))
+                counts[0] += len(obs)
+                obs = []
+            if len(rej) >= FLUSH_ROWS:
+                rw.write_batch(to_batch(rej, REJECT_SCHEMA))
+                counts[1] += len(rej)
+                rej = []
+        ow.write_batch(to_batch(obs, OBS_SCHEMA))
+        rw.write_batch(to_batch(rej, REJECT_SCHEMA))
+    return counts[0] + len(obs), counts[1] + len(rej)
+
+
+def merge_part(work: str, part: int, parts: int) -> int:
+    """Worker: merge the entities whose key hashes to ``part`` into work/entities/NNNNN.parquet."""
+    obs = f"read_parquet('{work}/observations/*.parquet')"
+    kinds = ", ".join(f"'{k}'" for k in ENTITY_KINDS)
+    con = duckdb.connect()
+    con.execute("SET threads TO 1")  # the pool already spreads the work over the cores
+    groups = con.sql(
+        f"SELECT kind, key, any_value(repo) AS repo, any_value(number) AS number, list(payload) AS payloads "
+        f"FROM {obs} WHERE kind IN ({kinds}) AND hash(key) % {parts} = {part} GROUP BY kind, key"
+    ).to_arrow_reader(4096)
+    n = 0
+    with pq.ParquetWriter(Path(work) / "entities" / f"{part:05d}.parquet", ENTITY_SCHEMA) as w:
+        w.write_table(ENTITY_SCHEMA.empty_table())
+        for batch in groups:
+            rows = list(merge_rows(batch.to_pylist()))
+            w.write_batch(to_batch(rows, ENTITY_SCHEMA))
+            n += len(rows)
+    return n
+
+
+def _filter_chunk(rows: list[dict[str, Any]], cfg: MiningConfig) -> list[dict[str, Any]]:
+    return list(filter_pairs(rows, cfg))
+
+
+def _finish_chunk(
+    rows: list[dict[str, Any]], cfg: MiningConfig, index: BenchmarkIndex | None
+) -> list[dict[str, Any]]:
+    return list(finish_pairs(rows, cfg, index))
+
+
+class Pool:
+    """A forkserver process pool, or in-process work when one worker is asked for."""
+
+    def __init__(self, workers: int):
+        self.workers = workers
+        self._ex = None
+        if workers > 1:
+            self._ex = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("forkserver"))
+
+    def map(self, fn: Callable, items: list[tuple], desc: str, progress: bool) -> Iterator[Any]:
+        bar = tqdm(total=len(items), desc=desc, unit="task", disable=not progress, leave=False)
+        if self._ex is None:
+            for args in items:
+                yield fn(*args)
+                bar.update()
+        else:
+            for result in self._ex.map(fn, *zip(*items, strict=True)) if items else []:
+                yield result
+                bar.update()
+        bar.close()
+
+    def close(self) -> None:
+        if self._ex is not None:
+            self._ex.shutdown()
+
+
+def _chunks_by_repo(rows: list[dict[str, Any]], size: int) -> list[list[dict[str, Any]]]:
+    """Chunks that keep one repository's pairs together (its clone is opened once)."""
+    rows = sorted(
+        rows,
+        key=lambda r: (
+            r["pr_repo"],
+            r.get("id") or f"{r['pr_number']}:{r['issue_repo']}#{r['issue_number']}",
+        ),
+    )
+    chunks: list[list[dict[str, Any]]] = []
+    for r in rows:
+        if chunks and len(chunks[-1]) < size:
+            chunks[-1].append(r)
+        else:
+            chunks.append([r])
+    return chunks
+
+
+def _fetch(con: duckdb.DuckDBPyConnection, sql: str) -> Iterable[dict[str, Any]]:
+    reader = con.sql(sql).to_arrow_reader(2048)
+    for batch in reader:
+        yield from batch.to_pylist()
+
+
+def run_duckdb(
+    units: list[MineUnit],
+    out: Path,
+    cfg: MiningConfig,
+    index: BenchmarkIndex | None,
+    workers: int,
+    chunk_pairs: int,
+    progress: bool,
+) -> dict[str, Any]:
+    """Run every stage and write OUT/documents, OUT/rejects, OUT/instances.jsonl; return stats."""
+    work = out / "work"
+    for sub in (work / "observations", out / "rejects", out / "documents"):
+        sub.mkdir(parents=True, exist_ok=True)
+    pool = Pool(workers)
+    timings: dict[str, float] = {}
+    t = time.monotonic()
+    try:
+        jobs = [(u, i, str(out), cfg) for i, u in enumerate(units)]
+        list(pool.map(extract_unit, jobs, "parse", progress))
+        timings["parse_s"] = round(time.monotonic() - t, 3)
+        t = time.monotonic()
+        (work / "entities").mkdir()
+        parts = max(1, workers)
+        list(pool.map(merge_part, [(str(work), i, parts) for i in range(parts)], "merge", progress))
+        con = duckdb.connect()
+        obs = f"read_parquet('{work}/observations/*.parquet')"
+        kinds = ", ".join(f"'{k}'" for k in ENTITY_KINDS)
+        con.execute(f"CREATE VIEW entities AS SELECT * FROM read_parquet('{work}/entities/*.parquet')")
+        con.execute(
+            f"CREATE VIEW facts AS SELECT kind, repo, number, ref_repo, ref_number, sha FROM {obs} "
+            f"WHERE kind NOT IN ({kinds})"
+        )
+        closing = cfg.link.closing_kinds
+        for name, sql in VIEWS:
+            con.execute(f"CREATE TEMP TABLE {name} AS {render(sql, 'duckdb', closing)}")
+        link_rejects = list(link_reject_rows(_fetch(con, render(LINK_REJECTS, "duckdb", closing)), cfg))
+        pair_rows = list(_fetch(con, render(PAIRS, "duckdb", closing)))
+        stats = _stats(con, obs)
+        stats["pairs"] = len(pair_rows)
+        stats["parse_records_kept"] = con.execute(f"SELECT count(DISTINCT record) FROM {obs}").fetchone()[0]
+        timings["merge_link_s"] = round(time.monotonic() - t, 3)
+        t = time.monotonic()
+
+        filtered: list[dict[str, Any]] = []
+        jobs = [(chunk, cfg) for chunk in _chunks_by_repo(pair_rows, chunk_pairs)]
+        for part in pool.map(_filter_chunk, jobs, "filter pairs", progress):
+            filtered += part
+        kept = [r for r in filtered if r["stage"] is None]
+        rejects = [r for r in filtered if r["stage"] is not None]
+        timings["filter_s"] = round(time.monotonic() - t, 3)
+        t = time.monotonic()
+        dup_of = (
+            duplicate_of(((r["id"], r["sig"]) for r in kept), cfg.dedup.minhash) if cfg.dedup.enabled else {}
+        )
+        rejects += dedup_reject_rows(kept, dup_of, cfg)
+        kept = [r for r in kept if r["id"] not in dup_of]
+        timings["dedup_s"] = round(time.monotonic() - t, 3)
+        t = time.monotonic()
+        final: list[dict[str, Any]] = []
+        jobs = [(chunk, cfg, index) for chunk in _chunks_by_repo(kept, chunk_pairs)]
+        for part in pool.map(_finish_chunk, jobs, "relevant files", progress):
+            final += part
+    finally:
+        pool.close()
+    rejects += [r for r in final if r["stage"] is not None]
+    pq.write_table(table(link_rejects, REJECT_SCHEMA), out / "rejects" / "link.parquet")
+    pq.write_table(
+        table(sorted(rejects, key=lambda r: r["id"]), REJECT_SCHEMA), out / "rejects" / "pairs.parquet"
+    )
+    docs = sorted((r for r in final if r["stage"] is None), key=lambda r: r["id"])
+    pq.write_table(table(docs, DOC_SCHEMA), out / "documents" / "part-00000.parquet")
+    write_instances(
+        (r["instance"] for r in sorted(docs, key=lambda r: r["instance_id"])), out / "instances.jsonl"
+    )
+    timings["finish_write_s"] = round(time.monotonic() - t, 3)
+    return stats | {"timings": timings}
+
+
+def _stats(con: duckdb.DuckDBPyConnection, obs: str) -> dict[str, Any]:
+    by_kind = dict(con.execute(f"SELECT kind, count(*) FROM {obs} GROUP BY 1 ORDER BY 1").fetchall())
+    ents = dict(con.execute("SELECT kind, count(*) FROM entities GROUP BY 1 ORDER BY 1").fetchall())
+    return {"observations": by_kind, "entities": ents}
+
+
+def table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
+    return pa.Table.from_pylist([{k: r.get(k) for k in schema.names} for r in rows], schema=schema)

@@ -1,0 +1,234 @@
+"""The Spark engine of the issue–PR miner: the same step functions inside ``mapInArrow``.
+
+Input units become a DataFrame (one row per event file / API dump / repository); parsing,
+entity merging and the per-pair rules run in ``mapInArrow`` with the functions of
+``swe_mine_steps``; linking is the shared SQL of ``swe_mine_sql``; near-duplicate clusters
+come from a distributed band self-join whose few candidate pairs are verified and clustered
+on the driver (``duplicates``), with the union-find of ``swe_envs.mining.dedup``. Repositories must be readable at the same path on every executor.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from pipelines.swe_mine_sql import LINK_REJECTS, PAIRS, VIEWS, render
+from pipelines.swe_mine_steps import (
+    DOC_SCHEMA,
+    ENTITY_SCHEMA,
+    EXTRACT_SCHEMA,
+    FINAL_SCHEMA,
+    OBS_SCHEMA,
+    PAIR_SCHEMA,
+    REJECT_SCHEMA,
+    MineUnit,
+    dedup_reject_rows,
+    filter_pairs,
+    finish_pairs,
+    link_reject_rows,
+    merge_rows,
+    safe_extract_rows,
+    to_batch,
+)
+from swe_envs.mining.config import MinhashConfig, MiningConfig
+from swe_envs.mining.decontam import BenchmarkIndex
+from swe_envs.mining.dedup import UnionFind
+from swe_envs.mining.minhash import similarity
+from swe_envs.mining.observations import ENTITY_KINDS
+
+BATCH_ROWS = 512
+_DDL = {
+    pa.string(): "string",
+    pa.int64(): "bigint",
+    pa.bool_(): "boolean",
+    pa.binary(): "binary",
+    pa.list_(pa.string()): "array<string>",
+}
+
+
+def ddl(schema: pa.Schema) -> str:
+    return ", ".join(f"{f.name} {_DDL[f.type]}" for f in schema)
+
+
+def arrow_map(fn: Callable[[Iterable[dict[str, Any]]], Iterable[dict[str, Any]]], schema: pa.Schema):
+    """A mapInArrow body: rows of the input batches through ``fn``, re-batched to ``schema``."""
+
+    def body(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        buf: list[dict[str, Any]] = []
+        for row in fn(r for b in batches for r in b.to_pylist()):
+            buf.append(row)
+            if len(buf) >= BATCH_ROWS:
+                yield to_batch(buf, schema)
+                buf = []
+        if buf:
+            yield to_batch(buf, schema)
+
+    return body
+
+
+def duplicates(kept, mh: MinhashConfig) -> dict[str, str]:
+    """{id: kept id} of every near-duplicate, the same as ``swe_envs.mining.dedup.duplicate_of``.
+
+    Pairs are grouped by band key across the cluster — the part that grows with the corpus.
+    Only buckets holding several pairs (few: duplicates are rare) travel to the driver, where
+    their pairs are verified and put into components with the same union-find as locally."""
+    from pyspark.sql import functions as F
+
+    buckets = (
+        kept.filter(F.col("sig").isNotNull())
+        .select("id", "sig", F.explode("keys").alias("band"))
+        .groupBy("band")
+        .agg(F.collect_list(F.struct("id", "sig")).alias("members"))
+        .filter(F.size("members") > 1)
+    )
+    uf, checked = UnionFind(), set()
+    for row in buckets.collect():
+        members = sorted((m["id"], m["sig"]) for m in row["members"])
+        for i, (a, sig_a) in enumerate(members):
+            for b, sig_b in members[i + 1 :]:
+                if (a, b) not in checked:
+                    checked.add((a, b))
+                    if similarity(sig_a, sig_b) >= mh.threshold:
+                        uf.union(a, b)
+    return {x: uf.find(x) for x in list(uf.parent) if uf.find(x) != x}
+
+
+def run_spark_mine(
+    units: list[MineUnit], out: Path, cfg: MiningConfig, index: BenchmarkIndex | None, spark, partitions: int
+) -> dict[str, Any]:
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    keep = StorageLevel.MEMORY_AND_DISK
+    n_parts = max(1, min(partitions or spark.sparkContext.defaultParallelism, len(units)))
+    rows = [(i, u.model_dump_json()) for i, u in enumerate(units)]
+    units_df = spark.createDataFrame(spark.sparkContext.parallelize(rows, n_parts), "idx long, unit string")
+
+    def extract(rows):
+        for row in rows:
+            yield from safe_extract_rows(MineUnit.model_validate_json(row["unit"]), cfg)
+
+    # Each cached DataFrame is materialised (count) before use: a query that reads one cache
+    # from several branches would otherwise compute it once per branch, concurrently.
+    timings: dict[str, float] = {}
+    t = time.monotonic()
+    ex = units_df.mapInArrow(arrow_map(extract, EXTRACT_SCHEMA), ddl(EXTRACT_SCHEMA)).persist(keep)
+    ex.count()
+    timings["parse_s"] = round(time.monotonic() - t, 3)
+    t = time.monotonic()
+    obs = ex.filter(F.col("stage").isNull()).select(*OBS_SCHEMA.names)
+    parse_rejects = ex.filter(F.col("stage").isNotNull()).select(*REJECT_SCHEMA.names)
+    groups = (
+        obs.filter(F.col("kind").isin(*ENTITY_KINDS))
+        .groupBy("kind", "key")
+        .agg(
+            F.first("repo").alias("repo"),
+            F.first("number").alias("number"),
+            F.collect_list("payload").alias("payloads"),
+        )
+    )
+    entities = groups.mapInArrow(arrow_map(merge_rows, ENTITY_SCHEMA), ddl(ENTITY_SCHEMA)).persist(keep)
+    entities.count()
+    facts = obs.filter(~F.col("kind").isin(*ENTITY_KINDS)).select(
+        "kind", "repo", "number", "ref_repo", "ref_number", "sha"
+    )
+    entities.createOrReplaceTempView("entities")
+    facts.createOrReplaceTempView("facts")
+    closing = cfg.link.closing_kinds
+    views = []
+    for name, sql in VIEWS:
+        view = spark.sql(render(sql, "spark", closing))
+        if name == "resolved":  # read by both queries below, three times by one of them
+            view = view.persist(keep)
+            view.count()
+            views.append(view)
+        view.createOrReplaceTempView(name)
+    timings["merge_link_s"] = round(time.monotonic() - t, 3)
+
+    link_rejects = spark.sql(render(LINK_REJECTS, "spark", closing)).mapInArrow(
+        arrow_map(lambda rs: link_reject_rows(rs, cfg), REJECT_SCHEMA), ddl(REJECT_SCHEMA)
+    )
+    pairs = spark.sql(render(PAIRS, "spark", closing))
+    pairs = pairs.repartition(max(1, spark.sparkContext.defaultParallelism), "pr_repo").persist(keep)
+    filtered = pairs.mapInArrow(
+        arrow_map(lambda rs: filter_pairs(rs, cfg), PAIR_SCHEMA), ddl(PAIR_SCHEMA)
+    ).persist(keep)
+    t = time.monotonic()
+    n_filtered = filtered.count()  # materialises the per-pair filters once
+    timings["filter_s"] = round(time.monotonic() - t, 3)
+    kept = filtered.filter(F.col("stage").isNull())
+    pair_rejects = filtered.filter(F.col("stage").isNotNull()).select(*REJECT_SCHEMA.names)
+
+    rejects = [parse_rejects, link_rejects, pair_rejects]
+    t = time.monotonic()
+    if cfg.dedup.enabled and n_filtered > 1:
+        dup_of = duplicates(kept, cfg.dedup.minhash)
+        if dup_of:
+            dup = spark.createDataFrame(sorted(dup_of.items()), "id string, kept_id string")
+            kept_of = dict(dup_of)
+
+            def dedup_body(rs):
+                return dedup_reject_rows(rs, kept_of, cfg)
+
+            dupes = kept.join(F.broadcast(dup.select("id")), "id")
+            rejects.append(dupes.mapInArrow(arrow_map(dedup_body, REJECT_SCHEMA), ddl(REJECT_SCHEMA)))
+            kept = kept.join(F.broadcast(dup.select("id")), "id", "left_anti")
+    timings["dedup_s"] = round(time.monotonic() - t, 3)
+    t = time.monotonic()
+    final = kept.mapInArrow(
+        arrow_map(lambda rs: finish_pairs(rs, cfg, index), FINAL_SCHEMA), ddl(FINAL_SCHEMA)
+    )
+    final = final.persist(keep)
+    rejects.append(final.filter(F.col("stage").isNotNull()).select(*REJECT_SCHEMA.names))
+    docs = final.filter(F.col("stage").isNull())
+
+    docs.select(*DOC_SCHEMA.names).write.mode("overwrite").parquet(str(out / "documents"))
+    all_rejects = rejects[0]
+    for r in rejects[1:]:
+        all_rejects = all_rejects.unionByName(r)
+    all_rejects.write.mode("overwrite").parquet(str(out / "rejects"))
+    _write_instances(docs, out)
+    timings["finish_write_s"] = round(time.monotonic() - t, 3)
+
+    stats = {
+        "observations": {
+            r["kind"]: r["count"] for r in obs.groupBy("kind").count().orderBy("kind").collect()
+        },
+        "entities": {
+            r["kind"]: r["count"] for r in entities.groupBy("kind").count().orderBy("kind").collect()
+        },
+        "pairs": n_filtered,  # one filter outcome per pair
+        "parse_records_kept": obs.select("record").distinct().count(),
+        "timings": timings,
+    }
+    for df in (ex, entities, pairs, filtered, final, *views):
+        df.unpersist()
+    for name, _ in VIEWS:
+        spark.catalog.dropTempView(name)
+    return stats
+
+
+def _write_instances(docs, out: Path) -> None:
+    """One sorted instances.jsonl: a single task sorts (spilling if needed) and writes it."""
+    tmp = out / ".instances-spark"
+    (
+        docs.select("instance_id", "instance")
+        .repartition(1)
+        .sortWithinPartitions("instance_id")
+        .select("instance")
+        .write.mode("overwrite")
+        .text(str(tmp))
+    )
+    parts = sorted(tmp.glob("part-*"))
+    target = out / "instances.jsonl"
+    with open(target.with_name(".instances.jsonl.tmp"), "wb") as fh:
+        for p in parts:
+            with open(p, "rb") as src:
+                shutil.copyfileobj(src, fh)
+    target.with_name(".instances.jsonl.tmp").replace(target)
+    shutil.rmtree(tmp, ignore_errors=True)

@@ -8,10 +8,15 @@ STAMP := $(VENV)/.installed-$(shell sha256sum pyproject.toml | cut -c1-16)
 MASTER ?=
 PYTEST_ARGS ?=
 
-.PHONY: help setup sysdeps demo test bench lint clean distclean
+.PHONY: help setup sysdeps demo quality-eval data-web data-swe data-longctx train test bench lint clean distclean
 
 help:
 	@echo "make demo       install into .venv if needed, run the demo job (MASTER=local[2] for Spark)"
+	@echo "make data-web   web quality filtering of the sample's HTML pages -> out/web (MASTER=local[2] for Spark)"
+	@echo "make quality-eval  precision/recall of the DCLM classifier and the machine-text detector"
+	@echo "make data-swe   issue-PR mining on recorded GitHub data -> out/swe (MASTER=local[2] for Spark)"
+	@echo "make data-longctx  long-context mid-training shards per stage -> out/longctx/<stage>/"
+	@echo "make train      train the tiny GLM-5-shaped model on the demo shards -> out/train/"
 	@echo "make test       install into .venv if needed, run the test suite"
 	@echo "make bench      benchmarks (ratios against named baselines)"
 	@echo "make lint       ruff"
@@ -44,6 +49,37 @@ $(STAMP): pyproject.toml
 demo: setup
 	$(PY) -m pipelines demo --config configs/demo.yaml $(if $(MASTER),--master '$(MASTER)')
 
+# web quality filtering (heuristics, language, DCLM top-p%, LLM edu scoring, AI/template exclusion)
+# over the sample's HTML pages; the LLM is SmolLM2 behind our own OpenAI-compatible server
+data-web: setup
+	$(PY) -m pipelines sample --data-dir data
+	$(PY) -m pipelines web --config configs/web.yaml --input data/debs/root/python3.11-doc/usr/share/doc/python3.11/html \
+	  --glob '*.html' --source python-docs --output out/web $(if $(MASTER),--master '$(MASTER)')
+
+# held-out precision/recall of the DCLM classifier and the machine-text detector on the sample
+quality-eval: setup
+	$(PY) -m pipelines quality-eval
+
+# issue–PR mining on real recorded GitHub API responses + events built from them + sample clones
+data-swe: setup
+	$(PY) -m pipelines.swe_mine_sample data
+	$(PY) -m pipelines swe-mine --config configs/swe_mine.yaml --events data/swe/events --api data/github3/cassettes \
+	  --repos data/swe/repos --output out/swe --overwrite $(if $(MASTER),--master '$(MASTER)')
+
+# long-context mid-training data: the demo's documents + tokenizer -> out/longctx/<stage>/
+# (the demo runs first when its tokenizer, written after its documents, is missing)
+out/demo/tokenizer/tokenizer.json:
+	$(MAKE) demo
+
+data-longctx: setup out/demo/tokenizer/tokenizer.json
+	$(PY) -m pipelines longctx --config configs/longctx.yaml
+
+# the tiny GLM-5-shaped model (MLA, MoE, MTP, MuonSplit) on the demo shards; runs the demo first if needed
+train: setup
+	@test -f out/demo/shards/manifest.json || $(MAKE) demo
+	$(PY) -m training.trainer --config configs/train_tiny.yaml --shards out/demo/shards \
+	  --metrics out/train/metrics.jsonl --checkpoint-dir out/train/ckpt
+
 # the whole suite, Spark tests included (markers: spark, docker, gpu — gpu skips without CUDA)
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -51,6 +87,13 @@ test: setup
 bench: setup
 	$(PY) benchmarks/loader_throughput.py
 	$(PY) benchmarks/engines.py
+	$(PY) benchmarks/web_filters.py
+	$(PY) benchmarks/newton_schulz.py
+	$(PY) benchmarks/moe_grouped.py
+	$(PY) benchmarks/train_throughput.py
+	$(PY) benchmarks/swe_mine_engines.py
+	$(PY) benchmarks/longctx_packing.py
+	$(PY) benchmarks/longctx_retrieval.py
 
 lint: setup
 	$(PY) -m ruff check .

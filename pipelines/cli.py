@@ -86,6 +86,89 @@ def documents(
 
 @app.command()
 @user_errors
+def web(
+    input: list[Path] = typer.Option(..., "--input", help="HTML/WARC/JSONL/Parquet file or directory; repeatable"),
+    output: Path = typer.Option(..., help="output directory (documents/, rejects/, job.json, models/)"),
+    master: str = typer.Option(None, help=MASTER_HELP),
+    config: Path = typer.Option(None, help="WebConfig YAML (e.g. configs/web.yaml)"),
+    source: str = typer.Option(None, help="mixture name for the inputs (default: file/directory name)"),
+    glob: str = typer.Option(None, help="only files of input directories matching this pattern, e.g. '*.html'"),
+    max_files: int = typer.Option(None, help="read only the first N files of each input directory"),
+    set_: list[str] = typer.Option(None, "--set", help="override a config key, e.g. --set dclm.keep_top_fraction=0.2"),
+    resume: bool = typer.Option(False, help="keep finished tasks of an interrupted run with the same config"),
+) -> None:
+    """Web quality filtering: heuristics, language, DCLM top-p%, LLM edu scoring, AI/template exclusion."""
+    from pipelines.engine import make_engine
+    from pipelines.readers import InputSpec
+    from pipelines.web_job import WebConfig, WebJob, print_web_summary
+
+    cfg = _load(WebConfig, config, set_)
+    specs = [InputSpec(path=str(p), source=source, glob=glob, max_files=max_files) for p in input]
+    engine = make_engine(master, cfg.local, cfg.spark)
+    summary = WebJob(specs, output, cfg, engine, resume=resume).run()
+    print_web_summary(summary)
+
+
+@app.command("quality-eval")
+@user_errors
+def quality_eval(
+    data_dir: Path = typer.Option(Path("data"), help="sample corpus / model cache"),
+    pages: int = typer.Option(200, help="documentation pages used for the DCLM data"),
+    n: int = typer.Option(96, help="human passages for the machine-text set (about as many generated)"),
+    output: Path = typer.Option(Path("out/quality_eval"), help="where the evaluated models are saved"),
+) -> None:
+    """Held-out precision/recall of the DCLM classifier and the machine-text detector on the sample."""
+    from pipelines.quality_eval import dclm_eval, machine_text_eval
+
+    output.mkdir(parents=True, exist_ok=True)
+    typer.echo(dclm_eval(data_dir, pages, output))
+    typer.echo(machine_text_eval(data_dir, n, output))
+
+
+@app.command()
+@user_errors
+def dedup(
+    input: list[Path] = typer.Option(..., "--input", help="Parquet/JSONL documents (file or directory); repeatable"),
+    output: Path = typer.Option(..., help="output directory (documents/, rejects/, job.json)"),
+    master: str = typer.Option(None, help=MASTER_HELP),
+    config: Path = typer.Option(None, help="DedupConfig YAML"),
+    set_: list[str] = typer.Option(None, "--set", help="override a config key, e.g. --set minhash.bands=20"),
+    resume: bool = typer.Option(False, help="keep finished tasks of an interrupted run with the same config"),
+) -> None:
+    """MinHash near-duplicate removal: keeps the smallest id of each cluster; duplicates to rejects."""
+    from pipelines.dedup_job import DedupConfig, run_dedup
+    from pipelines.engine import make_engine
+    from pipelines.readers import InputSpec
+
+    cfg = _load(DedupConfig, config, set_)
+    engine = make_engine(master, cfg.local, cfg.spark)
+    summary = run_dedup([InputSpec(path=str(p)) for p in input], output, cfg, engine, resume=resume)
+    for stage, c in summary["counts"].items():
+        typer.echo(f"{stage}: in {c['docs_in']}, kept {c['kept']}, rejected {c['rejected']} {c['reasons']}")
+    typer.echo(json.dumps(summary["corpus"]["minhash"]))
+
+
+@app.command("dedup-eval")
+@user_errors
+def dedup_eval(
+    data_dir: Path = typer.Option(Path("data"), help="sample corpus cache"),
+    pairs_per_bin: int = typer.Option(60, help="planted near-duplicate pairs per Jaccard bin"),
+    unrelated: int = typer.Option(300, help="unrelated passages mixed in"),
+    set_: list[str] = typer.Option(None, "--set", help="MinhashConfig override, e.g. --set bands=20"),
+) -> None:
+    """Recall per Jaccard bin and precision of MinHash dedup on near-duplicates planted in real text."""
+    from filters.minhash import MinhashConfig
+    from pipelines.dedup_eval import evaluate
+    from pipelines.sample_corpus import SampleConfig, obtain_sample
+
+    cfg = _load(MinhashConfig, None, set_)
+    corpus = obtain_sample(SampleConfig(data_dir=str(data_dir)))
+    typer.echo(f"MinHash: {cfg.bands} bands x {cfg.rows} rows, word {cfg.ngram}-grams (threshold ~{cfg.threshold():.2f})")
+    typer.echo(evaluate(corpus.books_jsonl, cfg, pairs_per_bin, unrelated).table())
+
+
+@app.command()
+@user_errors
 def pack(
     documents: Path = typer.Option(..., help="documents dataset (directory of Parquet files)"),
     output: Path = typer.Option(..., help="shard directory to write"),
@@ -114,6 +197,41 @@ def pack(
     import duckdb
 
     render({"shards": shard_stats(duckdb.connect(), output)})
+
+
+@app.command()
+@user_errors
+def longctx(
+    config: Path = typer.Option(Path("configs/longctx.yaml"), help="LongCtxConfig YAML"),
+    stage: list[str] = typer.Option(None, help="only this stage (repeatable); default: all"),
+    set_: list[str] = typer.Option(None, "--set", help="override a config key, e.g. --set entropylong.docs=2"),
+) -> None:
+    """Documents -> long-context mid-training shards per stage (natural, NExtLong, EntropyLong, MRCR)."""
+    from pipelines.longctx_job import LongCtxConfig, print_summary, run_longctx
+
+    print_summary(run_longctx(_load(LongCtxConfig, config, set_), only=stage or None))
+
+
+@app.command("swe-mine")
+@user_errors
+def swe_mine(
+    events: list[Path] = typer.Option(None, "--events", help="GH-Archive-style event files/dirs (.json.gz); repeatable"),
+    api: list[Path] = typer.Option(None, "--api", help="GitHub API JSON dumps or recorded cassettes; repeatable"),
+    repos: list[Path] = typer.Option(None, "--repos", help="a git repository or a directory of them; repeatable"),
+    output: Path = typer.Option(..., help="output directory (documents/, rejects/, instances.jsonl, shards/)"),
+    master: str = typer.Option(None, help=MASTER_HELP.replace("datatrove's local executor", "DuckDB")),
+    config: Path = typer.Option(None, help="SweMineConfig YAML (e.g. configs/swe_mine.yaml); default: built-in"),
+    benchmark: list[Path] = typer.Option(None, "--benchmark", help="SWE-bench-style JSONL to decontaminate against"),
+    set_: list[str] = typer.Option(None, "--set", help="override a key, e.g. --set mining.patch_filter.max_files=10"),
+    overwrite: bool = typer.Option(False, help="replace a swe-mine output of other inputs or config"),
+) -> None:
+    """Issue–PR mining: link, filter, decontaminate, relevant files -> documents, SWE-bench instances, shards."""
+    from pipelines.swe_mine import SweMineConfig, print_summary, run_swe_mine
+
+    cfg = _load(SweMineConfig, config, set_)
+    cfg.mining.decontaminate.benchmarks += [str(b) for b in benchmark or []]
+    paths = [[str(p) for p in group or []] for group in (events, api, repos)]
+    print_summary(run_swe_mine(*paths, output, cfg, master=master, overwrite=overwrite))
 
 
 @app.command()

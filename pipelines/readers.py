@@ -32,7 +32,7 @@ from core.records import mark_reject, parse_metadata, truncate_for_reject
 
 READ_STAGE = "read"
 # "documents": a dataset written by our own jobs (id, text, metadata JSON), read verbatim
-Format = Literal["jsonl", "parquet", "html", "text", "documents"]
+Format = Literal["jsonl", "parquet", "html", "text", "documents", "warc"]
 
 _SUFFIXES: dict[str, Format] = {
     ".jsonl": "jsonl",
@@ -44,6 +44,8 @@ _SUFFIXES: dict[str, Format] = {
     ".html.gz": "html",
     ".txt": "text",
     ".txt.gz": "text",
+    ".warc": "warc",
+    ".warc.gz": "warc",
 }
 
 
@@ -53,7 +55,7 @@ class InputSpec(StrictModel):
     path: str
     # mixture name recorded in every document's metadata; default: the file/directory name
     source: str | None = None
-    format: Literal["auto", "jsonl", "parquet", "html", "text", "documents"] = "auto"
+    format: Literal["auto", "jsonl", "parquet", "html", "text", "documents", "warc"] = "auto"
     text_key: str = "text"
     id_key: str = "id"
     # only files of a directory whose relative path matches this fnmatch pattern ("*.html")
@@ -349,7 +351,11 @@ def _read_documents(f: InputFile, limits: ReadLimits) -> Iterator[Document]:
 
 
 def read_file(f: InputFile, limits: ReadLimits) -> Iterator[Document]:
-    if f.format == "documents":
+    if f.format == "warc":
+        from pipelines.warc_reader import read_warc
+
+        yield from read_warc(f, limits, _decode, _reject)
+    elif f.format == "documents":
         yield from _read_documents(f, limits)
     elif f.format == "jsonl":
         yield from _read_jsonl(f, limits)

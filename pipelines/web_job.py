@@ -3,8 +3,9 @@ chunk-and-aggregate + strict exclusion of AI-generated/templated text), in four 
 
 1. quality   extract → length → language → Gopher repetition/quality, C4, FineWeb →
              assistant phrases → (machine-text detector)
-   corpus:   template lines (local/Spark); DCLM model trained here when none is given
-2. score     templated → dclm_score
+   corpus:   MinHash clusters and template lines (local/Spark implementations that agree);
+             the DCLM model, trained here when none is given
+2. score     minhash_dedup → templated → dclm_score
    corpus:   DCLM keep threshold (exact locally, approxQuantile on Spark); the LLM sample
 3. select    dclm_keep_top → edu_score (the LLM scores the sample, every chunk)
    corpus:   distil the LLM's scores into fastText
@@ -49,8 +50,10 @@ from filters.extract import HtmlToText
 from filters.langid import LangId, LangIdConfig, obtain_lid_model
 from filters.length import LengthConfig, TextLength
 from filters.machine_text import MachineText, MachineTextConfig
+from filters.minhash import MinhashConfig, MinhashDuplicates
 from filters.templates import TemplateConfig, Templated, template_lines_local, template_lines_spark
 from pipelines.chain import StageCounts
+from pipelines.dedup_job import cluster_summary, find_clusters
 from pipelines.engine import LocalEngine, SparkEngine
 from pipelines.job import DocJob, JobResult, Layout
 from pipelines.local import LocalEngineConfig
@@ -85,6 +88,7 @@ class WebConfig(StrictModel):
     assistant_phrases: AssistantPhrasesConfig = AssistantPhrasesConfig()
     machine_text: MachineTextConfig = MachineTextConfig()
     templates: TemplateConfig = TemplateConfig()
+    minhash: MinhashConfig | None = MinhashConfig()  # null disables near-duplicate removal
     dclm: DclmConfig = DclmConfig()
     dclm_data: DclmTrainData = DclmTrainData()
     edu: EduJobConfig = EduJobConfig()
@@ -152,6 +156,11 @@ class WebJob:
         keys = (template_lines_spark(self.engine.dataframe(p1.documents_dir), cfg.templates) if self._spark()
                 else template_lines_local(str(p1.documents_dir), cfg.templates))
         self.corpus["template_lines"] = len(keys)
+        steps2 = []
+        if cfg.minhash is not None:
+            assignments = find_clusters(self.engine, p1.documents_dir, cfg.minhash)
+            self.corpus["minhash"] = cluster_summary(assignments, cfg.minhash)
+            steps2.append(MinhashDuplicates(assignments))
         dclm_path = cfg.dclm.model_path
         if dclm_path is None:
             pos, neg = build_dclm_examples(cfg.dclm_data, p1.documents_dir, files, cfg.read)
@@ -161,8 +170,8 @@ class WebJob:
                                             "precision": report.precision, "recall": report.recall,
                                             "f1": report.f1, "held_out": report.n_valid}
             self.log(f"   DCLM classifier: {report}")
-        p2 = self._phase(2, "score", self._docs(p1),
-                         [Templated(keys, cfg.templates), DclmScore(dclm_path, cfg.dclm.positive_label)])
+        steps2 += [Templated(keys, cfg.templates), DclmScore(dclm_path, cfg.dclm.positive_label)]
+        p2 = self._phase(2, "score", self._docs(p1), steps2)
 
         # corpus: the keep-top threshold, and which of the survivors the LLM will score
         if self._spark():

@@ -1,0 +1,90 @@
+"""WARC input (Common Crawl style): each HTTP response record with an HTML payload becomes a
+document (``url``, ``warc_date``, ``warc_record_id`` in metadata, ``content_type`` text/html
+so the extraction step picks it up).
+
+Request/metadata records are not documents and are skipped. A response that is not HTML is
+a counted reject (``not_html``); an undecodable payload, an oversized one or a corrupt or
+truncated archive becomes a reject with its reason — the archive is read up to the damage.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from datatrove.data import Document
+
+from core.records import mark_reject, truncate_for_reject
+
+_CHARSET = re.compile(r"charset=([\w.:-]+)", re.IGNORECASE)
+
+
+def _truncated(record, payload: bytes) -> bool:
+    """warcio stops quietly at the end of a truncated archive; a record whose payload digest
+    was announced but could not be verified, or that is shorter than its declared length,
+    was cut short."""
+    if record.rec_headers.get_header("WARC-Payload-Digest"):
+        checker = getattr(record, "digest_checker", None)
+        if checker is not None and checker.passed is not True:
+            return True
+    http = record.http_headers
+    if http is not None and not http.get_header("Content-Encoding"):
+        declared = http.get_header("Content-Length")
+        if declared and declared.isdigit() and int(declared) != len(payload):
+            return True
+    return False
+
+
+def read_warc(f, limits, decode, reject) -> Iterator[Document]:
+    """``decode(bytes) -> (text, encoding)`` and ``reject(id, text, file, reason, detail, limits)``
+    come from the readers module, so WARC pages are decoded and rejected like every input."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    n = 0
+    try:
+        with open(f.path, "rb") as fh:
+            for n, record in enumerate(ArchiveIterator(fh, check_digests="raise"), start=1):  # noqa: B007
+                if record.rec_type != "response":
+                    continue
+                url = record.rec_headers.get_header("WARC-Target-URI") or ""
+                rid = record.rec_headers.get_header("WARC-Record-ID") or f"{f.relpath}#{n}"
+                doc_id = f"{f.source}/{rid.strip('<>')}"
+                ctype = (record.http_headers.get_header("Content-Type") if record.http_headers else "") or ""
+                meta = {"source": f.source, "file": f.relpath, "url": url,
+                        "warc_date": record.rec_headers.get_header("WARC-Date"), "warc_record_id": rid}
+                if "html" not in ctype.lower():
+                    doc = Document(text="", id=doc_id, metadata=meta)
+                    yield mark_reject(doc, "read", "not_html", f"content type {ctype or 'missing'!r}")
+                    continue
+                payload = record.content_stream().read(limits.max_doc_bytes + 1)
+                if len(payload) > limits.max_doc_bytes:
+                    yield reject(doc_id, payload[: limits.reject_text_chars].decode("utf-8", "replace"), f,
+                                 "too_large", f"payload over max_doc_bytes={limits.max_doc_bytes}", limits)
+                    continue
+                if _truncated(record, payload):
+                    yield reject(doc_id, payload[: limits.reject_text_chars].decode("utf-8", "replace"), f,
+                                 "corrupt_file", f"{url}: record cut short ({len(payload)} bytes read)", limits)
+                    continue
+                m = _CHARSET.search(ctype)
+                text, encoding = None, None
+                if m:
+                    try:
+                        text, encoding = payload.decode(m.group(1)), m.group(1).lower()
+                    except (LookupError, UnicodeDecodeError):
+                        pass
+                if text is None:
+                    text, encoding = decode(payload)
+                if text is None:
+                    yield reject(doc_id, payload.decode("utf-8", "replace"), f, "undecodable",
+                                 f"{url}: no usable charset", limits)
+                    continue
+                if not text.strip():
+                    yield reject(doc_id, text, f, "empty_text", f"{url}: empty payload", limits)
+                    continue
+                meta.update(content_type="text/html", encoding=encoding)
+                yield Document(text=text, id=doc_id, metadata=meta)
+    except Exception as err:  # warcio raises assorted errors on truncated/corrupt archives
+        doc = Document(text="", id=f"{f.source}/{f.relpath}#after-{n}",
+                       metadata={"source": f.source, "file": f.relpath})
+        truncate_for_reject(doc, limits.reject_text_chars)
+        yield mark_reject(doc, "read", "corrupt_file", f"{f.path}: after record {n}: {type(err).__name__}: {err}")

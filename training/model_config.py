@@ -70,7 +70,9 @@ class ModelConfig(StrictModel):
     # int f: every f-th layer is MoE (Megatron); list: one 0/1 per layer
     moe_layer_freq: int | list[int] = 1
     moe_first_k_dense_layers: int = Field(default=0, ge=0)  # ours: the first k layers stay dense
-    moe_backend: Literal["torch"] = "torch"  # kernels with the same signatures plug in here
+    # kernels with the same signatures plug in here: torch (default, any device) or triton
+    # (kernels/: CUDA, or Triton's interpreter on CPU for tests)
+    moe_backend: Literal["torch", "triton"] = "torch"
 
     # -- multi-token prediction ------------------------------------------------------------
     mtp_num_layers: int | None = Field(default=None, ge=0)  # depths; None/0 = no MTP

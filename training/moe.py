@@ -1,7 +1,7 @@
 """Dropless MoE: sigmoid router with aux-loss-free expert bias, grouped-GEMM experts, shared expert.
 
 The layer is four steps with fixed signatures, so faster kernels with the same signatures
-(issue #9, ``moe_backend``) can replace any of them:
+(``moe_backend: triton`` plugs in ``kernels/``) can replace any of them:
 
     route(logits [N,E], ...)                       -> probs [N,k], indices [N,k], scores [N,E]
     permute(x [N,h], indices [N,k], E)             -> x_perm [N*k,h] (expert-major), order [N*k], tokens_per_expert [E]
@@ -138,7 +138,15 @@ class MoEBackend:
 def get_backend(name: str) -> MoEBackend:
     if name == "torch":
         return MoEBackend(route, permute, grouped_experts, unpermute)
-    raise ConfigError(f"model.moe_backend: unknown backend {name!r} (available: torch)")
+    if name == "triton":
+        # imported here: defining the Triton kernels is only needed (and only possible to
+        # run) where this backend is chosen
+        from kernels.moe_backend import steps, unavailable_reason
+
+        if why := unavailable_reason():
+            raise ConfigError(f"model.moe_backend: {why}")
+        return MoEBackend(*steps())
+    raise ConfigError(f"model.moe_backend: unknown backend {name!r} (available: torch, triton)")
 
 
 def sequence_aux_loss(

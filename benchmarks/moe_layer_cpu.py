@@ -1,0 +1,67 @@
+"""Reference-path MoE layer on CPU: experts as grouped GEMMs (``torch._grouped_mm``) vs a loop.
+
+The whole ``training.moe.MoELayer`` (router, permute, experts, unpermute, shared expert),
+forward + backward, torch backend; only the experts step differs. Baseline: the per-expert
+loop (``training.moe.loop_experts``, whose ``w[e]`` indexing costs one full-size zero
+gradient per expert in backward); ``kernels.reference.expert_ffn`` is the same loop over
+``w.unbind(0)`` (one stack in backward), shown as a second, fairer loop. The Triton backend
+is not timed here: on CPU it runs in Triton's interpreter (benchmarks/kernels_gpu.py times it).
+Run: `python benchmarks/moe_layer_cpu.py [--tokens 4096]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+
+import torch
+
+from kernels import reference
+from training.model_config import ModelConfig
+from training.moe import MoELayer, grouped_experts, loop_experts
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tokens", type=int, default=2048)
+    ap.add_argument("--hidden", type=int, default=256)
+    ap.add_argument("--ffn", type=int, default=128, help="expert FFN size")
+    ap.add_argument("--experts", type=int, default=64)
+    ap.add_argument("--topk", type=int, default=8)
+    ap.add_argument("--repeat", type=int, default=5)
+    a = ap.parse_args()
+    torch.manual_seed(0)
+    cfg = ModelConfig(
+        hidden_size=a.hidden, num_moe_experts=a.experts, moe_router_topk=a.topk, moe_ffn_hidden_size=a.ffn,
+        moe_shared_expert_intermediate_size=a.ffn, moe_router_topk_scaling_factor=2.5,
+    )  # fmt: skip
+    layer = MoELayer(cfg)
+    for p in layer.parameters():
+        torch.nn.init.normal_(p, std=0.02)
+    x = torch.randn(1, a.tokens, a.hidden)
+    grouped_backend = layer.backend
+    loop_backend = dataclasses.replace(grouped_backend, experts=loop_experts)
+    assert grouped_backend.experts is grouped_experts
+
+    def run(backend) -> float:
+        layer.backend = backend
+        layer(x)[0].sum().backward()  # warm-up
+        t0 = time.perf_counter()
+        for _ in range(a.repeat):
+            layer.zero_grad(set_to_none=True)
+            layer(x)[0].sum().backward()
+        return (time.perf_counter() - t0) / a.repeat
+
+    t_loop, t_grouped = run(loop_backend), run(grouped_backend)
+    t_unbind = run(dataclasses.replace(grouped_backend, experts=reference.expert_ffn))
+    print(f"MoE layer, {a.tokens} tokens, hidden {a.hidden}, {a.experts} experts top-{a.topk}, "
+          f"expert ffn {a.ffn}, forward+backward, {torch.get_num_threads()} threads")  # fmt: skip
+    print(f"  per-expert loop (baseline): {t_loop * 1e3:8.1f} ms")
+    print(f"  loop over w.unbind(0):      {t_unbind * 1e3:8.1f} ms")
+    print(f"  torch._grouped_mm:          {t_grouped * 1e3:8.1f} ms")
+    print(f"ratio loop/grouped: {t_loop / t_grouped:.2f}  (unbind loop/grouped: {t_unbind / t_grouped:.2f})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+"""Where the Triton kernels can run: a CUDA GPU, or anywhere under Triton's interpreter.
+
+``TRITON_INTERPRET=1`` is read by ``@triton.jit`` when a kernel is *defined*, and triton's
+own library functions (``tl.sum``, ``tl.sigmoid``...) are defined when triton is first
+imported, so it must be set before anything in the process imports triton
+(tests/kernels/conftest.py does that). Kernels defined without it are compiled for the GPU
+and cannot touch CPU tensors; ``check_device`` turns the otherwise cryptic Triton error into
+one line that says what to do.
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+
+
+def interpreting() -> bool:
+    """True when this process's kernels were defined under ``TRITON_INTERPRET=1``."""
+    from triton.runtime.interpreter import InterpretedFunction
+
+    from kernels.permute import _gather_rows  # any kernel: all are defined at the same import
+
+    return isinstance(_gather_rows, InterpretedFunction)
+
+
+def unavailable_reason() -> str | None:
+    """None when the kernels can run here, otherwise why not (for a config error)."""
+    if interpreting() or torch.cuda.is_available():
+        return None
+    return (
+        f"the Triton kernels (triton {triton.__version__}) need a CUDA GPU, or TRITON_INTERPRET=1 set "
+        "before triton is first imported (slow; for tests). Use moe_backend: torch on CPU"
+    )
+
+
+def check_device(t: torch.Tensor) -> None:
+    # meta tensors pass: kernels.compile_check runs the wrappers on them to record launches
+    if t.device.type not in ("cuda", "meta") and not interpreting():
+        raise RuntimeError(
+            f"a {t.device} tensor was given to a compiled Triton kernel: move it to CUDA, or set "
+            "TRITON_INTERPRET=1 before triton is first imported (slow; for tests)"
+        )

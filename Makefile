@@ -8,17 +8,19 @@ STAMP := $(VENV)/.installed-$(shell sha256sum pyproject.toml | cut -c1-16)
 MASTER ?=
 PYTEST_ARGS ?=
 
-.PHONY: help setup sysdeps demo quality-eval data-web data-swe data-longctx train test bench lint clean distclean
+.PHONY: help setup sysdeps demo quality-eval data-web data-swe data-swe-envs data-longctx train test bench bench-gpu lint clean distclean
 
 help:
 	@echo "make demo       install into .venv if needed, run the demo job (MASTER=local[2] for Spark)"
 	@echo "make data-web   web quality filtering of the sample's HTML pages -> out/web (MASTER=local[2] for Spark)"
 	@echo "make quality-eval  precision/recall of the DCLM classifier and the machine-text detector"
 	@echo "make data-swe   issue-PR mining on recorded GitHub data -> out/swe (MASTER=local[2] for Spark)"
+	@echo "make data-swe-envs  Docker environments for the mined instances, F2P/P2P -> out/swe_envs"
 	@echo "make data-longctx  long-context mid-training shards per stage -> out/longctx/<stage>/"
 	@echo "make train      train the tiny GLM-5-shaped model on the demo shards -> out/train/"
 	@echo "make test       install into .venv if needed, run the test suite"
 	@echo "make bench      benchmarks (ratios against named baselines)"
+	@echo "make bench-gpu  MoE kernels on a CUDA GPU: correctness + timings -> out/bench/kernels_gpu.json"
 	@echo "make lint       ruff"
 	@echo "make clean      remove out/ and caches (keeps .venv and the data/ cache)"
 
@@ -66,6 +68,14 @@ data-swe: setup
 	$(PY) -m pipelines swe-mine --config configs/swe_mine.yaml --events data/swe/events --api data/github3/cassettes \
 	  --repos data/swe/repos --output out/swe --overwrite $(if $(MASTER),--master '$(MASTER)')
 
+# Dockerized SWE environments for the mined instances: one image per repo-version, tests run before
+# and after each fix -> out/swe_envs/ (validated.jsonl, failures.jsonl, environments.jsonl, summary.json)
+data-swe-envs: setup
+	@test -f out/swe/instances.jsonl || $(MAKE) data-swe
+	$(PY) -m swe_envs setup-docker
+	$(PY) -m swe_envs validate --config configs/swe_envs.yaml --instances out/swe/instances.jsonl \
+	  --repos data/swe/repos --output out/swe_envs --overwrite
+
 # long-context mid-training data: the demo's documents + tokenizer -> out/longctx/<stage>/
 # (the demo runs first when its tokenizer, written after its documents, is missing)
 out/demo/tokenizer/tokenizer.json:
@@ -90,10 +100,16 @@ bench: setup
 	$(PY) benchmarks/web_filters.py
 	$(PY) benchmarks/newton_schulz.py
 	$(PY) benchmarks/moe_grouped.py
+	$(PY) benchmarks/moe_layer_cpu.py
 	$(PY) benchmarks/train_throughput.py
 	$(PY) benchmarks/swe_mine_engines.py
+	$(PY) benchmarks/swe_envs_cache.py
 	$(PY) benchmarks/longctx_packing.py
 	$(PY) benchmarks/longctx_retrieval.py
+
+# the Triton MoE kernels at GLM-5 shapes (needs CUDA; exits 2 with a "skipped" JSON without it)
+bench-gpu: setup
+	$(PY) benchmarks/kernels_gpu.py out/bench/kernels_gpu.json
 
 lint: setup
 	$(PY) -m ruff check .

@@ -249,6 +249,17 @@ def sample(
 
 @app.command()
 @user_errors
+def report(
+    output: Path = typer.Argument(..., help="a job's output directory (documents/, rejects/, job.json)"),
+) -> None:
+    """Write OUT/report/index.html with PNG plots (counts per stage/reason, scores, lengths, clusters, mixture)."""
+    from pipelines.report import write_report
+
+    typer.echo(str(write_report(output)))
+
+
+@app.command()
+@user_errors
 def stats(
     path: Path = typer.Argument(..., help="job output, documents/rejects dataset, or shard directory"),
     as_json: bool = typer.Option(False, "--json", help="print JSON instead of tables"),

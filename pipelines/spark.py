@@ -22,6 +22,7 @@ import pyarrow as pa
 from pydantic import Field
 
 from core.config import StrictModel
+from core.errors import UserError
 from core.records import REASON, STAGE, doc_to_row, get_reject, reject_schema, reject_to_row, spark_ddl
 from pipelines.chain import StepChain
 from pipelines.job import DocJob, JobResult, Layout, finish, prepare_output
@@ -78,18 +79,33 @@ def _to_batch(docs, schema: pa.Schema, promoted) -> pa.RecordBatch:
 
 
 def process_partition(
-    batches: Iterator[pa.RecordBatch], chain: StepChain, limits: ReadLimits, schema: pa.Schema
+    batches: Iterator[pa.RecordBatch], chain: StepChain, limits: ReadLimits, schema: pa.Schema, world: int = 1
 ) -> Iterator[pa.RecordBatch]:
     """mapInArrow body: file rows in, document/reject rows out."""
+    from pyspark import TaskContext
+
     files = [InputFile.model_validate_json(s) for b in batches for s in b.column("file").to_pylist()]
+    ctx = TaskContext.get()
+    # steps see the partition as their rank, as datatrove steps see their task's rank
+    rank = ctx.partitionId() if ctx is not None else 0
     buf = []
-    for doc in chain.process(read_files(files, limits)):
+    for doc in chain.process(read_files(files, limits), rank, world):
         buf.append(doc)
         if len(buf) >= BATCH_ROWS:
             yield _to_batch(buf, schema, chain.promoted)
             buf = []
     if buf:
         yield _to_batch(buf, schema, chain.promoted)
+
+
+def worker_error(err: Exception) -> str:
+    """The useful line of a Spark failure: the Python worker's own exception, not the JVM trace."""
+    text = str(err)
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for ln in reversed(lines):
+        if "Error:" in ln or "Exception:" in ln:
+            return ln
+    return lines[0] if lines else type(err).__name__
 
 
 def run_spark(job: DocJob, out: str | Path | Layout, spark, cfg: SparkConfig | None = None,
@@ -112,13 +128,15 @@ def run_spark(job: DocJob, out: str | Path | Layout, spark, cfg: SparkConfig | N
     limits = job.limits
 
     def body(batches):
-        return process_partition(batches, chain, limits, schema)
+        return process_partition(batches, chain, limits, schema, n_parts)
 
     result = files_df.mapInArrow(body, spark_ddl(schema)).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         kept = result.filter(F.col(STAGE).isNull()).drop(STAGE, REASON)
         kept.write.mode("overwrite").parquet(str(layout.documents))
         result.filter(F.col(STAGE).isNotNull()).write.mode("overwrite").parquet(str(layout.rejects))
+    except Exception as err:
+        raise UserError(f"Spark job {job.name!r} failed: {worker_error(err)} — re-run to redo it") from err
     finally:
         result.unpersist()
     # Counters inside executors die with their tasks (and would double-count retried tasks);

@@ -8,11 +8,12 @@ STAMP := $(VENV)/.installed-$(shell sha256sum pyproject.toml | cut -c1-16)
 MASTER ?=
 PYTEST_ARGS ?=
 
-.PHONY: help setup sysdeps demo quality-eval data-web data-swe data-swe-envs data-longctx train test bench bench-gpu lint clean distclean
+.PHONY: help setup sysdeps demo quality-eval data-web spark-web data-swe data-swe-envs data-longctx train test bench bench-gpu lint clean distclean
 
 help:
 	@echo "make demo       install into .venv if needed, run the demo job (MASTER=local[2] for Spark)"
 	@echo "make data-web   web quality filtering of the sample's HTML pages -> out/web (MASTER=local[2] for Spark)"
+	@echo "make spark-web  the web job on Spark (local[2]; MASTER=spark://host:7077 for a cluster) -> out/web-spark"
 	@echo "make quality-eval  precision/recall of the DCLM classifier and the machine-text detector"
 	@echo "make data-swe   issue-PR mining on recorded GitHub data -> out/swe (MASTER=local[2] for Spark)"
 	@echo "make data-swe-envs  Docker environments for the mined instances, F2P/P2P -> out/swe_envs"
@@ -57,6 +58,14 @@ data-web: setup
 	$(PY) -m pipelines sample --data-dir data
 	$(PY) -m pipelines web --config configs/web.yaml --input data/debs/root/python3.11-doc/usr/share/doc/python3.11/html \
 	  --glob '*.html' --source python-docs --output out/web $(if $(MASTER),--master '$(MASTER)')
+	$(PY) -m pipelines report out/web
+
+# the same web job on Spark: local[2] by default, MASTER=spark://host:7077 for a cluster
+spark-web: setup
+	$(PY) -m pipelines sample --data-dir data
+	$(PY) -m pipelines web --config configs/web.yaml --input $(CURDIR)/data/debs/root/python3.11-doc/usr/share/doc/python3.11/html \
+	  --glob '*.html' --source python-docs --output $(CURDIR)/out/web-spark --master '$(or $(MASTER),local[2])'
+	$(PY) -m pipelines report out/web-spark
 
 # held-out precision/recall of the DCLM classifier and the machine-text detector on the sample
 quality-eval: setup

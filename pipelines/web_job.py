@@ -237,12 +237,16 @@ class WebJob:
             from core.local_lm import obtain_smollm2
 
             model_dir = obtain_smollm2(self.cfg.data_dir, log=self.log)
-            server = serve(model_dir, "127.0.0.1", 0, name="smollm2")
+            # one torch thread: the job's worker processes use the other cores, and a busy
+            # CPU makes multi-threaded inference several times slower, not faster
+            server = serve(model_dir, "127.0.0.1", 0, name="smollm2", threads=1)
             stack.callback(server.shutdown)
             url = f"http://127.0.0.1:{server.server_address[1]}/v1"
             base = edu.llm or LLMConfig(base_url=url, model="smollm2")
             edu = edu.model_copy(update={
-                "llm": base.model_copy(update={"base_url": url, "model": "smollm2"}),
+                # the local server answers one request at a time: more in flight only queue
+                # up and time out
+                "llm": base.model_copy(update={"base_url": url, "model": "smollm2", "concurrency": 1}),
                 "tokenizer_path": edu.tokenizer_path or str(model_dir / "tokenizer.json")})
             self.log(f"   serving {model_dir.name} on {url}")
         elif self.cfg.edu.llm_sample_docs and edu.llm is None:

@@ -5,6 +5,7 @@ training steps, with a summary of every stage.
     OUT/tokenizer/tokenizer.json byte-level BPE trained on the kept documents
     OUT/shards/                  manifest.json + shard-*.arrow (the trainer's input)
     OUT/train/metrics.jsonl      loss per step of the tiny LM
+    OUT/report/index.html        plots of the run (counts per stage and reason, lengths, mixture)
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pipelines.bpe_tokenizer import TokenizerConfig, load_or_train
 from pipelines.documents_job import DocumentsJobConfig, run_documents
 from pipelines.job import JobResult
 from pipelines.pack import PackConfig, iter_documents, pack_documents
+from pipelines.report import write_report
 from pipelines.sample_corpus import SampleConfig, obtain_sample
 from training.train_loop import TrainConfig, train
 
@@ -79,6 +81,8 @@ def run_demo(cfg: DemoConfig, master: str | None = None, log: Callable[[str], No
         metrics_path = out / "train" / "metrics.jsonl"
         metrics_path.parent.mkdir(parents=True, exist_ok=True)
         state = train(out / "shards", cfg.train, metrics_path, log=lambda m: log("   " + m))
+    with stage("report"):
+        log(f"   {write_report(out)}")
     return DemoSummary(job, manifest, out / "shards", [m["loss"] for m in state["metrics"]], timings)
 
 

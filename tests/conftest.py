@@ -89,7 +89,8 @@ def llm_server(smollm2_dir):
     """The project's own OpenAI-compatible server over SmolLM2, on a free loopback port."""
     from core.llm_server import serve
 
-    server = serve(smollm2_dir, "127.0.0.1", 0, name="smollm2")
+    # one thread: tests run datatrove workers and Spark beside it on two cores
+    server = serve(smollm2_dir, "127.0.0.1", 0, name="smollm2", threads=1)
     yield f"http://127.0.0.1:{server.server_address[1]}/v1"
     server.shutdown()
     server.server_close()

@@ -53,6 +53,7 @@ def test_demo_end_to_end(tmp_path, sample_corpus):
     assert [m["step"] for m in metrics] == [0, 1, 2, 3]
     job = json.loads((out / "job.json").read_text())
     assert job["counts"]["read"]["docs_in"] == 25 + 10
+    assert (out / "report" / "index.html").is_file() and (out / "report" / "stages.png").is_file()
 
 
 def test_user_errors_are_one_line(tmp_path):

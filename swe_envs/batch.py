@@ -1,0 +1,233 @@
+"""The batch job: SWE-bench instances + local clones -> environments -> validated instances.
+
+Outputs under OUT (written as results arrive, so an interrupted batch keeps what it did):
+``validated.jsonl`` (instances with FAIL_TO_PASS / PASS_TO_PASS, image, logs),
+``failures.jsonl`` (instance_id, stage, reason), ``environments.jsonl`` (every environment
+build with all its attempts), ``logs/`` and ``summary.json`` (per language: environment
+build success rate per task, time per environment, validated counts, image bytes).
+Every bad input (malformed line, missing repository or commit, a patch that does not
+apply, a build that never succeeds, a hanging suite, a crashing parser) becomes one
+failure record with its reason; the rest of the batch goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from core.errors import InputError, UserError
+from core.llm import LLMClient
+from swe_envs.config import SweEnvsConfig
+from swe_envs.docker_setup import docker_client
+from swe_envs.images import Images
+from swe_envs.refine import EnvBuilder, Environment
+from swe_envs.repos import check_patches, find_repo, git
+from swe_envs.sandbox import Sandbox, sweep_orphans
+from swe_envs.validate import InstanceFailure, Validator
+
+REQUIRED = ("instance_id", "repo", "base_commit", "patch", "test_patch")
+OUTPUTS = ("validated.jsonl", "failures.jsonl", "environments.jsonl", "summary.json", "logs")
+
+
+def read_instances(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(instances, failures): a malformed line or a missing field is a failure, not a crash."""
+    if not path.is_file():
+        raise InputError(f"instances file not found: {path}")
+    good, bad, seen = [], [], set()
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                inst = json.loads(line)
+            except json.JSONDecodeError as err:
+                bad.append({"instance_id": f"{path.name}:{n}", "stage": "read", "reason": f"malformed JSON: {err}"})
+                continue
+            if not isinstance(inst, dict):
+                bad.append({"instance_id": f"{path.name}:{n}", "stage": "read", "reason": "not a JSON object"})
+                continue
+            missing = [k for k in REQUIRED if inst.get(k) in (None, "")]
+            iid = str(inst.get("instance_id") or f"{path.name}:{n}")
+            if missing:
+                bad.append({"instance_id": iid, "stage": "read", "reason": f"missing field(s): {', '.join(missing)}"})
+            elif iid in seen:
+                bad.append({"instance_id": iid, "stage": "read", "reason": "duplicate instance_id"})
+            else:
+                seen.add(iid)
+                good.append(inst)
+    return good, bad
+
+
+@dataclass
+class BatchResult:
+    out_dir: Path
+    validated: int
+    failed: int
+    summary: dict[str, Any]
+
+
+class _Writer:
+    def __init__(self, out: Path):
+        self.lock = threading.Lock()
+        self.files = {name: open(out / name, "w", encoding="utf-8")
+                      for name in ("validated.jsonl", "failures.jsonl", "environments.jsonl")}
+
+    def write(self, name: str, record: dict[str, Any]) -> None:
+        with self.lock:
+            fh = self.files[name]
+            fh.write(json.dumps(record, sort_keys=True, default=str) + "\n")
+            fh.flush()
+
+    def close(self) -> None:
+        for fh in self.files.values():
+            fh.close()
+
+
+def prepare_output(out: Path, overwrite: bool) -> None:
+    existing = [n for n in OUTPUTS if (out / n).exists()]
+    if existing and not overwrite:
+        raise UserError(f"{out} already holds outputs ({', '.join(existing)}); pass --overwrite to replace them")
+    for n in existing:  # only our own outputs: OUT may be a shared directory
+        target = out / n
+        shutil.rmtree(target) if target.is_dir() else target.unlink()
+    out.mkdir(parents=True, exist_ok=True)
+
+
+def run_batch(instances_path: Path, repos_dir: Path, out: Path, cfg: SweEnvsConfig, overwrite: bool = False,
+              log: Callable[[str], None] = print) -> BatchResult:
+    if not repos_dir.is_dir():
+        raise InputError(f"repositories directory not found: {repos_dir}")
+    instances, failures = read_instances(instances_path)
+    client = docker_client()  # one clear message when no engine answers
+    prepare_output(out, overwrite)
+    sweep_orphans(client)
+    llm = LLMClient(cfg.build.llm) if cfg.build.llm else None
+    images, sandbox = Images(client, cfg.build), Sandbox(client, cfg.sandbox)
+    builder = EnvBuilder(cfg, images, sandbox, llm, out / "logs" / "environments")
+    validator = Validator(sandbox, cfg.validation.runs, cfg.validation.select_touched_tests,
+                          out / "logs" / "instances" if cfg.validation.keep_logs else None,
+                          cfg.validation.before_may_fail_to_build)
+    writer = _Writer(out)
+    t0 = time.monotonic()
+    stats: dict[str, Any] = {"instances": {}, "environments": []}
+    try:
+        for f in failures:
+            writer.write("failures.jsonl", f)
+        groups = _group(instances, repos_dir, writer, stats)
+        envs: dict[tuple[str, str], Environment] = {}
+        for (repo, commit), (path, members) in groups.items():
+            lang = cfg.validation.languages.get(repo)
+            env = builder.build(repo, path, commit, lang, cfg.validation.test_commands.get(repo),
+                                cfg.validation.parsers.get(repo))
+            envs[(repo, commit)] = env
+            rec = env.record() | {"instances": [m["instance_id"] for m in members]}
+            writer.write("environments.jsonl", rec)
+            stats["environments"].append(rec)
+            state = "cached" if env.cached else ("ok" if env.ok else "FAILED")
+            log(f"environment {repo}@{commit[:12]} ({env.language}): {state} in {env.seconds:.1f}s"
+                + (f" — {env.reason}" if not env.ok else ""))
+
+        def one(inst: dict[str, Any], path: Path, env: Environment) -> None:
+            iid = inst["instance_id"]
+            stats["instances"][iid] = {"language": env.language, "env_ok": env.ok}
+            try:
+                if not env.ok:
+                    raise InstanceFailure("environment", env.reason)
+                why = check_patches(path, inst["base_commit"], [("test_patch", inst["test_patch"]),
+                                                                ("patch", inst["patch"])])
+                if why:
+                    raise InstanceFailure("patch", why)
+                record = validator.validate(inst, env, path)
+                writer.write("validated.jsonl", record)
+                stats["instances"][iid]["validated"] = True
+                log(f"  {iid}: F2P {len(json.loads(record['FAIL_TO_PASS']))}, "
+                    f"P2P {len(json.loads(record['PASS_TO_PASS']))}")
+            except InstanceFailure as err:
+                writer.write("failures.jsonl", {"instance_id": iid, "repo": inst.get("repo"), "stage": err.stage,
+                                                "reason": err.reason, "language": env.language})
+                log(f"  {iid}: failed at {err.stage}: {err.reason}")
+            except Exception as err:  # one broken instance never takes the batch down
+                writer.write("failures.jsonl", {"instance_id": iid, "repo": inst.get("repo"), "stage": "internal",
+                                                "reason": f"{type(err).__name__}: {err}", "language": env.language})
+                log(f"  {iid}: internal error: {type(err).__name__}: {err}")
+
+        jobs = [(m, path, envs[key]) for key, (path, members) in groups.items() for m in members]
+        pool = ThreadPoolExecutor(max_workers=cfg.validation.workers)
+        try:
+            for fut in [pool.submit(one, *job) for job in jobs]:
+                fut.result()
+        except BaseException:
+            # interrupted: kill the running containers first, so the workers return at once
+            sandbox.close()
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown()
+    finally:
+        sandbox.close()  # no container outlives the batch
+        writer.close()
+    summary = summarize(stats, out, time.monotonic() - t0)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return BatchResult(out, summary["validated"], summary["failed"], summary)
+
+
+def _group(instances: list[dict[str, Any]], repos_dir: Path, writer: _Writer,
+           stats: dict[str, Any]) -> dict[tuple[str, str], tuple[Path, list[dict[str, Any]]]]:
+    """Instances by repo-version: (repo, environment_setup_commit or base_commit)."""
+    groups: dict[tuple[str, str], tuple[Path, list[dict[str, Any]]]] = {}
+    for inst in instances:
+        iid = inst["instance_id"]
+        try:
+            path = find_repo(repos_dir, inst["repo"])
+            for c in {inst["base_commit"], inst.get("environment_setup_commit") or inst["base_commit"]}:
+                git(path, "cat-file", "-e", f"{c}^{{commit}}")
+        except InputError as err:
+            writer.write("failures.jsonl", {"instance_id": iid, "repo": inst["repo"], "stage": "repository",
+                                            "reason": str(err)})
+            stats["instances"][iid] = {"language": None, "env_ok": False}
+            continue
+        except Exception as err:
+            writer.write("failures.jsonl", {"instance_id": iid, "repo": inst["repo"], "stage": "repository",
+                                            "reason": f"commit not found: {str(err)[:200]}"})
+            stats["instances"][iid] = {"language": None, "env_ok": False}
+            continue
+        key = (inst["repo"], inst.get("environment_setup_commit") or inst["base_commit"])
+        groups.setdefault(key, (path, []))[1].append(inst)
+    return groups
+
+
+def summarize(stats: dict[str, Any], out: Path, seconds: float) -> dict[str, Any]:
+    per_lang: dict[str, dict[str, Any]] = defaultdict(lambda: {"tasks": 0, "env_built_tasks": 0, "validated": 0,
+                                                                "environments": 0, "environments_ok": 0,
+                                                                "env_seconds": [], "image_bytes": 0,
+                                                                "env_layer_bytes": 0})
+    for env in stats["environments"]:
+        d = per_lang[env["language"] or "unknown"]
+        d["environments"] += 1
+        d["environments_ok"] += bool(env["ok"])
+        d["env_seconds"].append(env["seconds"])
+        d["image_bytes"] += env["image_bytes"]
+        d["env_layer_bytes"] += env["env_layer_bytes"]
+    for info in stats["instances"].values():
+        d = per_lang[info["language"] or "unknown"]
+        d["tasks"] += 1
+        d["env_built_tasks"] += bool(info["env_ok"])
+        d["validated"] += bool(info.get("validated"))
+    languages = {}
+    for lang, d in sorted(per_lang.items()):
+        secs = d.pop("env_seconds")
+        languages[lang] = d | {
+            "build_success_rate": round(d["env_built_tasks"] / d["tasks"], 4) if d["tasks"] else None,
+            "seconds_per_environment": round(sum(secs) / len(secs), 2) if secs else None,
+        }
+    validated = sum(d["validated"] for d in languages.values())
+    failed = sum(1 for _ in open(out / "failures.jsonl", encoding="utf-8"))
+    return {"validated": validated, "failed": failed, "seconds": round(seconds, 2), "languages": languages,
+            "goal_build_success_rate": 0.9}

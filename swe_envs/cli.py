@@ -1,0 +1,147 @@
+"""``python -m swe_envs``: validate instances, parse a log, set up Docker, generate a parser.
+
+User errors (missing inputs, no Docker daemon, bad config) print one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+
+import typer
+
+from core.config import apply_overrides, load_config, validate_config
+from core.errors import UserError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Dockerized SWE environments: build, run tests before/after the fix, FAIL_TO_PASS / PASS_TO_PASS.")
+
+
+def user_errors(fn: Callable) -> Callable:
+    @wraps(fn)
+    def wrapper(*args, **kwargs):
+        # SIGTERM unwinds like Ctrl-C, so every container is removed on the way out
+        signal.signal(signal.SIGTERM, lambda signum, frame: (_ for _ in ()).throw(KeyboardInterrupt()))
+        try:
+            return fn(*args, **kwargs)
+        except UserError as err:
+            typer.echo(f"error: {err}", err=True)
+            raise typer.Exit(2) from None
+
+    return wrapper
+
+
+def _config(config: Path | None, overrides: list[str] | None):
+    from swe_envs.config import SweEnvsConfig
+
+    if config is not None:
+        return load_config(SweEnvsConfig, config, overrides)
+    return validate_config(SweEnvsConfig, apply_overrides({}, overrides or []), source="--set")
+
+
+@app.command()
+@user_errors
+def validate(
+    instances: Path = typer.Option(..., help="SWE-bench-format instances (JSONL), e.g. from `pipelines swe-mine`"),
+    repos: Path = typer.Option(..., help="directory of git clones: REPOS/owner/name (or owner__name)"),
+    output: Path = typer.Option(..., help="OUT: validated.jsonl, failures.jsonl, environments.jsonl, summary.json, logs/"),
+    config: Path = typer.Option(None, help="SweEnvsConfig YAML (configs/swe_envs.yaml)"),
+    set_: list[str] = typer.Option(None, "--set", help="override a config key, e.g. --set validation.runs=3"),
+    overwrite: bool = typer.Option(False, help="replace this command's outputs already in OUT"),
+) -> None:
+    """Build one image per repo-version, run the tests before/after each fix, write F2P/P2P."""
+    from swe_envs.batch import run_batch
+
+    cfg = _config(config, set_)
+    res = run_batch(instances, repos, output, cfg, overwrite=overwrite, log=typer.echo)
+    typer.echo(f"validated {res.validated}, failed {res.failed} -> {output / 'validated.jsonl'}")
+    for lang, d in res.summary["languages"].items():
+        rate = d["build_success_rate"]
+        typer.echo(f"  {lang:<11} tasks {d['tasks']:>3}  env built {d['env_built_tasks']:>3} "
+                   f"({'-' if rate is None else f'{rate:.0%}'})  validated {d['validated']:>3}  "
+                   f"s/env {d['seconds_per_environment']}")
+
+
+@app.command()
+@user_errors
+def parse(
+    logfile: Path = typer.Argument(..., help="a test log (use - for stdin)"),
+    runner: str = typer.Option("auto", help="pytest, unittest, jest, mocha, vitest, tap, junit-xml, surefire, gradle, "
+                                            "go-test, cargo, ctest, gtest, phpunit, rspec, minitest, auto, file:PARSER.py"),
+    details: bool = typer.Option(False, help="also print the runner, whether its summary line was seen, its totals"),
+) -> None:
+    """Print the statuses parsed from LOGFILE as JSON: {test id: passed|failed|skipped|error}."""
+    import sys
+
+    from swe_envs.parsers import parse_log
+
+    if str(logfile) == "-":
+        text = sys.stdin.read()
+    elif not logfile.is_file():
+        raise UserError(f"log file not found: {logfile}")
+    else:
+        text = logfile.read_text(encoding="utf-8", errors="replace")
+    res = parse_log(runner, text)
+    typer.echo(json.dumps(res.to_json() if details else dict(sorted(res.statuses.items())), indent=1))
+
+
+@app.command("setup-docker")
+@user_errors
+def setup_docker(
+    base_tag: str = typer.Option("local/debian:bookworm", help="tag of the debootstrapped base image"),
+) -> None:
+    """Install docker.io + debootstrap if missing, start dockerd, build the offline base image once."""
+    from swe_envs.docker_setup import ensure_docker
+
+    version = ensure_docker(base_tag, log=typer.echo)
+    typer.echo(f"docker {version} ready; base image {base_tag}")
+
+
+@app.command("make-parser")
+@user_errors
+def make_parser(
+    runner: str = typer.Option(..., help="name of the runner the logs come from"),
+    log: list[Path] = typer.Option(..., help="a log of that runner (repeat for several)"),
+    truth: list[Path] = typer.Option(..., help="per --log: JSON {test: status}, or a JUnit XML report of the same run"),
+    endpoint: str = typer.Option(..., help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8008/v1"),
+    model: str = typer.Option("default", help="model name sent to the endpoint"),
+    out: Path = typer.Option(..., help="where to write the accepted parser (.py)"),
+    config: Path = typer.Option(None, help="SweEnvsConfig YAML (llm_parser section)"),
+) -> None:
+    """Ask an LLM for a parser of an unknown runner; keep it only if it reproduces the known statuses."""
+    from core.llm import LLMClient, LLMConfig
+    from swe_envs.llm_parser import save_parser, synthesize_parser
+    from swe_envs.parsers import parse_log
+
+    if len(log) != len(truth):
+        raise UserError("give one --truth per --log")
+    cases = []
+    for lp, tp in zip(log, truth, strict=True):
+        for p in (lp, tp):
+            if not p.is_file():
+                raise UserError(f"file not found: {p}")
+        text = tp.read_text(encoding="utf-8", errors="replace")
+        known = json.loads(text) if tp.suffix == ".json" else parse_log("junit-xml", text).statuses
+        cases.append((lp.read_text(encoding="utf-8", errors="replace"), known))
+    cfg = _config(config, None).llm_parser
+    client = LLMClient(cfg.llm or LLMConfig(base_url=endpoint, model=model))
+    res = synthesize_parser(client, runner, cases, cfg)
+    for a in res.attempts:
+        typer.echo(f"round {a.round}: {'accepted' if a.accepted else 'rejected'} {'; '.join(a.reasons)[:300]}")
+    if not res.accepted:
+        raise UserError(f"no parser accepted: {res.error}")
+    save_parser(res, out)
+    typer.echo(f"parser written to {out}; use it with --runner file:{out}")
+
+
+@app.command()
+@user_errors
+def cleanup() -> None:
+    """Remove containers left behind by killed swe_envs processes on this host."""
+    from swe_envs.docker_setup import docker_client
+    from swe_envs.sandbox import sweep_orphans
+
+    typer.echo(f"removed {sweep_orphans(docker_client())} orphaned container(s)")

@@ -1,0 +1,115 @@
+"""Configs of the SWE environment job (``configs/swe_envs.yaml``), strict pydantic models.
+
+Defaults build on ``local/debian:bookworm`` (made offline by ``docker_setup``) and install
+each language's toolchain from Debian packages. Users point ``languages.<name>.base_image``
+at real upstream images (``python:3.11-slim``, ``node:20``, ``maven:3-eclipse-temurin-17`` …)
+and trim ``apt_packages`` to what those images lack.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from core.config import StrictModel
+from core.llm import LLMConfig
+
+LANGUAGES = ("python", "javascript", "java", "go", "rust", "c", "cpp", "php", "ruby")
+
+
+class ToolchainConfig(StrictModel):
+    base_image: str = "local/debian:bookworm"
+    apt_packages: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    # extra Dockerfile lines after the packages (e.g. creating a venv)
+    setup: list[str] = Field(default_factory=list)
+
+
+# Debian's own toolchains and runners: nothing outside the Debian mirror is needed to build
+# or test repositories without third-party dependencies. C and C++ share one package list,
+# hence one image (same Dockerfile, same content hash).
+_NATIVE = ["build-essential", "cmake", "libgtest-dev"]
+DEFAULT_TOOLCHAINS: dict[str, dict] = {
+    "python": {
+        "apt_packages": ["python3", "python3-pytest", "python3-venv", "python3-setuptools"],
+        "env": {"PATH": "/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                "PYTHONDONTWRITEBYTECODE": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+        # a venv that sees Debian's packages (pytest) and lets pip install without PEP 668 errors
+        "setup": ["RUN python3 -m venv --system-site-packages /opt/venv"],
+    },
+    "javascript": {"apt_packages": ["nodejs", "mocha"]},
+    "java": {"apt_packages": ["default-jdk-headless", "junit5"]},
+    "go": {"apt_packages": ["golang-go"],
+           "env": {"GOCACHE": "/home/swe/.cache/go-build", "GOPATH": "/home/swe/go", "GOFLAGS": "-mod=mod",
+                   "GOTOOLCHAIN": "local"}},
+    "rust": {"apt_packages": ["cargo", "rustc"], "env": {"CARGO_HOME": "/home/swe/.cargo"}},
+    "c": {"apt_packages": _NATIVE},
+    "cpp": {"apt_packages": _NATIVE},
+    "php": {"apt_packages": ["php-cli", "php-xml", "php-mbstring", "phpunit"]},
+    "ruby": {"apt_packages": ["ruby", "ruby-rspec", "ruby-minitest"]},
+}
+
+
+def default_toolchains() -> dict[str, ToolchainConfig]:
+    return {name: ToolchainConfig.model_validate(DEFAULT_TOOLCHAINS[name]) for name in LANGUAGES}
+
+
+class SandboxConfig(StrictModel):
+    cpus: float = Field(default=2.0, gt=0)
+    memory_mb: int = Field(default=2048, ge=64)
+    pids: int = Field(default=512, ge=16)
+    test_timeout_s: float = Field(default=600.0, gt=0)  # one test-command run
+    user: str = "10001:10001"  # the non-root user every toolchain image creates
+    # a container past runs * test_timeout_s + this margin is killed from the host
+    container_margin_s: float = Field(default=60.0, ge=0)
+
+
+class BuildConfig(StrictModel):
+    timeout_s: float = Field(default=1800.0, gt=0)
+    memory_mb: int = Field(default=4096, ge=256)
+    refine_rounds: int = Field(default=3, ge=1)  # attempts in all, the template being the first
+    max_recipe_lines: int = Field(default=20, ge=1)
+    log_tail_chars: int = Field(default=3000, ge=200)  # of a failed build shown to the LLM
+    # an endpoint proposes revised recipes after a failure; none = templates only
+    llm: LLMConfig | None = None
+    llm_max_tokens: int = Field(default=400, gt=0)
+    # rebuild every Dockerfile step (Docker's --no-cache): fresh apt packages, or a cold benchmark
+    no_cache: bool = False
+
+
+class ValidateConfig(StrictModel):
+    runs: int = Field(default=2, ge=1)  # runs per phase; a test whose status differs is flaky
+    workers: int = Field(default=2, ge=1)  # instances validated at once
+    # per repository: language and test command overrides, e.g. {"org/repo": "pytest -rA tests"}
+    languages: dict[str, str] = Field(default_factory=dict)
+    test_commands: dict[str, str] = Field(default_factory=dict)
+    # per repository: the log parser (a built-in runner name, or file:PATH of an accepted LLM parser)
+    parsers: dict[str, str] = Field(default_factory=dict)
+    # run only the test files the test patch touches (SWE-bench's test directives) where the
+    # language can; the collection check always runs the whole suite
+    select_touched_tests: bool = True
+    # compiled languages: a test patch for a new API may not compile before the fix; when true,
+    # a before-run that parsed nothing and failed counts every test as failing
+    before_may_fail_to_build: bool = False
+    keep_logs: bool = True
+
+
+class LLMParserConfig(StrictModel):
+    timeout_s: float = Field(default=10.0, gt=0)  # one parser run on one log
+    memory_mb: int = Field(default=512, ge=64)
+    rounds: int = Field(default=2, ge=1)
+    max_tokens: int = Field(default=700, gt=0)
+    max_log_chars: int = Field(default=6000, ge=200)  # of the sample log shown to the LLM (its tail)
+    llm: LLMConfig | None = None
+
+
+class SweEnvsConfig(StrictModel):
+    toolchains: dict[str, ToolchainConfig] = Field(default_factory=default_toolchains)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    build: BuildConfig = Field(default_factory=BuildConfig)
+    validation: ValidateConfig = Field(default_factory=ValidateConfig)
+    llm_parser: LLMParserConfig = Field(default_factory=LLMParserConfig)
+
+    def toolchain(self, language: str) -> ToolchainConfig:
+        if language in self.toolchains:
+            return self.toolchains[language]
+        return default_toolchains()[language]

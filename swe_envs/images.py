@@ -1,0 +1,158 @@
+"""Docker images: one toolchain image per language, one environment image per repo-version.
+
+Both are tagged by the hash of what defines them (the rendered Dockerfile, the parent image
+id, the repository tree), so an existing tag *is* the cache: a warm run builds nothing. Every
+toolchain Dockerfile starts with the same prelude line, so Docker's layer cache shares it.
+An environment image is tagged only after its test-collection check passed (``promote``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+import time
+from dataclasses import dataclass
+
+import docker
+import docker.errors
+
+from swe_envs.config import BuildConfig, ToolchainConfig
+from swe_envs.repos import tar_with
+
+USER_ID = 10001
+PRELUDE = (
+    "ENV DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8\n"
+    # apt lists stay in the image: recipes (and refine rounds) may apt-get install more
+    "RUN apt-get update && apt-get install -y --no-install-recommends git ca-certificates patch "
+    f"&& useradd -m -u {USER_ID} -s /bin/bash swe\n"
+)
+
+
+def sha(*parts: str) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode("utf-8"))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9._-]+", "-", text.lower().replace("/", "__")).strip("-._")[:100] or "repo"
+
+
+def toolchain_dockerfile(tc: ToolchainConfig) -> str:
+    lines = [f"FROM {tc.base_image}", PRELUDE.rstrip("\n")]
+    if tc.apt_packages:
+        pkgs = " ".join(tc.apt_packages)
+        install = f"apt-get install -y --no-install-recommends {pkgs}"
+        # the prelude's package lists may be stale by the time a new toolchain is added
+        lines.append(f"RUN {install} || (apt-get update && {install})")
+    if tc.env:
+        lines.append("ENV " + " ".join(f'{k}="{v}"' for k, v in sorted(tc.env.items())))
+    lines += tc.setup
+    lines += [f"RUN mkdir -p /testbed && chown {USER_ID}:{USER_ID} /testbed", "WORKDIR /testbed"]
+    return "\n".join(lines) + "\n"
+
+
+def env_dockerfile(toolchain_tag: str, recipe: list[str]) -> str:
+    lines = [f"FROM {toolchain_tag}", f"COPY --chown={USER_ID}:{USER_ID} repo/ /testbed/", "WORKDIR /testbed"]
+    lines += [f"RUN {cmd}" for cmd in recipe]
+    # recipes run as root (apt-get, pip into /opt/venv); tests run as the unprivileged user
+    lines.append(f"RUN chown -R {USER_ID}:{USER_ID} /testbed /home/swe")
+    return "\n".join(lines) + "\n"
+
+
+@dataclass
+class BuildResult:
+    ok: bool
+    tag: str
+    image_id: str | None = None
+    log: str = ""
+    seconds: float = 0.0
+    cached: bool = False
+    error: str = ""
+
+
+class Images:
+    def __init__(self, client: docker.DockerClient, cfg: BuildConfig):
+        self.client, self.cfg = client, cfg
+
+    def image_id(self, ref: str) -> str | None:
+        try:
+            return self.client.images.get(ref).id
+        except docker.errors.ImageNotFound:
+            return None
+
+    def find_verified(self, version: str) -> tuple[str, str, str] | None:
+        """(tag, id, recipe JSON) of an environment image verified for this repo-version, if any."""
+        for img in self.client.images.list(filters={"label": f"swe_envs.version={version}"}):
+            tags = [t for t in img.tags if not t.endswith("-candidate")]
+            if tags:
+                return tags[0], img.id, img.labels.get("swe_envs.recipe", "[]")
+        return None
+
+    def size(self, ref: str) -> int:
+        return int(self.client.images.get(ref).attrs.get("Size") or 0)
+
+    def toolchain(self, language: str, tc: ToolchainConfig) -> BuildResult:
+        base_id = self.image_id(tc.base_image)
+        if base_id is None:
+            return BuildResult(False, "", error=f"base image {tc.base_image} is missing (nothing can be pulled; "
+                               "run python -m swe_envs setup-docker, or build/load it)")
+        dockerfile = toolchain_dockerfile(tc)
+        tag = f"swe-envs/toolchain-{language}:{sha(base_id, dockerfile)[:16]}"
+        return self.build(tag, dockerfile, b"")
+
+    def env_tag(self, repo: str, toolchain_id: str, dockerfile: str, tree: str) -> str:
+        return f"swe-envs/env-{slug(repo)}:{sha(toolchain_id, dockerfile, tree)[:16]}"
+
+    def build(self, tag: str, dockerfile: str, context_tar: bytes, labels: dict | None = None) -> BuildResult:
+        """Build unless ``tag`` exists; the log is kept whole (it feeds the refine loop)."""
+        existing = self.image_id(tag)
+        if existing:
+            return BuildResult(True, tag, existing, cached=True)
+        t0 = time.monotonic()
+        ctx = tar_with(context_tar, {"Dockerfile": dockerfile.encode()})
+        lines, error, image_id = [], "", None
+        # its own client: the read timeout bounds a build that prints nothing for that long
+        api = docker.APIClient(**docker.utils.kwargs_from_env(), version="auto", timeout=self.cfg.timeout_s)
+        try:
+            stream = api.build(fileobj=io.BytesIO(ctx), custom_context=True, tag=tag, rm=True, forcerm=True,
+                               pull=False, decode=True, labels=labels or {}, nocache=self.cfg.no_cache,
+                               container_limits={"memory": self.cfg.memory_mb * 2**20})
+            for chunk in stream:
+                if "stream" in chunk:
+                    lines.append(chunk["stream"])
+                if "aux" in chunk and "ID" in chunk["aux"]:
+                    image_id = chunk["aux"]["ID"]
+                if "error" in chunk:
+                    error = chunk.get("errorDetail", {}).get("message") or chunk["error"]
+                    lines.append(f"ERROR: {error}\n")
+                if time.monotonic() - t0 > self.cfg.timeout_s:
+                    error = f"build exceeded {self.cfg.timeout_s:.0f}s"
+                    lines.append(f"ERROR: {error}\n")
+                    break  # closing the connection makes the daemon cancel the build
+        except (docker.errors.APIError, docker.errors.BuildError, OSError) as err:
+            error = error or f"{type(err).__name__}: {err}"
+            lines.append(f"ERROR: {error}\n")
+        except Exception as err:  # requests' ReadTimeout: no output for timeout_s
+            error = error or f"build stalled: {type(err).__name__}: {err}"
+            lines.append(f"ERROR: {error}\n")
+        finally:
+            api.close()
+        log = "".join(lines)
+        ok = not error and image_id is not None and self.image_id(tag) is not None
+        if not ok and not error:
+            error = "build produced no image"
+        return BuildResult(ok, tag, self.image_id(tag) if ok else None, log, time.monotonic() - t0, error=error)
+
+    def tag(self, image_id: str, tag: str) -> None:
+        repo, _, version = tag.rpartition(":")
+        self.client.images.get(image_id).tag(repo, version)
+
+    def remove(self, ref: str) -> None:
+        try:
+            self.client.images.remove(ref, force=True, noprune=False)
+        except docker.errors.APIError:
+            pass

@@ -1,0 +1,304 @@
+"""The 9 languages: detection, install recipe from the repo's manifest, test command, test paths.
+
+A *recipe* is the list of shell commands that turn the toolchain image plus the repository
+(copied to /testbed) into a working environment; each becomes one ``RUN`` line, so a build
+log names the step that failed. The test command is a shell script run in /testbed; the
+runner it names picks the log parser. Recipes install from the repo's own manifest
+(requirements/pyproject, package.json, pom.xml/gradle, go.mod, Cargo.toml, CMake/Make,
+composer.json, Gemfile); without third-party dependencies they need no network at all.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections import Counter
+from dataclasses import dataclass
+
+from swe_envs.repos import Snapshot
+
+EXTENSIONS = {
+    "python": (".py",),
+    "javascript": (".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx"),
+    "java": (".java", ".kt"),
+    "go": (".go",),
+    "rust": (".rs",),
+    "c": (".c",),
+    "cpp": (".cc", ".cpp", ".cxx", ".hpp", ".hh"),
+    "php": (".php",),
+    "ruby": (".rb",),
+}
+MANIFESTS = {  # strong evidence, checked at the repository root first
+    "rust": ("Cargo.toml",),
+    "go": ("go.mod",),
+    "javascript": ("package.json",),
+    "java": ("pom.xml", "build.gradle", "build.gradle.kts"),
+    "php": ("composer.json",),
+    "ruby": ("Gemfile", ".rspec"),
+    "python": ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt"),
+}
+TEST_PATH_PATTERNS = {
+    "python": r"(^|/)(tests?/.*\.py|test_[^/]*\.py|[^/]*_test\.py|conftest\.py)$",
+    "javascript": r"(^|/)(__tests__|tests?)/|\.(test|spec)\.[cm]?[jt]sx?$",
+    "java": r"(^|/)src/test/|(^|/)tests?/|(Test|Tests|IT)\.(java|kt)$",
+    "go": r"_test\.go$|(^|/)testdata/",
+    "rust": r"(^|/)tests/[^/]+\.rs$|(^|/)benches/",
+    "c": r"(^|/)(tests?|unittests?)/|(^|/)test_[^/]*\.c$|_test\.c$",
+    "cpp": r"(^|/)(tests?|unittests?)/|_(unit)?test\.(cc|cpp|cxx)$|(^|/)test_[^/]*\.(cc|cpp)$",
+    "php": r"(^|/)tests?/|Test\.php$",
+    "ruby": r"(^|/)(spec|test)/|_(spec|test)\.rb$",
+}
+
+
+def is_test_path(language: str, path: str) -> bool:
+    return bool(re.search(TEST_PATH_PATTERNS[language], path))
+
+
+def detect_language(snap: Snapshot) -> str | None:
+    """Root manifest first (C/C++ by CMake/Make + sources), then the most common source extension."""
+    counts: Counter = Counter()
+    for f in snap.files:
+        for lang, exts in EXTENSIONS.items():
+            if f.endswith(exts):
+                counts[lang] += 1
+    for lang, names in MANIFESTS.items():
+        if any(snap.has(n) for n in names):
+            return lang
+    if snap.has("CMakeLists.txt") or snap.has("Makefile") or snap.has("meson.build"):
+        return "cpp" if counts["cpp"] >= counts["c"] and counts["cpp"] else "c"
+    return counts.most_common(1)[0][0] if counts else None
+
+
+@dataclass
+class TestPlan:
+    command: str  # shell script run in /testbed
+    runner: str  # log parser name
+
+
+def _q(paths: list[str]) -> str:
+    return " ".join(shlex.quote(p) for p in paths)
+
+
+# -- recipes -----------------------------------------------------------------------------------
+def recipe(language: str, snap: Snapshot) -> list[str]:
+    return _RECIPES[language](snap)
+
+
+def _python_recipe(snap: Snapshot) -> list[str]:
+    cmds = []
+    for req in ("requirements.txt", "requirements-dev.txt", "requirements-test.txt", "test-requirements.txt",
+                "requirements/test.txt", "requirements/dev.txt"):
+        if snap.has(req):
+            cmds.append(f"pip install -r {req}")
+    if any(snap.has(n) for n in ("pyproject.toml", "setup.py", "setup.cfg")):
+        # no build isolation: the build backend must come from the image, not an index
+        cmds.append("pip install --no-build-isolation -e .")
+    return cmds
+
+
+def _package_json(snap: Snapshot) -> dict:
+    try:
+        data = json.loads(snap.read("package.json") or "{}")
+    except json.JSONDecodeError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _js_recipe(snap: Snapshot) -> list[str]:
+    pkg = _package_json(snap)
+    if pkg.get("dependencies") or pkg.get("devDependencies"):
+        install = "npm ci" if snap.has("package-lock.json") else "npm install"
+        return ["apt-get install -y --no-install-recommends npm", f"{install} --no-audit --no-fund"]
+    return []
+
+
+DEBIAN_MAVEN = "maven libsurefire-java libmaven-compiler-plugin-java libmaven-resources-plugin-java"
+# "central" served from Debian's repository; it has no checksum files, so don't ask for them
+_DEB_REPO = ("<id>central</id><url>file:///usr/share/maven-repo</url><releases><checksumPolicy>ignore"
+             "</checksumPolicy></releases><snapshots><enabled>false</enabled></snapshots>")
+MAVEN_SETTINGS = (f"<settings><profiles><profile><id>debian</id><repositories><repository>{_DEB_REPO}</repository>"
+                  f"</repositories><pluginRepositories><pluginRepository>{_DEB_REPO}</pluginRepository>"
+                  "</pluginRepositories></profile></profiles><activeProfiles><activeProfile>debian</activeProfile>"
+                  "</activeProfiles></settings>")
+MVN = ('S=""; [ -f /home/swe/.m2/settings.xml ] && S="-s /home/swe/.m2/settings.xml"; '
+       "mvn -B -ntp $S -Dmaven.repo.local=/home/swe/.m2/repository")
+# Maven and Gradle name only failing tests on the console: print the XML reports after the run
+_PRINT_REPORTS = ('rc=$?; for f in $(find . -path "*/{dir}/TEST-*.xml" | sort); do '
+                  'echo "----- JUnit XML report: $f"; cat "$f"; echo; done; exit $rc')
+
+
+def _java_recipe(snap: Snapshot) -> list[str]:
+    if snap.has("pom.xml"):
+        return [f"command -v mvn >/dev/null || apt-get install -y --no-install-recommends {DEBIAN_MAVEN}",
+                # Debian's maven-repo serves every packaged plugin offline: mirror everything to it
+                f"if [ -d /usr/share/maven-repo ]; then mkdir -p /home/swe/.m2 && printf '%s' '{MAVEN_SETTINGS}' "
+                "> /home/swe/.m2/settings.xml; fi",
+                # a full test run resolves the test providers too; failing tests don't fail the build
+                f"{MVN} -q test -Dmaven.test.failure.ignore=true"]
+    if snap.has("gradlew"):
+        return ["chmod +x gradlew && ./gradlew --no-daemon testClasses"]
+    if snap.has("build.gradle") or snap.has("build.gradle.kts"):
+        return ["apt-get install -y --no-install-recommends gradle", "gradle --no-daemon testClasses"]
+    return []  # plain source layout: javac + the JUnit console launcher at test time
+
+
+def _go_recipe(snap: Snapshot) -> list[str]:
+    cmds = ["go mod download"] if snap.has("go.sum") else []
+    # compiling the tests once fills the build cache, so each run only rebuilds what a patch touches
+    return cmds + ["go test -count=1 -run '^$' ./..."]
+
+
+def _rust_recipe(snap: Snapshot) -> list[str]:
+    return ["cargo test --no-run"]
+
+
+def _native_recipe(snap: Snapshot) -> list[str]:
+    if snap.has("CMakeLists.txt"):
+        return ["cmake -S . -B build -DCMAKE_BUILD_TYPE=Debug", "cmake --build build -j2"]
+    if snap.has("meson.build"):
+        return ["apt-get install -y --no-install-recommends meson ninja-build", "meson setup build"]
+    if snap.has("configure"):
+        return ["./configure", "make -j2"]
+    if snap.has("Makefile"):
+        return ["make -j2"]
+    return []
+
+
+def _php_recipe(snap: Snapshot) -> list[str]:
+    try:
+        comp = json.loads(snap.read("composer.json") or "{}")
+    except json.JSONDecodeError:
+        comp = {}
+    deps = {k for k in {**comp.get("require", {}), **comp.get("require-dev", {})} if "/" in k}
+    if deps - {"phpunit/phpunit"}:
+        return ["apt-get install -y --no-install-recommends composer", "composer install --no-interaction"]
+    return []
+
+
+def _ruby_recipe(snap: Snapshot) -> list[str]:
+    if snap.has("Gemfile"):
+        return ["apt-get install -y --no-install-recommends ruby-bundler", "bundle install"]
+    return []
+
+
+_RECIPES = {
+    "python": _python_recipe,
+    "javascript": _js_recipe,
+    "java": _java_recipe,
+    "go": _go_recipe,
+    "rust": _rust_recipe,
+    "c": _native_recipe,
+    "cpp": _native_recipe,
+    "php": _php_recipe,
+    "ruby": _ruby_recipe,
+}
+
+
+# -- test commands -----------------------------------------------------------------------------
+def test_plan(language: str, snap: Snapshot, selected: list[str] | None = None) -> TestPlan:
+    """How to run the tests; ``selected`` = test files a patch touches (used where it is safe)."""
+    return _PLANS[language](snap, selected or [])
+
+
+def _python_plan(snap: Snapshot, selected: list[str]) -> TestPlan:
+    files = [p for p in selected if p.endswith(".py") and not p.endswith("conftest.py")]
+    cmd = "python -m pytest -rA -v -p no:cacheprovider --tb=short --color=no"
+    installed = any(snap.has(n) for n in ("pyproject.toml", "setup.py", "setup.cfg"))
+    if not installed and any(f.startswith("src/") and f.endswith(".py") for f in snap.files):
+        cmd = "PYTHONPATH=/testbed/src${PYTHONPATH:+:$PYTHONPATH} " + cmd  # src layout, nothing installs it
+    return TestPlan(f"{cmd} {_q(files)}".strip(), "pytest")
+
+
+def _js_plan(snap: Snapshot, selected: list[str]) -> TestPlan:
+    script = (_package_json(snap).get("scripts") or {}).get("test") or ""
+    if not script or "no test specified" in script:
+        return TestPlan("node --test", "tap")
+    runner = "tap"
+    for name in ("jest", "vitest", "mocha"):
+        if re.search(rf"(^|[\s/]){name}\b", script):
+            runner = name
+    if runner == "jest" and "--verbose" not in script:
+        script += " --verbose"  # without it jest lists passing tests only for a single file
+    # what `npm test` does, without needing npm in the image
+    return TestPlan(f"PATH=/testbed/node_modules/.bin:$PATH; {script}", runner)
+
+
+JUNIT_JARS = "/usr/share/java/junit-platform-console-standalone.jar:/usr/share/java/junit4.jar:/usr/share/java/hamcrest-core.jar"
+_JAVAC_TEMPLATE = """rm -rf /tmp/swe-java /tmp/swe-reports; mkdir -p /tmp/swe-java/main /tmp/swe-java/test /tmp/swe-reports
+CP="{jars}$(find . -path '*/lib/*.jar' -printf ':%p')"
+MAIN=$(find {main} -name '*.java' 2>/dev/null | grep -v -E '{test_re}')
+TESTS=$(find {tests} -name '*.java' 2>/dev/null)
+if [ -n "$MAIN" ]; then javac -nowarn -encoding UTF-8 -d /tmp/swe-java/main -cp "$CP" $MAIN || exit 3; fi
+javac -nowarn -encoding UTF-8 -d /tmp/swe-java/test -cp "/tmp/swe-java/main:$CP" $TESTS || exit 3
+java -jar /usr/share/java/junit-platform-console-standalone.jar --disable-banner --disable-ansi-colors --details=tree \\
+  --class-path "/tmp/swe-java/test:/tmp/swe-java/main:$CP" --scan-class-path --reports-dir /tmp/swe-reports
+rc=$?
+for f in /tmp/swe-reports/*.xml; do echo "----- JUnit XML report: $f"; cat "$f"; echo; done
+exit $rc"""
+
+
+def _java_plan(snap: Snapshot, selected: list[str]) -> TestPlan:
+    if snap.has("pom.xml"):
+        return TestPlan(f"{MVN} test\n" + _PRINT_REPORTS.format(dir="surefire-reports"), "surefire")
+    if snap.has("gradlew") or snap.has("build.gradle") or snap.has("build.gradle.kts"):
+        exe = "./gradlew" if snap.has("gradlew") else "gradle"
+        return TestPlan(f"{exe} --no-daemon test --continue --console=plain\n"
+                        + _PRINT_REPORTS.format(dir="test-results/test"), "gradle")
+    dirs = {f.split("/", 1)[0] for f in snap.files if "/" in f}
+    main = "src/main/java" if any(f.startswith("src/main/java/") for f in snap.files) else "src"
+    if any(f.startswith("src/test/java/") for f in snap.files):
+        tests = "src/test/java"
+    else:
+        tests = " ".join(d for d in ("test", "tests") if d in dirs) or "src"
+    cmd = _JAVAC_TEMPLATE.format(jars=JUNIT_JARS, main=main, tests=tests, test_re="/(test|tests)/|Test\\.java$")
+    return TestPlan(cmd, "junit-xml")
+
+
+def _go_plan(snap: Snapshot, selected: list[str]) -> TestPlan:
+    pkgs = sorted({"./" + p.rsplit("/", 1)[0] if "/" in p else "." for p in selected if p.endswith("_test.go")})
+    return TestPlan(f"go test -v -count=1 {' '.join(pkgs) or './...'}", "go-test")
+
+
+def _rust_plan(snap: Snapshot, selected: list[str]) -> TestPlan:
+    return TestPlan("cargo test --no-fail-fast", "cargo")
+
+
+def _native_plan(snap: Snapshot, selected: list[str]) -> TestPlan:
+    if snap.has("CMakeLists.txt"):
+        return TestPlan("cmake --build build -j2 && ctest --test-dir build -V --timeout 300", "ctest")
+    if snap.has("meson.build"):
+        return TestPlan("meson test -C build -v", "meson")
+    makefile = snap.read("Makefile") or ""
+    target = "check" if re.search(r"^check\s*:", makefile, re.M) else "test"
+    return TestPlan(f"make -j2 && make {target}", "auto")
+
+
+def _php_plan(snap: Snapshot, selected: list[str]) -> TestPlan:
+    exe = "vendor/bin/phpunit" if snap.has("composer.json") and _php_recipe(snap) else "phpunit"
+    has_config = snap.has("phpunit.xml") or snap.has("phpunit.xml.dist")
+    where = "" if has_config else " " + ("tests" if any(f.startswith("tests/") for f in snap.files) else "test")
+    # TeamCity messages name every test, passing ones too (the default output lists failures only)
+    return TestPlan(f"{exe} --teamcity{where}", "phpunit")
+
+
+def _ruby_plan(snap: Snapshot, selected: list[str]) -> TestPlan:
+    if any(f.startswith("spec/") for f in snap.files) or snap.has(".rspec"):
+        files = [p for p in selected if p.endswith("_spec.rb")]
+        prefix = "bundle exec " if snap.has("Gemfile") else ""
+        return TestPlan(f"{prefix}rspec --format documentation --no-color {_q(files)}".strip(), "rspec")
+    loader = 'Dir.glob("test/**/{*_test,test_*}.rb").sort.each { |f| require File.expand_path(f) }'
+    return TestPlan(f"ruby -Ilib -Itest -e {shlex.quote(loader)} -- -v", "minitest")
+
+
+_PLANS = {
+    "python": _python_plan,
+    "javascript": _js_plan,
+    "java": _java_plan,
+    "go": _go_plan,
+    "rust": _rust_plan,
+    "c": _native_plan,
+    "cpp": _native_plan,
+    "php": _php_plan,
+    "ruby": _ruby_plan,
+}

@@ -1,0 +1,233 @@
+"""LLM-generated log parsers for runners without a built-in parser.
+
+The endpoint is asked for ``def parse(log: str) -> dict[str, str]`` (test id -> passed /
+failed / skipped / error). A candidate runs in a separate Python process: a wall-clock and a
+CPU limit, an address-space cap, no file writes, no network (a new network namespace where
+``unshare`` is allowed, and an audit hook refusing sockets, subprocesses and ``ctypes`` in any
+case). It is accepted only if it reproduces, exactly, the statuses of every log whose truth
+is known from elsewhere: JUnit XML written by the same run, a built-in parser, or the exit
+codes of single-test runs (``truth_from_single_runs``). A rejected candidate's mismatches go
+back to the endpoint for the next round. Every attempt is recorded.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from core.llm import LLMClient, LLMError
+from swe_envs.config import LLMParserConfig
+from swe_envs.parsers.base import STATUSES, ParseResult
+
+# the child: limits first, then the audit hook, then the candidate; reads {"code", "log"} on stdin
+CHILD = r'''
+import json, resource, sys
+spec = json.loads(sys.stdin.read())
+mem = spec["memory_mb"] * 2**20
+resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+cpu = int(spec["timeout_s"]) + 1
+resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+import re, collections, itertools, functools, string, xml.etree.ElementTree  # what a parser may use, preloaded
+BLOCKED = ("socket.", "subprocess.", "os.system", "os.exec", "os.posix_spawn", "os.fork", "os.spawn", "ctypes.",
+           "os.remove", "os.rename", "os.rmdir", "os.unlink", "shutil.", "urllib.", "http.")
+def hook(event, args):
+    if event.startswith(BLOCKED) or event == "import" and args and str(args[0]).split(".")[0] in (
+            "socket", "subprocess", "ctypes", "urllib", "http", "ssl", "multiprocessing", "asyncio"):
+        raise PermissionError(f"not allowed in a log parser: {event}")
+    if event == "open" and len(args) > 1 and args[1] and any(c in str(args[1]) for c in "wax+"):
+        raise PermissionError("not allowed in a log parser: writing files")
+sys.addaudithook(hook)
+ns = {"__name__": "llm_parser"}
+exec(compile(spec["code"], "<llm parser>", "exec"), ns)
+out = ns["parse"](spec["log"])
+if isinstance(out, dict) and isinstance(out.get("tests"), dict):
+    out = out["tests"]
+if not isinstance(out, dict):
+    raise TypeError(f"parse() returned {type(out).__name__}, not dict")
+clean = {}
+for k, v in out.items():
+    v = str(v).lower()
+    if v not in ("passed", "failed", "skipped", "error"):
+        raise ValueError(f"status {v!r} for {k!r} is not passed/failed/skipped/error")
+    clean[str(k)] = v
+sys.stdout.write("\n@@RESULT@@" + json.dumps(clean))
+'''
+
+
+class ParserRunError(Exception):
+    def __init__(self, kind: str, message: str):
+        super().__init__(f"{kind}: {message}")
+        self.kind, self.message = kind, message
+
+
+@functools.cache
+def _isolation_prefix() -> tuple[str, ...]:
+    """``unshare -n`` (a network namespace with nothing in it) when this process may create one."""
+    exe = shutil.which("unshare")
+    if exe and os.geteuid() == 0:
+        probe = subprocess.run([exe, "-n", "true"], capture_output=True)
+        if probe.returncode == 0:
+            return (exe, "-n")
+    return ()
+
+
+def run_parser(code: str, log: str, timeout_s: float = 10.0, memory_mb: int = 512) -> dict[str, str]:
+    """Run a candidate on one log in the sandboxed child; raise ParserRunError on crash / loop / bad output."""
+    spec = json.dumps({"code": code, "log": log, "timeout_s": timeout_s, "memory_mb": memory_mb})
+    cmd = [*_isolation_prefix(), sys.executable, "-I", "-c", CHILD]
+    try:
+        proc = subprocess.run(cmd, input=spec, capture_output=True, text=True, timeout=timeout_s,
+                              env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"}, cwd="/")
+    except subprocess.TimeoutExpired:
+        raise ParserRunError("timeout", f"no result within {timeout_s:.0f}s (a loop?)") from None
+    out = proc.stdout
+    if proc.returncode != 0 or "@@RESULT@@" not in out:
+        err = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
+        kind = "cpu_limit" if proc.returncode in (-24, 152) else "crash"
+        raise ParserRunError(kind, err[:300])
+    return json.loads(out.rsplit("@@RESULT@@", 1)[1])
+
+
+@dataclass
+class Verdict:
+    accepted: bool
+    reasons: list[str] = field(default_factory=list)
+
+
+def check_parser(code: str, cases: list[tuple[str, dict[str, str]]], cfg: LLMParserConfig) -> Verdict:
+    """Accept only if the candidate reproduces every known truth exactly."""
+    if not cases:
+        return Verdict(False, ["no log with known statuses to check the parser against"])
+    reasons = []
+    for i, (log, truth) in enumerate(cases, 1):
+        try:
+            got = run_parser(code, log, cfg.timeout_s, cfg.memory_mb)
+        except ParserRunError as err:
+            reasons.append(f"log {i}: parser {err.kind}: {err.message}")
+            continue
+        if got != truth:
+            missing = sorted(set(truth) - set(got))[:5]
+            extra = sorted(set(got) - set(truth))[:5]
+            wrong = sorted(t for t in set(got) & set(truth) if got[t] != truth[t])[:5]
+            parts = [f"missing {missing}" if missing else "", f"unexpected {extra}" if extra else "",
+                     "wrong status for " + ", ".join(f"{t} ({got[t]} != {truth[t]})" for t in wrong) if wrong else ""]
+            reasons.append(f"log {i}: " + "; ".join(p for p in parts if p))
+    return Verdict(not reasons, reasons)
+
+
+SYSTEM = "You write small, correct Python functions that parse test-runner logs. Reply with one ```python block."
+PROMPT = """Write a Python function `parse(log: str) -> dict[str, str]` for the test runner "{runner}".
+It must return every test in the log mapped to one of "passed", "failed", "skipped", "error".
+Use only the standard library (re, json). No I/O, no network, no subprocesses.
+{examples}
+Here is a real log from this runner:
+```
+{log}
+```
+"""
+FEEDBACK = """Your previous function was rejected:
+{reasons}
+```python
+{code}
+```
+Fix it and reply with the complete corrected function in one ```python block."""
+
+
+def extract_code(text: str) -> str:
+    m = re.search(r"```(?:python|py)?\s*\n(.*?)```", text, re.S)
+    return (m.group(1) if m else text).strip() + "\n"
+
+
+@dataclass
+class SynthAttempt:
+    round: int
+    code: str
+    accepted: bool
+    reasons: list[str]
+    seconds: float
+
+
+@dataclass
+class SynthResult:
+    runner: str
+    accepted: bool
+    code: str = ""
+    attempts: list[SynthAttempt] = field(default_factory=list)
+    error: str = ""
+
+    def record(self) -> dict:
+        return asdict(self)
+
+
+def synthesize_parser(client: LLMClient, runner: str, cases: list[tuple[str, dict[str, str]]],
+                      cfg: LLMParserConfig) -> SynthResult:
+    res = SynthResult(runner, False)
+    if not cases:
+        res.error = "no log with known statuses: a generated parser could not be checked"
+        return res
+    log, truth = cases[0]
+    sample = dict(list(sorted(truth.items()))[:3])
+    examples = f"For this log the expected result includes: {json.dumps(sample)}" if sample else ""
+    messages = [{"role": "system", "content": SYSTEM},
+                {"role": "user", "content": PROMPT.format(runner=runner, log=log[-cfg.max_log_chars:], examples=examples)}]
+    for rnd in range(1, cfg.rounds + 1):
+        t0 = time.monotonic()
+        try:
+            reply = client.chat(messages, max_tokens=cfg.max_tokens, temperature=0.0).text
+        except LLMError as err:
+            res.error = f"LLM request failed: {err}"
+            return res
+        code = extract_code(reply)
+        verdict = check_parser(code, cases, cfg) if "def parse" in code else Verdict(False, ["no `def parse` in the reply"])
+        res.attempts.append(SynthAttempt(rnd, code, verdict.accepted, verdict.reasons, time.monotonic() - t0))
+        if verdict.accepted:
+            res.accepted, res.code = True, code
+            return res
+        messages += [{"role": "assistant", "content": reply},
+                     {"role": "user", "content": FEEDBACK.format(reasons="\n".join(verdict.reasons), code=code)}]
+    res.error = f"no candidate reproduced the known statuses in {cfg.rounds} round(s)"
+    return res
+
+
+def save_parser(result: SynthResult, path: Path) -> None:
+    header = (f"# LLM-generated parser for runner {result.runner!r}; accepted after {len(result.attempts)} "
+              "round(s): it reproduced every log with known statuses.\n")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(header + result.code, encoding="utf-8")
+
+
+def run_parser_file(path: str | Path, log: str, cfg: LLMParserConfig | None = None) -> ParseResult:
+    """A saved parser as a runner (``--runner file:PATH``); it runs sandboxed like any candidate.
+
+    A generated parser states no summary line, so a non-empty parse stands for it."""
+    cfg = cfg or LLMParserConfig()
+    statuses = run_parser(Path(path).read_text(encoding="utf-8"), log, cfg.timeout_s, cfg.memory_mb)
+    res = ParseResult(f"file:{path}")
+    for k, v in statuses.items():
+        if v in STATUSES:
+            res.add(k, v)
+    res.summary_seen = bool(res.statuses)
+    return res
+
+
+def truth_from_single_runs(sandbox, image: str, command_template: str, test_ids: list[str],
+                           timeout_s: float = 120.0) -> dict[str, str]:
+    """Each test run alone (``{test}`` in the template): exit code 0 = passed, anything else = failed."""
+    import shlex
+
+    truth = {}
+    for test_id in test_ids:
+        res = sandbox.run(image, command_template.replace("{test}", shlex.quote(test_id)), [], runs=1,
+                          timeout_s=timeout_s)
+        if res.runs and not res.runs[0].timed_out:
+            truth[test_id] = "passed" if res.runs[0].rc == 0 else "failed"
+    return truth

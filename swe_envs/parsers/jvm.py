@@ -1,0 +1,102 @@
+"""JVM runners: JUnit XML reports (any producer), Maven Surefire and Gradle console output.
+
+Test ids are ``fully.qualified.Class.method`` (JUnit 5's trailing ``()`` dropped; nested
+classes keep ``$``). Maven and Gradle print only failing tests by name, so the Java test
+commands print the XML reports into the log after the run (``----- JUnit XML report:``);
+the Surefire and Gradle parsers read those blocks and fall back to the console lines.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+from swe_envs.parsers.base import ERROR, FAILED, PASSED, SKIPPED, ParseResult, clean
+
+_SUITES = re.compile(r"<testsuites\b.*?</testsuites>", re.S)
+_SUITE = re.compile(r"<testsuite\b.*?</testsuite>", re.S)
+
+
+def _test_id(classname: str, name: str) -> str:
+    name = re.sub(r"\(\)$", "", name.strip())
+    return f"{classname}.{name}" if classname else name
+
+
+def _read_xml(log: str, res: ParseResult) -> int:
+    """Add every <testcase> of the XML blocks found in ``log``; returns the number of suites read."""
+    suites = 0
+    blocks = _SUITES.findall(log) + _SUITE.findall(_SUITES.sub("", log))
+    for block in blocks:
+        try:
+            root = ET.fromstring(block)
+        except ET.ParseError:
+            continue
+        suites += 1
+        for case in root.iter("testcase"):
+            status = PASSED
+            for child in case:
+                if child.tag == "skipped":
+                    status = SKIPPED
+                elif child.tag == "failure":
+                    status = FAILED
+                elif child.tag == "error":
+                    status = ERROR
+            res.add(_test_id(case.get("classname", ""), case.get("name", "")), status)
+    return suites
+
+
+def parse_junit_xml(log: str) -> ParseResult:
+    res = ParseResult("junit-xml")
+    res.summary_seen = _read_xml(log, res) > 0
+    return res
+
+
+_SUREFIRE_TOTAL = re.compile(r"^\[(?:INFO|ERROR|WARNING)\] Tests run: (\d+), Failures: (\d+), Errors: (\d+), Skipped: (\d+)\s*$")
+# surefire 2.x: "[ERROR] fails  Time elapsed: 0.007 s  <<< FAILURE!" under "Running mix.MixTest";
+# 3.x: "[ERROR] mix.MixTest.fails -- Time elapsed: ..." / "[ERROR] fails(mix.MixTest)  Time elapsed"
+_SUREFIRE_RUNNING = re.compile(r"^\[INFO\] Running (\S+)")
+_SUREFIRE_CASE = re.compile(r"^\[ERROR\] (\S+?)(?:\((\S+)\))?\s+(?:--\s+)?Time elapsed: .*<<< (FAILURE|ERROR)!")
+
+
+def parse_surefire(log: str) -> ParseResult:
+    res = ParseResult("surefire")
+    text = clean(log)
+    from_xml = _read_xml(text, res) > 0
+    current = ""
+    for line in text.splitlines():
+        if m := _SUREFIRE_RUNNING.match(line):
+            current = m.group(1)
+        elif (m := _SUREFIRE_CASE.match(line)) and not from_xml:
+            name, cls, kind = m.groups()
+            if "Tests run:" in line:
+                continue
+            test_id = _test_id(cls, name) if cls else (name if "." in name and not current else _test_id(current, name))
+            res.add(test_id, FAILED if kind == "FAILURE" else ERROR)
+        elif m := _SUREFIRE_TOTAL.match(line):
+            run, failures, errors, skipped = map(int, m.groups())
+            res.summary_seen = True
+            res.counts = {"passed": run - failures - errors - skipped, "failed": failures, "skipped": skipped,
+                          "error": errors}
+    if res.counts and not from_xml:
+        res.counts = None  # without the reports passing tests are unnamed: nothing to cross-check
+    return res
+
+
+_GRADLE_CASE = re.compile(r"^(\S[^>]*?) > (.+?) (PASSED|FAILED|SKIPPED)$")
+_GRADLE_DONE = re.compile(r"^(\d+) tests? completed(?:, (\d+) failed)?(?:, (\d+) skipped)?")
+
+
+def parse_gradle(log: str) -> ParseResult:
+    res = ParseResult("gradle")
+    text = clean(log)
+    from_xml = _read_xml(text, res) > 0
+    for line in text.splitlines():
+        line = line.rstrip()
+        if (m := _GRADLE_CASE.match(line)) and not from_xml:
+            status = {"PASSED": PASSED, "FAILED": FAILED, "SKIPPED": SKIPPED}[m.group(3)]
+            res.add(_test_id(m.group(1).strip(), m.group(2)), status)
+        elif m := _GRADLE_DONE.match(line):
+            res.summary_seen = True
+        elif line.startswith(("BUILD SUCCESSFUL", "BUILD FAILED")) and res.statuses:
+            res.summary_seen = True
+    return res

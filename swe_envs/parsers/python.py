@@ -1,0 +1,66 @@
+"""pytest (``-v`` lines and the ``-rA`` short summary) and unittest (``-v``)."""
+
+from __future__ import annotations
+
+import re
+
+from swe_envs.parsers.base import ERROR, FAILED, PASSED, SKIPPED, ParseResult, clean
+
+_PYTEST_STATUS = {"PASSED": PASSED, "XPASS": PASSED, "FAILED": FAILED, "ERROR": ERROR, "SKIPPED": SKIPPED,
+                  "XFAIL": SKIPPED}
+# -v:  tests/test_x.py::test_a PASSED   [ 50%]     (the nodeid has no spaces, parameters may)
+_PYTEST_V = re.compile(r"^(\S+::\S.*?) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)(?: \(.*\))?\s*(?:\[\s*\d+%\])?\s*$")
+# -rA: PASSED tests/test_x.py::test_a [- message]
+_PYTEST_R = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS) (\S+::.+?)(?: - .*)?$")
+_PYTEST_SUMMARY = re.compile(r"^=+ (.*\b(passed|failed|error|errors|skipped|deselected|xfailed|xpassed|no tests ran)\b.*) in [\d.]+s")
+_COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected)")
+
+
+def parse_pytest(log: str) -> ParseResult:
+    res = ParseResult("pytest")
+    for line in clean(log).splitlines():
+        line = line.rstrip()
+        if m := _PYTEST_V.match(line):
+            res.add(m.group(1), _PYTEST_STATUS[m.group(2)])
+        elif m := _PYTEST_R.match(line):
+            # a collection error ("ERROR tests/x.py - ImportError") has no "::" and is no test
+            res.add(m.group(2), _PYTEST_STATUS[m.group(1)])
+        elif m := _PYTEST_SUMMARY.match(line):
+            res.summary_seen = True
+            counts = {"passed": 0, "failed": 0, "skipped": 0, "error": 0}
+            for n, kind in _COUNT.findall(m.group(1)):
+                key = {"errors": "error", "xfailed": "skipped", "xpassed": "passed"}.get(kind, kind)
+                if key in counts:
+                    counts[key] += int(n)
+            res.counts = counts
+    return res
+
+
+_UNITTEST_STATUS = {"ok": PASSED, "FAIL": FAILED, "ERROR": ERROR, "expected failure": SKIPPED,
+                    "unexpected success": FAILED}
+# 3.11+: "test_a (pkg.mod.Class.test_a) ... ok"; older: "test_a (pkg.mod.Class) ... ok"
+_UNITTEST_V = re.compile(r"^(\w+) \(([\w.]+)\) \.\.\. (ok|FAIL|ERROR|skipped.*|expected failure|unexpected success)$")
+_UNITTEST_RAN = re.compile(r"^Ran (\d+) tests? in [\d.]+s$")
+_UNITTEST_FINAL = re.compile(r"^(OK|FAILED)(?: \((.*)\))?$")
+
+
+def parse_unittest(log: str) -> ParseResult:
+    res = ParseResult("unittest")
+    ran = None
+    for line in clean(log).splitlines():
+        line = line.rstrip()
+        if m := _UNITTEST_V.match(line):
+            name, where, outcome = m.groups()
+            test_id = where if where.endswith("." + name) else f"{where}.{name}"
+            res.add(test_id, SKIPPED if outcome.startswith("skipped") else _UNITTEST_STATUS[outcome])
+        elif m := _UNITTEST_RAN.match(line):
+            ran = int(m.group(1))
+        elif (m := _UNITTEST_FINAL.match(line)) and ran is not None:
+            res.summary_seen = True
+            parts = dict(re.findall(r"(\w+)=(\d+)", m.group(2) or ""))
+            failed, errors = int(parts.get("failures", 0)), int(parts.get("errors", 0))
+            skipped = int(parts.get("skipped", 0)) + int(parts.get("expected_failures", 0))
+            failed += int(parts.get("unexpected_successes", 0))
+            res.counts = {"passed": ran - failed - errors - skipped, "failed": failed, "skipped": skipped,
+                          "error": errors}
+    return res

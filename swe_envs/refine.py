@@ -1,0 +1,262 @@
+"""Environment build for one repo-version, with an LLM refine loop.
+
+Round 1 is the deterministic recipe from the repository's files (``languages.recipe``).
+A round fails at ``build`` (docker build error) or at ``collect`` (the built image runs the
+test command and no test is parsed: missing modules, compile errors, wrong layout). The next
+recipe comes from a rule when one applies (a missing Python / Node / Ruby module -> its Debian
+package), otherwise, with an endpoint configured, from the LLM, which sees the failure log and
+the Dockerfile; up to ``refine_rounds`` rounds in all. Every attempt is kept
+(recipe, stage, error, seconds, full log on disk). An image is tagged under its final name
+only after the collect check passed, so a tag that exists is a verified environment.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from core.llm import LLMClient, LLMError
+from swe_envs import languages
+from swe_envs.config import SweEnvsConfig
+from swe_envs.images import Images, env_dockerfile, sha, slug
+from swe_envs.parsers import parse_log
+from swe_envs.repos import Snapshot
+from swe_envs.sandbox import Sandbox
+
+
+@dataclass
+class Attempt:
+    round: int
+    source: str  # template | rule | llm
+    recipe: list[str]
+    stage: str  # toolchain | build | collect | llm | ok
+    ok: bool
+    error: str = ""
+    seconds: float = 0.0
+    log_path: str | None = None
+
+
+@dataclass
+class Environment:
+    repo: str
+    commit: str
+    language: str | None
+    ok: bool
+    image: str = ""
+    image_id: str = ""
+    test_command: str = ""
+    runner: str = ""
+    custom_command: bool = False  # configured per repository, not derived from the language
+    recipe: list[str] = field(default_factory=list)
+    attempts: list[Attempt] = field(default_factory=list)
+    reason: str = ""
+    seconds: float = 0.0
+    cached: bool = False
+    image_bytes: int = 0  # the whole image, toolchain layers included
+    env_layer_bytes: int = 0  # what this repo-version adds on top of its (shared) toolchain image
+
+    def record(self) -> dict:
+        return asdict(self)
+
+
+SYSTEM = ("You repair Docker build recipes for software repositories so that their test suite can run. "
+          "Answer with shell commands only, inside one ```sh code block.")
+PROMPT = """Repository: {repo} ({language}). Files (first {n_files}):
+{files}
+{manifests}
+The image is Debian bookworm with the {language} toolchain; the repository is copied to /testbed
+and each command below runs as root in /testbed as a Dockerfile RUN line. apt-get install works
+(package lists are present); no other network is reachable.
+
+Current recipe:
+```sh
+{recipe}
+```
+It failed at the {stage} step (test command: `{test_command}`). End of the log:
+```
+{log}
+```
+Reply with the complete revised recipe: at most {max_lines} commands, one per line, in one ```sh block."""
+
+
+# a missing module named in a failure log -> the Debian package that usually provides it; tried
+# before the LLM (and without one), since it is cheap and often right for Python / Node / Ruby
+_MISSING = {
+    "python": (re.compile(r"No module named '([A-Za-z0-9_]+)"), "python3-{}"),
+    "javascript": (re.compile(r"Cannot find module '([a-z0-9][a-z0-9._-]*)'"), "node-{}"),
+    "ruby": (re.compile(r"cannot load such file -- ([a-z0-9_-]+)"), "ruby-{}"),
+}
+
+
+def rule_fix(language: str, recipe: list[str], log: str) -> list[str] | None:
+    """The recipe plus ``apt-get install`` of the package a missing-module error names, or None."""
+    if language not in _MISSING:
+        return None
+    rx, pattern = _MISSING[language]
+    names = sorted({m.lower().replace("_", "-") for m in rx.findall(log)})
+    pkgs = [pattern.format(n) for n in names if not any(pattern.format(n) in line for line in recipe)]
+    if not pkgs:
+        return None
+    return recipe + [f"apt-get install -y --no-install-recommends {' '.join(pkgs)}"]
+
+
+def extract_recipe(text: str, max_lines: int) -> list[str]:
+    """Commands from the first fenced block (or the whole answer): RUN prefixes and comments dropped."""
+    m = re.search(r"```[a-zA-Z]*\n(.*?)```", text, re.S)
+    body = m.group(1) if m else text
+    cmds, pending = [], ""
+    for raw in body.splitlines():
+        line = raw.strip()
+        if pending:
+            line = pending + " " + line
+            pending = ""
+        if line.endswith("\\"):
+            pending = line[:-1].strip()
+            continue
+        line = re.sub(r"^(RUN|\$)\s+", "", line)
+        if not line or line.startswith("#") or line.upper().startswith(("FROM ", "COPY ", "WORKDIR ", "USER ")):
+            continue
+        cmds.append(line[:500])
+    return cmds[:max_lines]
+
+
+class EnvBuilder:
+    def __init__(self, cfg: SweEnvsConfig, images: Images, sandbox: Sandbox, llm: LLMClient | None = None,
+                 log_dir: Path | None = None):
+        self.cfg, self.images, self.sandbox, self.llm, self.log_dir = cfg, images, sandbox, llm, log_dir
+
+    def _save_log(self, env: Environment, name: str, text: str) -> str | None:
+        if self.log_dir is None:
+            return None
+        path = self.log_dir / slug(f"{env.repo}@{env.commit[:12]}") / f"{name}.log"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return str(path)
+
+    def build(self, repo: str, path: Path, commit: str, language: str | None = None,
+              test_command: str | None = None, runner: str | None = None) -> Environment:
+        t0 = time.monotonic()
+        env = Environment(repo, commit, None, False)
+        try:
+            self._build(env, Snapshot(path, commit), language, test_command, runner)
+        finally:
+            env.seconds = time.monotonic() - t0
+        return env
+
+    def _build(self, env: Environment, snap: Snapshot, language: str | None, test_command: str | None,
+               runner: str | None) -> None:
+        env.language = language or languages.detect_language(snap)
+        if env.language is None:
+            env.reason = "cannot detect the repository's language"
+            return
+        tc = self.images.toolchain(env.language, self.cfg.toolchain(env.language))
+        if not tc.ok:
+            path = self._save_log(env, "toolchain", tc.log)
+            env.attempts.append(Attempt(0, "template", [], "toolchain", False, tc.error, tc.seconds, path))
+            env.reason = f"toolchain image for {env.language} failed: {tc.error}"
+            return
+        plan = languages.test_plan(env.language, snap)
+        env.test_command = test_command or plan.command
+        env.runner = runner or (plan.runner if not test_command else "auto")
+        env.custom_command = bool(test_command)
+        recipe, source = languages.recipe(env.language, snap), "template"
+        # a repo-version verified before, whatever recipe it took (a refined one included)
+        version = sha(env.repo, snap.tree, tc.image_id, env.test_command)[:24]
+        found = self.images.find_verified(version)
+        if found:
+            env.ok, env.cached, env.image, env.image_id = True, True, found[0], found[1]
+            env.recipe = json.loads(found[2])
+            env.attempts.append(Attempt(0, "cache", env.recipe, "ok", True, "cached"))
+            env.image_bytes = self.images.size(env.image)
+            env.env_layer_bytes = max(env.image_bytes - self.images.size(tc.tag), 0)
+            return
+        rounds = self.cfg.build.refine_rounds
+        for rnd in range(1, rounds + 1):
+            env.recipe = recipe
+            dockerfile = env_dockerfile(tc.tag, recipe)
+            tag = self.images.env_tag(env.repo, tc.image_id, dockerfile + env.test_command, snap.tree)
+            if self.images.image_id(tag):  # only verified images carry the final tag
+                env.ok, env.cached, env.image, env.image_id = True, True, tag, self.images.image_id(tag)
+                env.attempts.append(Attempt(rnd, source, recipe, "ok", True, "cached"))
+                break
+            candidate = tag + "-candidate"
+            built = self.images.build(candidate, dockerfile, snap.archive(),
+                                      labels={"swe_envs.repo": env.repo, "swe_envs.commit": env.commit,
+                                              "swe_envs.version": version, "swe_envs.recipe": json.dumps(recipe)})
+            if not built.ok:
+                path = self._save_log(env, f"round{rnd}-build", dockerfile + "\n" + built.log)
+                env.attempts.append(Attempt(rnd, source, recipe, "build", False, built.error, built.seconds, path))
+                failure, stage = built.log, "build"
+            else:
+                t1 = time.monotonic()
+                run = self.sandbox.run(candidate, env.test_command, [], runs=1)
+                log = run.runs[0].log if run.runs else run.error
+                path = self._save_log(env, f"round{rnd}-collect", log)
+                try:
+                    parsed = parse_log(env.runner, log)
+                except Exception as err:  # a broken parser is this environment's failure, recorded
+                    env.attempts.append(Attempt(rnd, source, recipe, "collect", False,
+                                                f"log parser {env.runner} failed: {type(err).__name__}: {err}",
+                                                time.monotonic() - t1, path))
+                    self.images.remove(candidate)
+                    break
+                if parsed.statuses:
+                    self.images.tag(built.image_id, tag)
+                    self.images.remove(candidate)
+                    env.ok, env.image, env.image_id = True, tag, built.image_id
+                    env.attempts.append(Attempt(rnd, source, recipe, "ok", True, "", built.seconds + time.monotonic() - t1, path))
+                    break
+                self.images.remove(candidate)
+                why = run.error or ("test run timed out" if run.runs and run.runs[0].timed_out
+                                    else f"no test collected (exit code {run.runs[0].rc if run.runs else '?'})")
+                env.attempts.append(Attempt(rnd, source, recipe, "collect", False, why, time.monotonic() - t1, path))
+                failure, stage = log, "collect"
+            if rnd == rounds:
+                break
+            fixed = rule_fix(env.language, recipe, failure)
+            if fixed is not None:
+                recipe, source = fixed, "rule"
+                continue
+            proposal = self._propose(env, snap, dockerfile, stage, failure) if self.llm is not None else None
+            if proposal is None:
+                break
+            recipe, source = proposal, "llm"
+        if env.ok:
+            env.image_bytes = self.images.size(env.image)
+            env.env_layer_bytes = max(env.image_bytes - self.images.size(tc.tag), 0)
+        else:
+            last = next((a for a in reversed(env.attempts) if a.stage in ("build", "collect")), None)
+            detail = f"{last.stage}: {last.error}" if last else "no attempt"
+            env.reason = f"environment did not build after {sum(a.stage in ('build', 'collect') for a in env.attempts)} round(s); last {detail}"
+
+    def _propose(self, env: Environment, snap: Snapshot, dockerfile: str, stage: str, log: str) -> list[str] | None:
+        bcfg = self.cfg.build
+        manifests = []
+        for name in ("requirements.txt", "pyproject.toml", "setup.py", "package.json", "pom.xml", "build.gradle",
+                     "go.mod", "Cargo.toml", "CMakeLists.txt", "Makefile", "composer.json", "Gemfile"):
+            text = snap.read(name, limit=1500)
+            if text:
+                manifests.append(f"--- {name}\n{text}")
+        prompt = PROMPT.format(
+            repo=env.repo, language=env.language, n_files=min(60, len(snap.files)),
+            files="\n".join(snap.files[:60]), manifests="\n".join(manifests),
+            recipe="\n".join(env.recipe) or "# (empty)", stage=stage, test_command=env.test_command.splitlines()[0],
+            log=log[-bcfg.log_tail_chars:], max_lines=bcfg.max_recipe_lines)
+        rnd = env.attempts[-1].round + 1
+        t0 = time.monotonic()
+        try:
+            reply = self.llm.chat([{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}],
+                                  max_tokens=bcfg.llm_max_tokens, temperature=0.0).text
+        except LLMError as err:
+            env.attempts.append(Attempt(rnd, "llm", [], "llm", False, f"LLM request failed: {err}", time.monotonic() - t0))
+            return None
+        path = self._save_log(env, f"round{rnd}-llm", prompt + "\n\n=== reply ===\n" + reply)
+        recipe = extract_recipe(reply, bcfg.max_recipe_lines)
+        if recipe == env.recipe:
+            env.attempts.append(Attempt(rnd, "llm", recipe, "llm", False, "the LLM proposed the same recipe",
+                                        time.monotonic() - t0, path))
+            return None
+        return recipe

@@ -1,0 +1,137 @@
+"""Reading task repositories (local git clones, bare or not) at a commit, without checkouts.
+
+Everything is read from git objects: the file list and contents at a commit (for language
+detection and recipes), ``git archive`` for an image's build context, the diff between the
+environment commit and a task's base commit, and patch checks against a temporary index
+(``git apply --cached``), so a patch that does not apply is caught before any container runs.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import subprocess
+import tempfile
+from functools import cached_property
+from pathlib import Path
+
+from core.errors import InputError
+
+_GIT = ["git", "-c", "safe.directory=*", "-c", "core.quotepath=off", "--no-pager"]
+_ENV = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0"}
+
+
+class GitFailure(Exception):
+    pass
+
+
+def git(repo: Path, *args: str, input_bytes: bytes | None = None, env: dict | None = None,
+        timeout: float = 300) -> bytes:
+    proc = subprocess.run([*_GIT, "-C", str(repo), *args], input=input_bytes, capture_output=True,
+                          timeout=timeout, env={**os.environ, **_ENV, **(env or {})})
+    if proc.returncode != 0:
+        raise GitFailure(proc.stderr.decode("utf-8", "replace").strip()[-500:] or f"git {args[0]} failed")
+    return proc.stdout
+
+
+def find_repo(repos_dir: Path, repo: str) -> Path:
+    """``owner/name`` under DIR as ``owner/name``, ``owner__name`` or ``name`` (first that exists)."""
+    owner, _, name = repo.partition("/")
+    for cand in (repos_dir / owner / name, repos_dir / f"{owner}__{name}", repos_dir / (name or owner)):
+        if (cand / ".git").exists() or (cand / "HEAD").is_file():
+            return cand
+    raise InputError(f"repository {repo} not found under {repos_dir} (as {owner}/{name} or {owner}__{name})")
+
+
+class Snapshot:
+    """A repository's tree at one commit: file list, contents, tree hash, tar export."""
+
+    def __init__(self, path: Path, commit: str):
+        self.path, self.commit = path, commit
+        try:
+            self.tree = git(path, "rev-parse", f"{commit}^{{tree}}").decode().strip()
+        except GitFailure as err:
+            raise InputError(f"commit {commit} not found in {path}: {err}") from None
+
+    @cached_property
+    def files(self) -> list[str]:
+        out = git(self.path, "ls-tree", "-r", "--name-only", "-z", self.commit)
+        return [f for f in out.decode("utf-8", "replace").split("\0") if f]
+
+    def has(self, path: str) -> bool:
+        return path in self._file_set
+
+    @cached_property
+    def _file_set(self) -> frozenset[str]:
+        return frozenset(self.files)
+
+    def read(self, path: str, limit: int = 200_000) -> str | None:
+        if path not in self._file_set:
+            return None
+        try:
+            return git(self.path, "show", f"{self.commit}:{path}")[:limit].decode("utf-8", "replace")
+        except GitFailure:
+            return None
+
+    def archive(self, prefix: str = "repo/") -> bytes:
+        return git(self.path, "archive", "--format=tar", f"--prefix={prefix}", self.commit)
+
+
+def diff(path: Path, old: str, new: str) -> str:
+    if old == new:
+        return ""
+    return git(path, "diff", "--binary", "--full-index", old, new).decode("utf-8", "replace")
+
+
+def patch_paths(patch: str) -> list[str]:
+    """Paths a unified diff writes (new names), in order."""
+    out = []
+    for m in re.finditer(r"^diff --git a/(\S+) b/(\S+)$", patch, re.M):
+        if m.group(2) not in out:
+            out.append(m.group(2))
+    if not out:
+        for m in re.finditer(r"^\+\+\+ (?:b/)?(\S+)", patch, re.M):
+            if m.group(1) != "/dev/null" and m.group(1) not in out:
+                out.append(m.group(1))
+    return out
+
+
+def check_patches(path: Path, commit: str, patches: list[tuple[str, str]]) -> str | None:
+    """Apply ``(name, diff)`` in order to COMMIT's tree in a throwaway index; None or why not."""
+    with tempfile.TemporaryDirectory(prefix="swe-index-") as tmp:
+        env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        try:
+            git(path, "read-tree", commit, env=env)
+        except GitFailure as err:
+            return f"cannot read commit {commit}: {err}"
+        for name, text in patches:
+            if not text.strip():
+                continue
+            try:
+                git(path, "apply", "--cached", "--whitespace=nowarn", "-", input_bytes=_ensure_nl(text), env=env)
+            except GitFailure as err:
+                first = str(err).splitlines()[0] if str(err) else "git apply failed"
+                return f"{name} does not apply at {commit[:12]}: {first}"
+    return None
+
+
+def _ensure_nl(text: str) -> bytes:
+    return (text if text.endswith("\n") else text + "\n").encode("utf-8")
+
+
+def tar_with(base_tar: bytes, extra: dict[str, bytes]) -> bytes:
+    """``base_tar`` (from ``git archive``) with ``extra`` files appended (Dockerfile, scripts)."""
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as out:
+        if base_tar:
+            with tarfile.open(fileobj=io.BytesIO(base_tar), mode="r:") as src:
+                for member in src.getmembers():
+                    out.addfile(member, src.extractfile(member) if member.isfile() else None)
+        for name, data in extra.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o644
+            out.addfile(info, io.BytesIO(data))
+    return buf.getvalue()

@@ -1,0 +1,167 @@
+"""One task instance: run the tests before and after the fix, derive FAIL_TO_PASS / PASS_TO_PASS.
+
+Before = base commit + test patch; after = base commit + test patch + gold patch (SWE-bench).
+Each phase runs in its own container, ``runs`` times. Guards against fake passes, per run:
+the run must not have hit its time limit, must parse at least one test, must show the
+runner's summary line (the suite ran to its end), must agree with the summary's totals where
+the runner states them, and its exit code must agree with the parse (0 with failing tests,
+or non-0 with none, is refused). A test whose status differs between runs of one phase is
+flaky and excluded. F2P: passed in every after-run and not passed before (a skipped or
+missing test is not a pass, before or after). P2P: passed in every run of both phases.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from swe_envs import languages
+from swe_envs.parsers import FAILED, PASSED, ParseResult, parse_log
+from swe_envs.refine import Environment
+from swe_envs.repos import Snapshot, diff, patch_paths
+from swe_envs.sandbox import RunLog, Sandbox
+
+
+class InstanceFailure(Exception):
+    def __init__(self, stage: str, reason: str):
+        super().__init__(f"{stage}: {reason}")
+        self.stage, self.reason = stage, reason
+
+
+def check_run(run: RunLog, parsed: ParseResult) -> str | None:
+    """Why a run cannot be trusted, or None."""
+    if run.timed_out:
+        return f"test run hit its time limit and was killed (exit code {run.rc})"
+    if not parsed.statuses:
+        return f"no test parsed from the log (runner {parsed.runner}, exit code {run.rc})"
+    if not parsed.summary_seen:
+        return f"the {parsed.runner} summary line is missing: the suite did not run to its end"
+    tally = parsed.tally()
+    bad = tally[FAILED] + tally["error"]
+    if parsed.counts is not None:
+        want = parsed.counts
+        got = (tally[PASSED], bad, tally["skipped"])
+        if got != (want["passed"], want["failed"] + want["error"], want["skipped"]):
+            return f"parsed {tally} disagrees with the runner's summary {want}"
+    if run.rc == 0 and bad:
+        return f"exit code 0 but {bad} failing test(s) parsed"
+    if run.rc != 0 and not bad:
+        return f"exit code {run.rc} but no failing test parsed"
+    return None
+
+
+@dataclass
+class Classification:
+    f2p: list[str]
+    p2p: list[str]
+    flaky: list[str]
+    before: dict[str, str] = field(default_factory=dict)
+    after: dict[str, str] = field(default_factory=dict)
+
+
+def _phase(runs: list[dict[str, str]]) -> tuple[dict[str, str], set[str]]:
+    names = set().union(*runs) if runs else set()
+    flaky = {t for t in names if len({r.get(t, "missing") for r in runs}) > 1}
+    return {t: runs[0].get(t, "missing") for t in names if t not in flaky}, flaky
+
+
+def classify(before_runs: list[dict[str, str]], after_runs: list[dict[str, str]]) -> Classification:
+    before, flaky_b = _phase(before_runs)
+    after, flaky_a = _phase(after_runs)
+    flaky = flaky_b | flaky_a
+    f2p = sorted(t for t, s in after.items() if s == PASSED and t not in flaky and before.get(t) != PASSED)
+    p2p = sorted(t for t, s in after.items() if s == PASSED and t not in flaky and before.get(t) == PASSED)
+    return Classification(f2p, p2p, sorted(flaky), before, after)
+
+
+@dataclass
+class PhaseResult:
+    name: str
+    runs: list[RunLog]
+    parsed: list[ParseResult]
+    seconds: float
+
+
+class Validator:
+    def __init__(self, sandbox: Sandbox, runs: int, select_touched: bool, log_dir: Path | None,
+                 before_may_fail_to_build: bool = False):
+        self.sandbox, self.runs, self.select_touched, self.log_dir = sandbox, runs, select_touched, log_dir
+        self.before_may_fail_to_build = before_may_fail_to_build
+
+    def validate(self, inst: dict[str, Any], env: Environment, repo_path: Path) -> dict[str, Any]:
+        t0 = time.monotonic()
+        base, env_commit = inst["base_commit"], env.commit
+        patches = [("base", diff(repo_path, env_commit, base)), ("test", inst.get("test_patch") or ""),
+                   ("fix", inst.get("patch") or "")]
+        command = env.test_command
+        if self.select_touched and not env.custom_command:
+            # SWE-bench's test directives: only the test files the test patch touches, where safe
+            touched = [p for p in patch_paths(inst.get("test_patch") or "") if languages.is_test_path(env.language, p)]
+            if touched:
+                command = languages.test_plan(env.language, Snapshot(repo_path, base), touched).command
+        before = self._phase(inst, "before", env, command, patches[:2])
+        after = self._phase(inst, "after", env, command, patches)
+        result = classify([p.statuses for p in before.parsed], [p.statuses for p in after.parsed])
+        if not result.f2p:
+            raise InstanceFailure("validate", "no FAIL_TO_PASS test: the fix makes no test pass that failed before"
+                                  + (f" ({len(result.flaky)} flaky excluded)" if result.flaky else ""))
+        out = dict(inst)
+        out["FAIL_TO_PASS"] = json.dumps(result.f2p)
+        out["PASS_TO_PASS"] = json.dumps(result.p2p)
+        out["image"], out["image_id"] = env.image, env.image_id  # one image per repo-version
+        out["environment"] = {"image": env.image, "image_id": env.image_id, "language": env.language,
+                              "runner": env.runner, "test_command": command,
+                              "environment_setup_commit": env_commit}
+        out["validation"] = {"flaky": result.flaky, "runs_per_phase": self.runs,
+                             "seconds": round(time.monotonic() - t0, 2),
+                             "before": _tally(before), "after": _tally(after),
+                             "exit_codes": {"before": [r.rc for r in before.runs], "after": [r.rc for r in after.runs]}}
+        out["logs"] = self._save_logs(inst["instance_id"], before, after)
+        return out
+
+    def _phase(self, inst: dict[str, Any], name: str, env: Environment, command: str,
+               patches: list[tuple[str, str]]) -> PhaseResult:
+        t0 = time.monotonic()
+        res = self.sandbox.run(env.image, command, patches, runs=self.runs)
+        phase = PhaseResult(name, res.runs, [], time.monotonic() - t0)
+        if res.error:
+            raise InstanceFailure(name, res.error)
+        if res.patch_failed:
+            raise InstanceFailure(name, f"patch does not apply in the container: {res.patch_failed}")
+        if res.killed and len(res.runs) < self.runs:
+            phase.runs = res.runs
+            self._save_logs(inst["instance_id"], phase)
+            raise InstanceFailure(name, "the container hit its wall-clock limit and was killed")
+        for i, run in enumerate(res.runs, 1):
+            try:
+                parsed = parse_log(env.runner, run.log)
+            except Exception as err:  # a parser bug must cost one instance, not the batch
+                raise InstanceFailure(name, f"log parser {env.runner} crashed: {type(err).__name__}: {err}") from None
+            phase.parsed.append(parsed)
+            why = check_run(run, parsed)
+            if why and name == "before" and self.before_may_fail_to_build and not parsed.statuses and run.rc != 0:
+                continue  # nothing compiled before the fix: every test counts as failing
+            if why:
+                self._save_logs(inst["instance_id"], phase)
+                raise InstanceFailure(name, f"run {i}: {why}")
+        return phase
+
+    def _save_logs(self, instance_id: str, *phases: PhaseResult) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for phase in phases:
+            out[phase.name] = []
+            if self.log_dir is None:
+                continue
+            for i, run in enumerate(phase.runs, 1):
+                path = self.log_dir / instance_id / f"{phase.name}-{i}.log"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(run.log, encoding="utf-8")
+                out[phase.name].append(str(path))
+        return out
+
+
+def _tally(phase: PhaseResult) -> list[dict[str, int]]:
+    return [p.tally() for p in phase.parsed]

@@ -1,0 +1,93 @@
+"""The refine loop: rule fixes, LLM-proposed recipes (scripted endpoint, real SmolLM2), every attempt recorded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from core.llm import LLMClient, LLMConfig
+from swe_envs.config import SweEnvsConfig
+from swe_envs.images import Images
+from swe_envs.refine import EnvBuilder
+from swe_envs.sandbox import Sandbox
+from tests.support.scripted_server import Reply, ScriptedServer
+from tests.swe_envs.envs.bad_repos import NO_BUILD
+from tests.swe_envs.envs.lang_repos import LangRepo, make_repo
+
+pytestmark = pytest.mark.docker
+
+_YAML_TEST = "import yaml\n\n\ndef test_load():\n    assert yaml.safe_load('a: 1') == {'a': 1}\n"
+# tests need PyYAML; nothing says so (collect fails on the import)
+NEEDS_YAML = LangRepo("python", {"tests/test_cfg.py": _YAML_TEST}, {}, {}, [], [])
+# requirements.txt points at a vendored wheel that is not in the repository: pip fails the build
+VENDORED = LangRepo("python", {"tests/test_cfg.py": _YAML_TEST,
+                               "requirements.txt": "./vendor/PyYAML-6.0-cp311-cp311-linux_x86_64.whl\n"}, {}, {}, [], [])
+
+
+def _builder(client, tmp_path: Path, llm_url: str | None = None, rounds: int = 3, model: str = "default"):
+    cfg = SweEnvsConfig()
+    cfg.build.refine_rounds = rounds
+    llm = LLMClient(LLMConfig(base_url=llm_url, model=model, cache_dir=None, max_retries=0, timeout_s=600)) if llm_url else None
+    return EnvBuilder(cfg, Images(client, cfg.build), Sandbox(client, cfg.sandbox), llm, tmp_path / "logs")
+
+
+def _build(builder, tmp_path, spec, name):
+    inst = make_repo(tmp_path / "repos", spec, name)
+    return builder.build(inst["repo"], tmp_path / "repos" / "tests" / name, inst["base_commit"])
+
+
+def _fresh(client, env):
+    """Tests must exercise the loop, not the image cache left by an earlier session."""
+    if env.ok and env.cached:
+        client.images.remove(env.image, force=True)
+        return True
+    return False
+
+
+def test_rule_fix_installs_the_missing_module(docker_ready, tmp_path):
+    builder = _builder(docker_ready, tmp_path)
+    env = _build(builder, tmp_path, NEEDS_YAML, "needs-yaml")
+    if _fresh(docker_ready, env):
+        env = _build(builder, tmp_path / "again", NEEDS_YAML, "needs-yaml")
+    assert env.ok, env.reason
+    stages = [(a.source, a.stage) for a in env.attempts]
+    assert stages == [("template", "collect"), ("rule", "ok")]
+    assert "No module named 'yaml'" in Path(env.attempts[0].log_path).read_text()
+    assert env.recipe == ["apt-get install -y --no-install-recommends python3-yaml"]
+
+
+def test_llm_revises_a_failing_build(docker_ready, tmp_path):
+    server = ScriptedServer()
+    url = server.start()
+    server.script.append(Reply(body={"choices": [{"index": 0, "message": {"role": "assistant", "content":
+        "The wheel is not vendored; use Debian's package:\n```sh\napt-get install -y python3-yaml\n```"}}]}))
+    try:
+        builder = _builder(docker_ready, tmp_path, url)
+        env = _build(builder, tmp_path, VENDORED, "vendored")
+        if _fresh(docker_ready, env):  # cached from an earlier session: the reply is still queued
+            env = _build(builder, tmp_path / "again", VENDORED, "vendored")
+    finally:
+        server.stop()
+    assert env.ok, env.reason
+    assert [(a.source, a.stage) for a in env.attempts] == [("template", "build"), ("llm", "ok")]
+    assert env.attempts[0].recipe == ["pip install -r requirements.txt"]
+    assert env.recipe == ["apt-get install -y python3-yaml"]
+    prompt = server.received[0]["messages"][-1]["content"]
+    assert "pip install -r requirements.txt" in prompt and "vendor/PyYAML" in prompt  # the error log went in
+    assert Path(env.attempts[0].log_path).is_file()
+
+
+def test_smollm2_cannot_fix_it_and_every_round_is_recorded(docker_ready, tmp_path, llm_server):
+    builder = _builder(docker_ready, tmp_path, llm_server, rounds=2, model="smollm2")
+    builder.cfg.build.llm_max_tokens = 64  # a CPU-bound 135M model: keep the test short
+    builder.cfg.build.log_tail_chars = 800
+    env = _build(builder, tmp_path, NO_BUILD, "nobuild-llm")
+    assert not env.ok
+    assert env.attempts[0].source == "template" and env.attempts[0].stage == "build"
+    assert "NoSuchLibrary" in Path(env.attempts[0].log_path).read_text()
+    # the endpoint was asked: either its recipe was built and failed too, or it was refused as-is
+    llm_attempts = [a for a in env.attempts if a.source == "llm"]
+    assert llm_attempts and all(not a.ok for a in llm_attempts)
+    assert env.reason.startswith("environment did not build after")
+    assert list((tmp_path / "logs").rglob("round2-llm.log"))

@@ -1,0 +1,128 @@
+"""Pieces that need no Docker: language detection, recipes, test plans, mirrors, patches, inputs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from swe_envs import languages
+from swe_envs.batch import read_instances
+from swe_envs.config import SweEnvsConfig
+from swe_envs.docker_setup import apt_mirror
+from swe_envs.images import env_dockerfile, toolchain_dockerfile
+from swe_envs.refine import extract_recipe, rule_fix
+from swe_envs.repos import Snapshot, check_patches, patch_paths
+from tests.swe_envs.envs.fixture_projects import SUREFIRE
+from tests.swe_envs.envs.lang_repos import ALL, make_repo
+from tests.swe_envs.envs.regen_fixtures import make_git
+
+
+@pytest.fixture(scope="module")
+def repos(tmp_path_factory):
+    root = tmp_path_factory.mktemp("units")
+    return {lang: (root / "repos" / "tests" / f"calc-{lang}", make_repo(root / "repos", spec))
+            for lang, spec in ALL.items()}
+
+
+@pytest.mark.parametrize("language", list(ALL))
+def test_detection_recipe_and_plan(repos, language):
+    path, inst = repos[language]
+    snap = Snapshot(path, inst["base_commit"])
+    assert languages.detect_language(snap) == language or (language == "c" and languages.detect_language(snap) == "c")
+    plan = languages.test_plan(language, snap)
+    expected_runner = {"python": "pytest", "javascript": "tap", "java": "junit-xml", "go": "go-test", "rust": "cargo",
+                       "c": "ctest", "cpp": "ctest", "php": "phpunit", "ruby": "rspec"}[language]
+    assert plan.runner == expected_runner
+    assert isinstance(languages.recipe(language, snap), list)
+    # the test-path heuristic splits the instance's patches the way the repos were written
+    assert all(languages.is_test_path(language, p) for p in patch_paths(inst["test_patch"]))
+    assert not any(languages.is_test_path(language, p) for p in patch_paths(inst["patch"]))
+
+
+def test_manifest_driven_recipes(tmp_path):
+    repo, head = make_git(tmp_path / "py", {"requirements.txt": "requests\n", "pyproject.toml": "[project]\nname='x'\n",
+                                            "x/__init__.py": ""})
+    assert languages.recipe("python", Snapshot(repo, head)) == ["pip install -r requirements.txt",
+                                                                "pip install --no-build-isolation -e ."]
+    repo, head = make_git(tmp_path / "js", {"package.json": json.dumps({"devDependencies": {"jest": "^29"},
+                                                                       "scripts": {"test": "jest"}})})
+    snap = Snapshot(repo, head)
+    assert languages.recipe("javascript", snap)[-1] == "npm install --no-audit --no-fund"
+    assert languages.test_plan("javascript", snap).runner == "jest"
+    assert "--verbose" in languages.test_plan("javascript", snap).command
+    repo, head = make_git(tmp_path / "mvn", SUREFIRE.files)
+    snap = Snapshot(repo, head)
+    assert languages.detect_language(snap) == "java"
+    assert languages.test_plan("java", snap).runner == "surefire"
+    assert any("maven-repo" in c for c in languages.recipe("java", snap))
+    repo, head = make_git(tmp_path / "go", {"go.mod": "module m\n", "a/b_test.go": "package b\n", "c.go": "package m\n"})
+    assert languages.test_plan("go", Snapshot(repo, head), ["a/b_test.go"]).command == "go test -v -count=1 ./a"
+    repo, head = make_git(tmp_path / "rb", {"test/calc_test.rb": "", "lib/calc.rb": ""})
+    assert languages.test_plan("ruby", Snapshot(repo, head)).runner == "minitest"
+    repo, head = make_git(tmp_path / "mk", {"Makefile": "all:\n\ncheck:\n\t./t.sh\n", "a.c": ""})
+    snap = Snapshot(repo, head)
+    assert languages.detect_language(snap) == "c"
+    assert languages.test_plan("c", snap).command == "make -j2 && make check"
+
+
+def test_dockerfiles_share_the_prelude_and_c_cpp_share_an_image():
+    cfg = SweEnvsConfig()
+    files = {lang: toolchain_dockerfile(cfg.toolchain(lang)) for lang in ALL}
+    preludes = {f.splitlines()[1] + f.splitlines()[2] for f in files.values()}
+    assert len(preludes) == 1  # Docker's layer cache shares it between languages
+    assert files["c"] == files["cpp"]
+    env = env_dockerfile("swe-envs/toolchain-python:x", ["pip install -e ."])
+    assert "RUN pip install -e ." in env and "COPY --chown=10001:10001 repo/ /testbed/" in env
+
+
+def test_apt_mirror_deb822_and_one_line(tmp_path):
+    d = tmp_path / "a" / "sources.list.d"
+    d.mkdir(parents=True)
+    (d / "debian.sources").write_text("Types: deb\n# comment\nURIs: http://mirror.example/debian\n"
+                                      "Suites: bookworm bookworm-updates\nComponents: main\n\n"
+                                      "Types: deb\nURIs: http://mirror.example/security\nSuites: bookworm-security\n")
+    assert apt_mirror(roots=(str(tmp_path / "a"),)) == "http://mirror.example/debian"
+    (tmp_path / "b" / "sources.list.d").mkdir(parents=True)
+    (tmp_path / "b" / "sources.list").write_text("# x\ndeb [arch=amd64] http://other.example/debian bookworm main\n")
+    assert apt_mirror(roots=(str(tmp_path / "b"),)) == "http://other.example/debian"
+    assert apt_mirror().startswith("http")  # this machine's own sources
+
+
+def test_patch_checks(repos):
+    path, inst = repos["python"]
+    assert check_patches(path, inst["base_commit"], [("test_patch", inst["test_patch"]), ("patch", inst["patch"])]) is None
+    bad = inst["patch"].replace("return a + b\n", "return a * b\n")
+    why = check_patches(path, inst["base_commit"], [("test_patch", inst["test_patch"]), ("patch", bad)])
+    assert why.startswith("patch does not apply")
+    # applying the gold patch twice fails: patches are checked in sequence
+    assert check_patches(path, inst["base_commit"], [("patch", inst["patch"]), ("again", inst["patch"])])
+
+
+def test_recipe_extraction_and_rules():
+    reply = "Sure!\n```sh\n# install\nRUN apt-get install -y \\\n  python3-yaml\n$ pip install .\nFROM x\n```\nDone"
+    assert extract_recipe(reply, 10) == ["apt-get install -y python3-yaml", "pip install ."]
+    assert extract_recipe("apt-get install -y a\nmake", 1) == ["apt-get install -y a"]
+    log = "E   ModuleNotFoundError: No module named 'yaml'\nNo module named 'dateutil'"
+    assert rule_fix("python", [], log) == ["apt-get install -y --no-install-recommends python3-dateutil python3-yaml"]
+    assert rule_fix("python", ["apt-get install -y --no-install-recommends python3-yaml"], "No module named 'yaml'") is None
+    assert rule_fix("c", [], "No module named 'yaml'") is None
+    assert rule_fix("javascript", [], "Error: Cannot find module 'chalk'") == [
+        "apt-get install -y --no-install-recommends node-chalk"]
+
+
+def test_read_instances_keeps_going(tmp_path):
+    p = tmp_path / "i.jsonl"
+    good = {"instance_id": "a", "repo": "o/r", "base_commit": "c", "patch": "p", "test_patch": "t"}
+    p.write_text("\n".join([json.dumps(good), "{oops", "[1]", json.dumps(good), json.dumps({"instance_id": "b"})]) + "\n")
+    ok, bad = read_instances(p)
+    assert [i["instance_id"] for i in ok] == ["a"]
+    assert [b["reason"].split(":")[0] for b in bad] == ["malformed JSON", "not a JSON object", "duplicate instance_id",
+                                                        "missing field(s)"]
+
+
+def test_config_file_matches_defaults():
+    from core.config import load_config
+    from tests.swe_envs.envs.conftest import ROOT
+
+    assert load_config(SweEnvsConfig, ROOT / "configs" / "swe_envs.yaml") == SweEnvsConfig()

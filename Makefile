@@ -107,6 +107,7 @@ bench: setup
 	$(PY) benchmarks/loader_throughput.py
 	$(PY) benchmarks/engines.py
 	$(PY) benchmarks/web_filters.py
+	$(PY) benchmarks/minhash.py
 	$(PY) benchmarks/newton_schulz.py
 	$(PY) benchmarks/moe_grouped.py
 	$(PY) benchmarks/moe_layer_cpu.py

@@ -303,12 +303,6 @@ def _cli():
 
 
 if __name__ == "__main__":
-    from core.errors import UserError
+    from core.cli import run_app
 
-    try:
-        _cli()()
-    except UserError as err:
-        import sys
-
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
+    run_app(_cli())

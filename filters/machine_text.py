@@ -187,12 +187,6 @@ def _cli():
 
 
 if __name__ == "__main__":
-    import sys
+    from core.cli import run_app
 
-    from core.errors import UserError
-
-    try:
-        _cli()()
-    except UserError as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
+    run_app(_cli())

@@ -125,6 +125,55 @@ class Signer:
                 np.minimum(sig, out.min(axis=1), out=sig)
         return sig
 
+    def signatures(self, texts: list[str]) -> list[np.ndarray | None]:
+        """``signature(shingle_hashes(t))`` for every text, computed for the batch at once.
+
+        Short documents are where per-call numpy overhead dominates, so the batch shares one
+        word-hash table, one rolling combination over all words (shingles that would straddle
+        two documents are dropped), and one permutation pass whose per-document minima come
+        from ``np.minimum.reduceat`` over each document's run of columns."""
+        n, block = self.cfg.ngram, self.cfg.block
+        word_lists = [words(t) for t in texts]
+        lens = np.fromiter(map(len, word_lists), dtype=np.int64, count=len(word_lists))
+        out: list[np.ndarray | None] = [None] * len(texts)
+        long_docs = np.flatnonzero(lens >= n)
+        parts, seg_doc, seg_len = [], [], []
+        if len(long_docs):
+            flat = [w for i in long_docs for w in word_lists[i]]
+            wh = _word_hashes(flat)
+            combined = _combine(wh, n)
+            ends = np.cumsum(lens[long_docs])
+            # shingle p starts inside the document ending at ends[d]; it is whole if p + n <= ends[d]
+            doc_end = np.repeat(ends, lens[long_docs])[: len(combined)]
+            parts.append(combined[np.arange(len(combined)) + n <= doc_end])
+            seg_doc.extend(long_docs.tolist())
+            seg_len.extend((lens[long_docs] - n + 1).tolist())
+        for i in np.flatnonzero((lens > 0) & (lens < n)):  # fewer words than n: one shingle
+            parts.append(shingle_hashes(texts[i], n))
+            seg_doc.append(int(i))
+            seg_len.append(1)
+        if not parts:
+            return out
+        mixed = _fmix32(np.concatenate(parts))
+        starts = np.concatenate([[0], np.cumsum(seg_len)])
+        sigs = np.full((len(seg_doc), self.cfg.num_perm), _MAX32, dtype=np.uint32)
+        buf = np.empty((self.cfg.num_perm, min(len(mixed), block)), dtype=np.uint32)
+        a, b = self.a[:, None], self.b[:, None]
+        with np.errstate(over="ignore"):
+            for lo in range(0, len(mixed), block):
+                hi = min(lo + block, len(mixed))
+                blk = buf[:, : hi - lo]
+                np.multiply(a, mixed[None, lo:hi], out=blk)
+                np.add(blk, b, out=blk)
+                # the segments (documents) that overlap [lo, hi), each cut to it
+                first = int(np.searchsorted(starts, lo, side="right")) - 1
+                last = int(np.searchsorted(starts, hi, side="left"))
+                cuts = np.maximum(starts[first:last], lo) - lo
+                np.minimum(sigs[first:last], np.minimum.reduceat(blk, cuts, axis=1).T, out=sigs[first:last])
+        for row, i in enumerate(seg_doc):
+            out[i] = sigs[row]
+        return out
+
     def band_keys(self, sig: np.ndarray) -> list[int]:
         r = self.cfg.rows
         # band index in the key: equal rows in different bands are not a match
@@ -134,6 +183,9 @@ class Signer:
     def keys_for(self, text: str) -> list[int]:
         sig = self.signature(shingle_hashes(text, self.cfg.ngram))
         return [] if sig is None else self.band_keys(sig)
+
+    def keys_for_many(self, texts: list[str]) -> list[list[int]]:
+        return [[] if sig is None else self.band_keys(sig) for sig in self.signatures(texts)]
 
 
 # -- clusters ----------------------------------------------------------------------------------
@@ -176,10 +228,10 @@ def _key_rows(batches: Iterator[pa.RecordBatch], cfg: MinhashConfig) -> Iterator
     signer = Signer(cfg)
     for b in batches:
         ids, keys = [], []
-        for doc_id, text in zip(b.column("id").to_pylist(), b.column("text").to_pylist(), strict=True):
-            for k in signer.keys_for(text or ""):
-                ids.append(doc_id)
-                keys.append(k)
+        texts = [t or "" for t in b.column("text").to_pylist()]
+        for doc_id, doc_keys in zip(b.column("id").to_pylist(), signer.keys_for_many(texts), strict=True):
+            ids.extend([doc_id] * len(doc_keys))
+            keys.extend(doc_keys)
         yield pa.RecordBatch.from_pydict({"id": ids, "key": pa.array(keys, pa.int64())})
 
 
@@ -244,7 +296,7 @@ def clusters_from_documents(documents_dir: str, cfg: MinhashConfig) -> dict[str,
     def rows():
         for path in sorted(Path(documents_dir).glob("*.parquet")):
             for b in pq.ParquetFile(path).iter_batches(columns=["id", "text"], batch_size=512):
-                for doc_id, text in zip(b.column("id").to_pylist(), b.column("text").to_pylist(), strict=True):
-                    yield doc_id, signer.keys_for(text or "")
+                texts = [t or "" for t in b.column("text").to_pylist()]
+                yield from zip(b.column("id").to_pylist(), signer.keys_for_many(texts), strict=True)
 
     return clusters_local(rows())

@@ -8,14 +8,11 @@ one line and exit 2.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
 
 import typer
 
-from core.config import load_config, validate_config
-from core.errors import UserError
+from core.cli import load_cli_config, user_errors
 
 app = typer.Typer(
     add_completion=False,
@@ -26,24 +23,6 @@ app = typer.Typer(
 MASTER_HELP = "Spark master (local[2], spark://host:7077); omit to run on datatrove's local executor"
 
 
-def user_errors(fn: Callable) -> Callable:
-    @wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except UserError as err:
-            typer.echo(f"error: {err}", err=True)
-            raise typer.Exit(2) from None
-
-    return wrapper
-
-
-def _load(model, config: Path | None, overrides: list[str] | None):
-    from core.config import apply_overrides
-
-    if config is not None:
-        return load_config(model, config, overrides)
-    return validate_config(model, apply_overrides({}, overrides or []), source="--set")
 
 
 @app.command()
@@ -56,7 +35,7 @@ def demo(
     """Sample corpus -> documents -> tokenizer -> Arrow shards -> a few training steps."""
     from pipelines.demo import DemoConfig, print_summary, run_demo
 
-    cfg = _load(DemoConfig, config, set_)
+    cfg = load_cli_config(DemoConfig, config, set_)
     print_summary(run_demo(cfg, master=master))
 
 
@@ -78,7 +57,7 @@ def documents(
     from pipelines.readers import InputSpec
     from pipelines.stats import collect_stats, render
 
-    cfg = _load(DocumentsJobConfig, config, set_)
+    cfg = load_cli_config(DocumentsJobConfig, config, set_)
     specs = [InputSpec(path=str(p), source=source) for p in input]
     result = run_documents("documents", specs, output, cfg, master, overwrite)
     render(collect_stats(result.out_dir))
@@ -102,7 +81,7 @@ def web(
     from pipelines.readers import InputSpec
     from pipelines.web_job import WebConfig, WebJob, print_web_summary
 
-    cfg = _load(WebConfig, config, set_)
+    cfg = load_cli_config(WebConfig, config, set_)
     specs = [InputSpec(path=str(p), source=source, glob=glob, max_files=max_files) for p in input]
     engine = make_engine(master, cfg.local, cfg.spark)
     summary = WebJob(specs, output, cfg, engine, resume=resume).run()
@@ -140,7 +119,7 @@ def dedup(
     from pipelines.engine import make_engine
     from pipelines.readers import InputSpec
 
-    cfg = _load(DedupConfig, config, set_)
+    cfg = load_cli_config(DedupConfig, config, set_)
     engine = make_engine(master, cfg.local, cfg.spark)
     summary = run_dedup([InputSpec(path=str(p)) for p in input], output, cfg, engine, resume=resume)
     for stage, c in summary["counts"].items():
@@ -161,7 +140,7 @@ def dedup_eval(
     from pipelines.dedup_eval import evaluate
     from pipelines.sample_corpus import SampleConfig, obtain_sample
 
-    cfg = _load(MinhashConfig, None, set_)
+    cfg = load_cli_config(MinhashConfig, None, set_)
     corpus = obtain_sample(SampleConfig(data_dir=str(data_dir)))
     typer.echo(f"MinHash: {cfg.bands} bands x {cfg.rows} rows, word {cfg.ngram}-grams (threshold ~{cfg.threshold():.2f})")
     typer.echo(evaluate(corpus.books_jsonl, cfg, pairs_per_bin, unrelated).table())
@@ -209,7 +188,7 @@ def longctx(
     """Documents -> long-context mid-training shards per stage (natural, NExtLong, EntropyLong, MRCR)."""
     from pipelines.longctx_job import LongCtxConfig, print_summary, run_longctx
 
-    print_summary(run_longctx(_load(LongCtxConfig, config, set_), only=stage or None))
+    print_summary(run_longctx(load_cli_config(LongCtxConfig, config, set_), only=stage or None))
 
 
 @app.command("swe-mine")
@@ -228,7 +207,7 @@ def swe_mine(
     """Issue–PR mining: link, filter, decontaminate, relevant files -> documents, SWE-bench instances, shards."""
     from pipelines.swe_mine import SweMineConfig, print_summary, run_swe_mine
 
-    cfg = _load(SweMineConfig, config, set_)
+    cfg = load_cli_config(SweMineConfig, config, set_)
     cfg.mining.decontaminate.benchmarks += [str(b) for b in benchmark or []]
     paths = [[str(p) for p in group or []] for group in (events, api, repos)]
     print_summary(run_swe_mine(*paths, output, cfg, master=master, overwrite=overwrite))

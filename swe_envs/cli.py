@@ -6,44 +6,22 @@ User errors (missing inputs, no Docker daemon, bad config) print one line and ex
 from __future__ import annotations
 
 import json
-import signal
-from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
 
 import typer
 
-from core.config import apply_overrides, load_config, validate_config
+from core.cli import load_cli_config, user_errors
 from core.errors import UserError
+from swe_envs.config import SweEnvsConfig
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Dockerized SWE environments: build, run tests before/after the fix, FAIL_TO_PASS / PASS_TO_PASS.")
 
 
-def user_errors(fn: Callable) -> Callable:
-    @wraps(fn)
-    def wrapper(*args, **kwargs):
-        # SIGTERM unwinds like Ctrl-C, so every container is removed on the way out
-        signal.signal(signal.SIGTERM, lambda signum, frame: (_ for _ in ()).throw(KeyboardInterrupt()))
-        try:
-            return fn(*args, **kwargs)
-        except UserError as err:
-            typer.echo(f"error: {err}", err=True)
-            raise typer.Exit(2) from None
-
-    return wrapper
-
-
-def _config(config: Path | None, overrides: list[str] | None):
-    from swe_envs.config import SweEnvsConfig
-
-    if config is not None:
-        return load_config(SweEnvsConfig, config, overrides)
-    return validate_config(SweEnvsConfig, apply_overrides({}, overrides or []), source="--set")
 
 
 @app.command()
-@user_errors
+@user_errors(sigterm_unwinds=True)
 def validate(
     instances: Path = typer.Option(..., help="SWE-bench-format instances (JSONL), e.g. from `pipelines swe-mine`"),
     repos: Path = typer.Option(..., help="directory of git clones: REPOS/owner/name (or owner__name)"),
@@ -55,7 +33,7 @@ def validate(
     """Build one image per repo-version, run the tests before/after each fix, write F2P/P2P."""
     from swe_envs.batch import run_batch
 
-    cfg = _config(config, set_)
+    cfg = load_cli_config(SweEnvsConfig, config, set_)
     res = run_batch(instances, repos, output, cfg, overwrite=overwrite, log=typer.echo)
     typer.echo(f"validated {res.validated}, failed {res.failed} -> {output / 'validated.jsonl'}")
     for lang, d in res.summary["languages"].items():
@@ -66,7 +44,7 @@ def validate(
 
 
 @app.command()
-@user_errors
+@user_errors(sigterm_unwinds=True)
 def parse(
     logfile: Path = typer.Argument(..., help="a test log (use - for stdin)"),
     runner: str = typer.Option("auto", help="pytest, unittest, jest, mocha, vitest, tap, junit-xml, surefire, gradle, "
@@ -89,7 +67,7 @@ def parse(
 
 
 @app.command("setup-docker")
-@user_errors
+@user_errors(sigterm_unwinds=True)
 def setup_docker(
     base_tag: str = typer.Option("local/debian:bookworm", help="tag of the debootstrapped base image"),
 ) -> None:
@@ -101,7 +79,7 @@ def setup_docker(
 
 
 @app.command("make-parser")
-@user_errors
+@user_errors(sigterm_unwinds=True)
 def make_parser(
     runner: str = typer.Option(..., help="name of the runner the logs come from"),
     log: list[Path] = typer.Option(..., help="a log of that runner (repeat for several)"),
@@ -126,7 +104,7 @@ def make_parser(
         text = tp.read_text(encoding="utf-8", errors="replace")
         known = json.loads(text) if tp.suffix == ".json" else parse_log("junit-xml", text).statuses
         cases.append((lp.read_text(encoding="utf-8", errors="replace"), known))
-    cfg = _config(config, None).llm_parser
+    cfg = load_cli_config(SweEnvsConfig, config, None).llm_parser
     client = LLMClient(cfg.llm or LLMConfig(base_url=endpoint, model=model))
     res = synthesize_parser(client, runner, cases, cfg)
     for a in res.attempts:
@@ -138,7 +116,7 @@ def make_parser(
 
 
 @app.command()
-@user_errors
+@user_errors(sigterm_unwinds=True)
 def cleanup() -> None:
     """Remove containers left behind by killed swe_envs processes on this host."""
     from swe_envs.docker_setup import docker_client

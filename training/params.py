@@ -25,6 +25,7 @@ from typing import Any
 
 import typer
 
+from core.cli import user_errors
 from core.config import load_yaml, validate_config
 from core.errors import UserError
 from training.model_config import ModelConfig, mla_256
@@ -207,6 +208,7 @@ app = typer.Typer(add_completion=False, help="Count parameters and FLOPs/token o
 
 
 @app.command()
+@user_errors
 def main(
     config: Path = typer.Argument(..., help="training or model YAML (uses its model: section if present)"),
     json_out: bool = typer.Option(False, "--json", help="print one JSON object"),
@@ -214,14 +216,10 @@ def main(
     mla256: bool = typer.Option(False, "--mla256", help="also count the MLA-256 variant of this config"),
     override: list[str] = typer.Option([], "--set", help="override a key, e.g. --set model.num_layers=4"),
 ) -> None:
-    try:
-        cfg = load_model_config(config, override)
-        result = count(cfg, seq_len)
-        if mla256:
-            result["mla256"] = count(mla_256(cfg), seq_len)
-    except UserError as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(2) from None
+    cfg = load_model_config(config, override)
+    result = count(cfg, seq_len)
+    if mla256:
+        result["mla256"] = count(mla_256(cfg), seq_len)
     if json_out:
         typer.echo(json.dumps(result))
         return

@@ -27,7 +27,8 @@ from pathlib import Path
 
 import typer
 
-from core.errors import ConfigError, UserError
+from core.cli import user_errors
+from core.errors import ConfigError
 from training.model_config import ModelConfig
 from training.params import attention_params, attention_score_flops, indexer_params, mlp_params
 
@@ -257,6 +258,7 @@ app = typer.Typer(add_completion=False, help="Plan a pipeline-parallel layout (M
 
 
 @app.command()
+@user_errors
 def main(
     config: Path = typer.Argument(..., help="training YAML (model: and parallel: sections)"),
     pp: int = typer.Option(None, help="pipeline size (default: parallel.pipeline_model_parallel_size)"),
@@ -266,19 +268,15 @@ def main(
 ) -> None:
     from training.trainer import load_trainer_config
 
-    try:
-        cfg = load_trainer_config(config)
-        par = cfg.parallel
-        result = plan(
-            cfg.model,
-            pp or par.pipeline_model_parallel_size,
-            vpp or par.virtual_pipeline_model_parallel_size or 1,
-            par.expert_model_parallel_size,
-            seq_len,
-        )
-    except UserError as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(2) from None
+    cfg = load_trainer_config(config)
+    par = cfg.parallel
+    result = plan(
+        cfg.model,
+        pp or par.pipeline_model_parallel_size,
+        vpp or par.virtual_pipeline_model_parallel_size or 1,
+        par.expert_model_parallel_size,
+        seq_len,
+    )
     if json_out:
         typer.echo(json.dumps(result.__dict__))
         return

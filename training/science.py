@@ -14,7 +14,7 @@ from typing import Any
 
 import typer
 
-from core.errors import UserError
+from core.cli import user_errors
 from training.trainer import TrainerConfig, load_trainer_config, train
 
 OPTIMIZERS = ("adamw", "muon", "muon_split")
@@ -67,6 +67,7 @@ app = typer.Typer(
 
 
 @app.command()
+@user_errors
 def main(
     config: Path = typer.Option(Path("configs/train_tiny.yaml"), help="trainer YAML"),
     shards: Path = typer.Option(Path("out/demo/shards"), help="shard directory"),
@@ -74,13 +75,9 @@ def main(
     metrics_dir: Path = typer.Option(None, help="write each run's metrics JSONL here"),
     override: list[str] = typer.Option([], "--set", help="override a config key"),
 ) -> None:
-    try:
-        cfg = load_trainer_config(config, override)
-        cfg.steps = steps
-        typer.echo(table(compare(cfg, shards, metrics_dir=metrics_dir)))
-    except UserError as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(2) from None
+    cfg = load_trainer_config(config, override)
+    cfg.steps = steps
+    typer.echo(table(compare(cfg, shards, metrics_dir=metrics_dir)))
 
 
 if __name__ == "__main__":

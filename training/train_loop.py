@@ -18,6 +18,7 @@ import torch
 import typer
 from pydantic import Field
 
+from core.cli import user_errors
 from core.config import StrictModel, load_config
 from core.errors import UserError
 from training.loader import LoaderConfig, ShardLoader
@@ -127,22 +128,19 @@ app = typer.Typer(add_completion=False, help="Train the tiny causal LM on Arrow 
 
 
 @app.command()
+@user_errors
 def main(
     shards: Path = typer.Option(..., help="shard directory (manifest.json + shard-*.arrow)"),
     steps: int = typer.Option(None, help="number of optimizer steps (overrides the config)"),
     config: Path = typer.Option(None, help="YAML TrainConfig"),
     metrics: Path = typer.Option(None, help="write one JSON object per step here"),
 ) -> None:
-    try:
-        cfg = load_config(TrainConfig, config) if config else TrainConfig()
-        if steps is not None:
-            cfg.steps = steps
-        if metrics:
-            metrics.parent.mkdir(parents=True, exist_ok=True)
-        train(shards, cfg, metrics)
-    except UserError as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(2) from None
+    cfg = load_config(TrainConfig, config) if config else TrainConfig()
+    if steps is not None:
+        cfg.steps = steps
+    if metrics:
+        metrics.parent.mkdir(parents=True, exist_ok=True)
+    train(shards, cfg, metrics)
 
 
 if __name__ == "__main__":

@@ -25,8 +25,9 @@ import torch
 import typer
 from pydantic import Field
 
+from core.cli import user_errors
 from core.config import StrictModel, load_config
-from core.errors import ConfigError, UserError
+from core.errors import ConfigError
 from core.shards import read_manifest
 from training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from training.glm_model import GLMModel
@@ -237,6 +238,7 @@ app = typer.Typer(add_completion=False, help="Train the GLM-5-shaped model on Ar
 
 
 @app.command()
+@user_errors
 def main(
     config: Path = typer.Option(Path("configs/train_tiny.yaml"), help="trainer YAML"),
     shards: Path = typer.Option(None, help="shard directory (one stage); default: the config's stages"),
@@ -248,20 +250,16 @@ def main(
         [], "--set", help="override a config key, e.g. --set optimizer.name=adamw"
     ),
 ) -> None:
-    try:
-        cfg = load_trainer_config(config, override)
-        if steps is not None:
-            cfg.steps = steps
-        if checkpoint_dir is not None:
-            cfg.checkpoint.dir = str(checkpoint_dir)
-        result = train(cfg, shards, metrics, resume=resume)
-        first, last = result.metrics[0]["loss"], result.metrics[-1]["loss"]
-        typer.echo(f"trained {len(result.metrics)} steps: loss {first:.4f} -> {last:.4f}")
-        if result.checkpoint:
-            typer.echo(f"checkpoint: {result.checkpoint}")
-    except UserError as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(2) from None
+    cfg = load_trainer_config(config, override)
+    if steps is not None:
+        cfg.steps = steps
+    if checkpoint_dir is not None:
+        cfg.checkpoint.dir = str(checkpoint_dir)
+    result = train(cfg, shards, metrics, resume=resume)
+    first, last = result.metrics[0]["loss"], result.metrics[-1]["loss"]
+    typer.echo(f"trained {len(result.metrics)} steps: loss {first:.4f} -> {last:.4f}")
+    if result.checkpoint:
+        typer.echo(f"checkpoint: {result.checkpoint}")
 
 
 if __name__ == "__main__":

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
 
 import typer
 
+from core.cli import user_errors
 from core.errors import UserError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="MRCR-like long-context data.")
@@ -26,17 +25,6 @@ DEFAULT_DOCUMENTS = tuple(
     base / rel for rel in ("out/demo/documents", "data/sample/books.jsonl") for base in (Path("."), _ROOT)
 )
 
-
-def user_errors(fn: Callable) -> Callable:
-    @wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except UserError as err:
-            typer.echo(f"error: {err}", err=True)
-            raise typer.Exit(2) from None
-
-    return wrapper
 
 
 def _ints(text: str, what: str) -> list[int]:

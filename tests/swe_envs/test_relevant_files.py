@@ -49,7 +49,8 @@ def _repo(tmp_path):
     return repo
 
 
-def test_touched_then_related_within_budget(tmp_path):
+def _repo_and_patch(tmp_path):
+    """The test repository and the patch of its one mined pull request."""
     repo = _repo(tmp_path)
     pull = next(
         o.payload
@@ -59,7 +60,11 @@ def test_touched_then_related_within_budget(tmp_path):
         if o.kind == "pull"
     )
     with RepoCache() as repos:
-        patch = obtain_patch(pull, None, PatchFilterConfig(), repos)
+        return repo, obtain_patch(pull, None, PatchFilterConfig(), repos)
+
+
+def test_touched_then_related_within_budget(tmp_path):
+    repo, patch = _repo_and_patch(tmp_path)
     cfg = RelevantFilesConfig(token_budget=400, max_file_bytes=100_000)
     sel = select_relevant_files(GitRepo(repo), patch.base_commit, patch.files, ISSUE, cfg)
     listed = {f["path"]: f for f in sel.meta["files"]}
@@ -86,16 +91,7 @@ def test_touched_then_related_within_budget(tmp_path):
 
 
 def test_cochange_and_lexical_evidence(tmp_path):
-    repo = _repo(tmp_path)
-    pull = next(
-        o.payload
-        for _, r in scan_repo(repo, tmp_path, GitScanConfig())
-        if not isinstance(r, Bad)
-        for o in r
-        if o.kind == "pull"
-    )
-    with RepoCache() as repos:
-        patch = obtain_patch(pull, None, PatchFilterConfig(), repos)
+    repo, patch = _repo_and_patch(tmp_path)
     only_history = RelevantFilesConfig(
         weight_imports=0, weight_imported_by=0, weight_lexical=0, weight_same_dir=0
     )

@@ -14,11 +14,11 @@ smallest id of a cluster is kept and every other member is a duplicate *of it*.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import xxhash
 from datatrove.data import Document
 from datatrove.pipeline.filters.base_filter import BaseFilter
@@ -26,7 +26,8 @@ from pydantic import Field
 
 from core.config import StrictModel
 
-_WORD = re.compile(r"\w+")
+# RE2 (Arrow): a word is a run of Unicode letters, digits and underscores
+_NON_WORD = r"[^\p{L}\p{N}_]+"
 _MULT = np.uint64(0x9E3779B97F4A7C15)  # odd 64-bit multiplier for the rolling combination
 _FMIX32 = (16, np.uint32(0x85EBCA6B), 13, np.uint32(0xC2B2AE35), 16)
 _MAX32 = np.uint32(0xFFFFFFFF)
@@ -49,12 +50,36 @@ class MinhashConfig(StrictModel):
         return (1 - 0.5 ** (1 / self.bands)) ** (1 / self.rows)
 
 
+def _split(texts: list[str]) -> pa.ListArray:
+    return pc.split_pattern_regex(pc.utf8_lower(pa.array(texts, pa.large_string())), _NON_WORD)
+
+
 def words(text: str) -> list[str]:
-    return _WORD.findall(text.lower())
+    """The words of ``text``, lowercased: maximal runs of Unicode letters, digits and ``_``."""
+    return [w for w in _split([text])[0].as_py() if w]
+
+
+def _tokenize(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Hashes of the words of all texts, concatenated, and each text's word count.
+
+    Splitting, lowercasing and finding the vocabulary run in Arrow's C++ kernels; only the
+    batch's distinct words are hashed in Python. (Tokenising with Python's ``re`` was over
+    half the cost of a signature.)"""
+    parts = _split(texts)
+    enc = pc.dictionary_encode(pc.list_flatten(parts))
+    vocab = enc.dictionary.to_pylist()
+    idx = enc.indices.to_numpy(zero_copy_only=False)
+    per_text = np.diff(parts.offsets.to_numpy())
+    table = np.fromiter((xxhash.xxh3_64_intdigest(w.encode("utf-8")) for w in vocab), dtype=np.uint64,
+                        count=len(vocab))
+    if "" in vocab:  # the split leaves empty strings at the edges and for empty texts
+        keep = idx != vocab.index("")
+        owner = np.repeat(np.arange(len(texts)), per_text)
+        return table[idx[keep]], np.bincount(owner[keep], minlength=len(texts))
+    return table[idx], per_text
 
 
 def _word_hashes(ws: list[str]) -> np.ndarray:
-    # hash each distinct word once (text repeats its vocabulary), then map in C-speed loops
     table = {w: xxhash.xxh3_64_intdigest(w.encode("utf-8")) for w in dict.fromkeys(ws)}
     return np.fromiter(map(table.__getitem__, ws), dtype=np.uint64, count=len(ws))
 
@@ -73,11 +98,11 @@ def _combine(wh: np.ndarray, n: int) -> np.ndarray:
 def shingle_hashes(text: str, n: int) -> np.ndarray:
     """32-bit hashes of the word n-grams of ``text`` (a document shorter than n words is one
     shingle; an empty one has none)."""
-    ws = words(text)
-    if not ws:
+    wh, _ = _tokenize([text])
+    if not len(wh):
         return np.empty(0, dtype=np.uint32)
     # repeated shingles are left in: the min is the same and a sort costs more than they do
-    return _combine(_word_hashes(ws), min(n, len(ws)))
+    return _combine(wh, min(n, len(wh)))
 
 
 def shingle_hash32(shingle: bytes) -> int:
@@ -128,29 +153,28 @@ class Signer:
     def signatures(self, texts: list[str]) -> list[np.ndarray | None]:
         """``signature(shingle_hashes(t))`` for every text, computed for the batch at once.
 
-        Short documents are where per-call numpy overhead dominates, so the batch shares one
-        word-hash table, one rolling combination over all words (shingles that would straddle
+        Short documents are where per-call overhead dominates, so the batch shares one
+        tokenisation, one rolling combination over all words (shingles that would straddle
         two documents are dropped), and one permutation pass whose per-document minima come
         from ``np.minimum.reduceat`` over each document's run of columns."""
         n, block = self.cfg.ngram, self.cfg.block
-        word_lists = [words(t) for t in texts]
-        lens = np.fromiter(map(len, word_lists), dtype=np.int64, count=len(word_lists))
         out: list[np.ndarray | None] = [None] * len(texts)
-        long_docs = np.flatnonzero(lens >= n)
+        if not texts:
+            return out
+        wh, lens = _tokenize(texts)
+        ends = np.cumsum(lens)
         parts, seg_doc, seg_len = [], [], []
+        long_docs = np.flatnonzero(lens >= n)
         if len(long_docs):
-            flat = [w for i in long_docs for w in word_lists[i]]
-            wh = _word_hashes(flat)
-            combined = _combine(wh, n)
-            ends = np.cumsum(lens[long_docs])
-            # shingle p starts inside the document ending at ends[d]; it is whole if p + n <= ends[d]
-            doc_end = np.repeat(ends, lens[long_docs])[: len(combined)]
+            combined = _combine(wh, n) if len(wh) >= n else np.empty(0, dtype=np.uint32)
+            # shingle p is whole when it ends inside the document it starts in: p + n <= that end
+            doc_end = np.repeat(ends, lens)[: len(combined)]
             parts.append(combined[np.arange(len(combined)) + n <= doc_end])
             seg_doc.extend(long_docs.tolist())
             seg_len.extend((lens[long_docs] - n + 1).tolist())
-        for i in np.flatnonzero((lens > 0) & (lens < n)):  # fewer words than n: one shingle
-            parts.append(shingle_hashes(texts[i], n))
-            seg_doc.append(int(i))
+        for i in np.flatnonzero((lens > 0) & (lens < n)).tolist():  # fewer words than n: one shingle
+            parts.append(_combine(wh[ends[i] - lens[i] : ends[i]], int(lens[i])))
+            seg_doc.append(i)
             seg_len.append(1)
         if not parts:
             return out
@@ -181,6 +205,7 @@ class Signer:
                 for i in range(self.cfg.bands)]
 
     def keys_for(self, text: str) -> list[int]:
+        # one text pays Arrow's regex compilation (~1.5 ms); batches use keys_for_many
         sig = self.signature(shingle_hashes(text, self.cfg.ngram))
         return [] if sig is None else self.band_keys(sig)
 

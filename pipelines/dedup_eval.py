@@ -114,7 +114,8 @@ def evaluate(books_jsonl: str | Path, cfg: MinhashConfig, pairs_per_bin: int = 4
     for i in range(unrelated):
         docs[f"u{i:05d}"] = pool[k + i]
     signer = Signer(cfg)
-    assignments = clusters_local((d, signer.keys_for(" ".join(ws))) for d, ws in docs.items())
+    keys = signer.keys_for_many([" ".join(ws) for ws in docs.values()])
+    assignments = clusters_local(zip(docs, keys, strict=True))
     clusters: dict[str, list[str]] = {}
     for d, (rep, _) in assignments.items():
         clusters.setdefault(rep, []).append(d)

@@ -46,6 +46,17 @@ def test_signatures_are_datasketch_signatures(texts):
 
 
 
+
+def test_words_are_unicode_letter_digit_runs_lowercased():
+    assert words("Ça va? Naïve café_1 — 東京 2024! x² İstanbul") == [
+        "ça", "va", "naïve", "café_1", "東京", "2024", "x²", "istanbul"]
+    assert words("") == [] and words(" ,;- ") == []
+    # on plain English prose the same words as Python's \w+ (what a datasketch user writes)
+    import re
+
+    text = "It's 9 o'clock -- the well-known Mr. Darcy_II arrived, didn't he?"
+    assert words(text) == re.findall(r"\w+", text.lower())
+
 @pytest.mark.parametrize("block", [37, 8192])
 def test_batched_signatures_equal_one_at_a_time(texts, block):
     """Empty, shorter-than-n, and long documents mixed; a small block makes documents straddle

@@ -59,8 +59,14 @@ class ScriptedServer:
                     reply = owner.script.popleft() if owner.script else None
                 if reply is None:
                     reply = owner.responder(body) if owner.responder else Reply()
+                done = False
                 try:
                     time.sleep(reply.delay_s)
+                    # out of flight before the reply leaves: a client may send its next request
+                    # as soon as it reads this one, before a `finally` here would have run
+                    with owner.lock:
+                        owner.in_flight -= 1
+                        done = True
                     data = reply.raw if reply.raw is not None else json.dumps(
                         reply.body if reply.body is not None else default_completion(body)).encode()
                     self.send_response(reply.status)
@@ -71,8 +77,9 @@ class ScriptedServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout test): fine
                 finally:
-                    with owner.lock:
-                        owner.in_flight -= 1
+                    if not done:
+                        with owner.lock:
+                            owner.in_flight -= 1
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True

@@ -44,6 +44,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--mb", type=float, default=8.0, help="MB of text to sign (the sample's novels hold ~9)")
     ap.add_argument("--no-spark", action="store_true")
+    ap.add_argument("--spark-copies", type=int, default=4, help="copies of the text in the Spark corpus")
     args = ap.parse_args()
     corpus = obtain_sample(SampleConfig())
     books = [json.loads(x)["text"] for x in corpus.books_jsonl.read_text().splitlines()]
@@ -111,8 +112,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp) / "docs"
         d.mkdir()
+        # the passages --spark-copies times under new ids: each passage becomes a cluster of that
+        # many duplicates, and there is enough work for two cores to matter
+        spark_texts = texts * args.spark_copies
         for part in range(8):
-            chunk = texts[part::8]
+            chunk = spark_texts[part::8]
             pq.write_table(pa.table({"id": [f"p{part}-{i}" for i in range(len(chunk))], "text": chunk,
                                      "metadata": ["{}"] * len(chunk)}), d / f"{part:05d}.parquet")
         times = {}
@@ -124,6 +128,7 @@ def main() -> None:
             times[master, "keys"] = best_of(lambda keys=keys: keys.count(), 2)
             times[master, "all"] = best_of(lambda df=df: clusters_spark(df, cfg), 2)
             spark.stop()
+        print(f"Spark corpus: {len(spark_texts)} passages, {mb * args.spark_copies:.0f} MB")
         for part, what in (("keys", "band keys (mapInArrow)"), ("all", "whole dedup (keys, joins, components)")):
             one, two = times["local[1]", part], times["local[2]", part]
             print(f"{what} on Spark: local[1] {one:.1f}s, local[2] {two:.1f}s; ratio {one / two:.2f} (goal >= 1.7)")

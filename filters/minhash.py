@@ -276,6 +276,7 @@ def clusters_spark(df, cfg: MinhashConfig, max_iterations: int = 50) -> dict[str
         new = labels.join(proposals, "id", "left").select(
             "id", F.least(F.col("label"), F.coalesce(F.col("nl"), F.col("label"))).alias("label")).cache()
         changed = new.join(labels.withColumnRenamed("label", "old"), "id").where(F.col("label") != F.col("old")).count()
+        labels.unpersist()  # `new` is materialised by the count: the previous round can go
         labels = new
         if changed == 0:
             break
@@ -283,6 +284,7 @@ def clusters_spark(df, cfg: MinhashConfig, max_iterations: int = 50) -> dict[str
         raise RuntimeError(f"connected components did not converge in {max_iterations} iterations")
     sizes = labels.groupBy("label").count()
     out = labels.join(sizes, "label").collect()
+    labels.unpersist()
     edges.unpersist()
     return {r.id: (r.label, int(r["count"])) for r in out}
 

@@ -215,12 +215,11 @@ class EduScore(BaseFilter):
         for d in todo:
             spans = chunk_spans(d.text, self.cfg.max_chunk_tokens, self.counter)
             for a, b in spans:
-                route, payload = build_request(d.text[a:b], self.cfg)
+                route, payload = build_request(d.text[a:b], self.cfg)  # one route for the config
                 requests.append(payload)
                 owners.append(d)
                 lengths.append(len(self.counter.offsets(d.text[a:b])))
-        route = "chat/completions" if self.cfg.route == "chat" else "completions"
-        responses = self.client.map(route, requests)
+        responses = self.client.map(route, requests) if requests else []
         per_doc: dict[int, list[tuple[float | None, int, LLMFailure | None]]] = {id(d): [] for d in todo}
         for d, res, n in zip(owners, responses, lengths, strict=True):
             if isinstance(res, LLMFailure):
@@ -241,8 +240,11 @@ class EduScore(BaseFilter):
             doc.metadata[REJECT_DETAIL_KEY] = f"{len(failures)}/{len(chunks)} chunks failed: {failures[0]}"
             self.stat_update("unscored")
             return False, "edu_unscored"
+        if not chunks:  # nothing to score: no request was sent
+            doc.metadata[REJECT_DETAIL_KEY] = "the document has no text to score"
+            return False, "edu_empty_text"
         scores = [s for s, _, _ in chunks]
-        if not chunks or any(s is None for s in scores):
+        if any(s is None for s in scores):
             doc.metadata[REJECT_DETAIL_KEY] = "the model's answer held no score for some chunk"
             return False, "edu_unparseable"
         tokens = [n for _, n, _ in chunks]

@@ -7,6 +7,7 @@ what they build into token arrays for the packer.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Iterator
@@ -25,6 +26,7 @@ from synth.chunking import ChunkConfig, split_meta_chunks
 from synth.entropylong import EntropyLongSample
 from synth.interleave import InterleaveConfig, TargetUnreachable, TooShort, interleave_document
 from synth.mrcr import MrcrConfig, generate_sample, render_chat
+from synth.mrcr.generate import plan
 from synth.retrieval import ChunkIndex, ChunkRef
 
 # (token arrays of one sample, its metadata for samples.jsonl, the MRCR row if it is one)
@@ -173,16 +175,15 @@ def mrcr_parts(
 ) -> Iterator[Sample]:
     """MRCR samples sized in tokens (prompt + answer within ``target``), endlessly."""
 
+    @functools.lru_cache(maxsize=65536)  # distractor paragraphs are drawn again and again
     def n_tokens(text: str) -> int:
         return len(tok.encode(text, add_special_tokens=False).ids)
 
     i = misses = 0
     while misses < 50:  # a pool whose samples never fit would otherwise loop forever
-        needles = cfg.needles[i % len(cfg.needles)]
-        variant = cfg.variants[(i // len(cfg.needles)) % len(cfg.variants)]
-        bin_ = bins[(i // (len(cfg.needles) * len(cfg.variants))) % len(bins)]
+        needles, variant, bin_ = plan(i, cfg, bins)
         i += 1
-        sample = generate_sample(pool, needles, variant, bin_, rng, cfg, n_tokens)
+        sample = generate_sample(pool, needles, variant, bin_, rng, cfg, n_tokens, bins)
         prompt = np.asarray(tok.encode(render_chat(sample["prompt"]), add_special_tokens=False).ids, np.int32)
         answer = np.asarray(tok.encode(sample["answer"], add_special_tokens=False).ids, np.int32)
         if len(prompt) + len(answer) > target:

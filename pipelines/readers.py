@@ -158,8 +158,10 @@ def _default_source(root: Path) -> str:
 # -- per-format readers ------------------------------------------------------------------------
 
 
-def _reject(doc_id: str, text: str, f: InputFile, reason: str, detail: str, limits: ReadLimits) -> Document:
-    doc = Document(text=text, id=doc_id, metadata={"source": f.source, "file": f.relpath})
+def _reject(doc_id: str, text: str, f: InputFile, reason: str, detail: str, limits: ReadLimits,
+            meta: dict | None = None) -> Document:
+    """A read reject; ``meta`` (a WARC record's url, date, record id) stays with it for tracing."""
+    doc = Document(text=text, id=doc_id, metadata={"source": f.source, "file": f.relpath, **(meta or {})})
     truncate_for_reject(doc, limits.reject_text_chars)
     return mark_reject(doc, READ_STAGE, reason, detail)
 

@@ -220,16 +220,19 @@ def filter_pairs(rows: Iterable[dict[str, Any]], cfg: MiningConfig) -> Iterator[
     with RepoCache(cfg.patch_filter.git_timeout_s) as repos:
         for row in rows:
             pair = assemble_pair(row)
+            stage = "repo_filter"  # where an unexpected input surfaced, for its reject
             try:
                 reason = repo_problem(pair, cfg.repo_filter)
                 if reason:
                     yield _pair_reject(pair, "repo_filter", reason, "", cfg)
                     continue
+                stage = "issue_filter"
                 reason, checks = issue_problem(pair, cfg.issue_filter)
                 pair["checks"] = checks
                 if reason:
                     yield _pair_reject(pair, "issue_filter", reason, json.dumps(checks, sort_keys=True), cfg)
                     continue
+                stage = "patch_filter"
                 try:
                     patch = obtain_patch(pair["pull"], _git_path(pair), cfg.patch_filter, repos)
                 except PatchProblem as err:
@@ -243,7 +246,7 @@ def filter_pairs(rows: Iterable[dict[str, Any]], cfg: MiningConfig) -> Iterator[
                     yield _pair_reject(pair, "patch_filter", reason, summary[:2000], cfg)
                     continue
             except (TypeError, ValueError, KeyError, AttributeError, OSError) as err:
-                yield _pair_reject(pair, "patch_filter", "unexpected_input", repr(err)[:500], cfg)
+                yield _pair_reject(pair, stage, "unexpected_input", repr(err)[:500], cfg)
                 continue
             pair["patch"] = patch.to_json()
             blob = json.dumps(pair, sort_keys=True, ensure_ascii=False)
@@ -272,14 +275,8 @@ def dedup_reject_rows(
             )
 
 
-def _finish_one(
-    pair: dict[str, Any], cfg: MiningConfig, index: BenchmarkIndex | None, repos: RepoCache
-) -> dict[str, Any]:
+def _finish_one(pair: dict[str, Any], cfg: MiningConfig, repos: RepoCache) -> dict[str, Any]:
     text = problem_statement(pair)
-    if index is not None:
-        hit = index.match(pair["instance_id"], pair["repo_name"], pair["pr_number"], text)
-        if hit:
-            return _pair_reject(pair, "decontaminate", hit[0], hit[1], cfg)
     patch = Patch.from_json(pair["patch"])
     rcfg = cfg.relevant_files
     base = patch.base_commit
@@ -345,10 +342,17 @@ def finish_pairs(
     with RepoCache(cfg.relevant_files.git_timeout_s) as repos:
         for row in rows:
             pair = json.loads(row["pair"])
+            stage = "decontaminate"  # where an unexpected input surfaced, for its reject
             try:
-                out = _finish_one(pair, cfg, index, repos)
+                hit = None if index is None else index.match(
+                    pair["instance_id"], pair["repo_name"], pair["pr_number"], problem_statement(pair))
+                if hit:
+                    out = _pair_reject(pair, "decontaminate", hit[0], hit[1], cfg)
+                else:
+                    stage = "relevant_files"
+                    out = _finish_one(pair, cfg, repos)
             except (TypeError, ValueError, KeyError, AttributeError, OSError) as err:
-                out = _pair_reject(pair, "relevant_files", "unexpected_input", repr(err)[:500], cfg)
+                out = _pair_reject(pair, stage, "unexpected_input", repr(err)[:500], cfg)
             if out["stage"] is not None:
                 out = {k: out.get(k) for k in FINAL_SCHEMA.names}
             yield out

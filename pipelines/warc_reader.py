@@ -14,8 +14,6 @@ from collections.abc import Iterator
 
 from datatrove.data import Document
 
-from core.records import mark_reject, truncate_for_reject
-
 _CHARSET = re.compile(r"charset=([\w.:-]+)", re.IGNORECASE)
 
 
@@ -36,7 +34,7 @@ def _truncated(record, payload: bytes) -> bool:
 
 
 def read_warc(f, limits, decode, reject) -> Iterator[Document]:
-    """``decode(bytes) -> (text, encoding)`` and ``reject(id, text, file, reason, detail, limits)``
+    """``decode(bytes) -> (text, encoding)`` and ``reject(id, text, file, reason, detail, limits, meta)``
     come from the readers module, so WARC pages are decoded and rejected like every input."""
     from warcio.archiveiterator import ArchiveIterator
 
@@ -53,17 +51,16 @@ def read_warc(f, limits, decode, reject) -> Iterator[Document]:
                 meta = {"source": f.source, "file": f.relpath, "url": url,
                         "warc_date": record.rec_headers.get_header("WARC-Date"), "warc_record_id": rid}
                 if "html" not in ctype.lower():
-                    doc = Document(text="", id=doc_id, metadata=meta)
-                    yield mark_reject(doc, "read", "not_html", f"content type {ctype or 'missing'!r}")
+                    yield reject(doc_id, "", f, "not_html", f"content type {ctype or 'missing'!r}", limits, meta)
                     continue
                 payload = record.content_stream().read(limits.max_doc_bytes + 1)
                 if len(payload) > limits.max_doc_bytes:
                     yield reject(doc_id, payload[: limits.reject_text_chars].decode("utf-8", "replace"), f,
-                                 "too_large", f"payload over max_doc_bytes={limits.max_doc_bytes}", limits)
+                                 "too_large", f"{url}: payload over max_doc_bytes={limits.max_doc_bytes}", limits, meta)
                     continue
                 if _truncated(record, payload):
                     yield reject(doc_id, payload[: limits.reject_text_chars].decode("utf-8", "replace"), f,
-                                 "corrupt_file", f"{url}: record cut short ({len(payload)} bytes read)", limits)
+                                 "corrupt_file", f"{url}: record cut short ({len(payload)} bytes read)", limits, meta)
                     continue
                 m = _CHARSET.search(ctype)
                 text, encoding = None, None
@@ -76,15 +73,13 @@ def read_warc(f, limits, decode, reject) -> Iterator[Document]:
                     text, encoding = decode(payload)
                 if text is None:
                     yield reject(doc_id, payload.decode("utf-8", "replace"), f, "undecodable",
-                                 f"{url}: no usable charset", limits)
+                                 f"{url}: no usable charset", limits, meta)
                     continue
                 if not text.strip():
-                    yield reject(doc_id, text, f, "empty_text", f"{url}: empty payload", limits)
+                    yield reject(doc_id, text, f, "empty_text", f"{url}: empty payload", limits, meta)
                     continue
                 meta.update(content_type="text/html", encoding=encoding)
                 yield Document(text=text, id=doc_id, metadata=meta)
     except Exception as err:  # warcio raises assorted errors on truncated/corrupt archives
-        doc = Document(text="", id=f"{f.source}/{f.relpath}#after-{n}",
-                       metadata={"source": f.source, "file": f.relpath})
-        truncate_for_reject(doc, limits.reject_text_chars)
-        yield mark_reject(doc, "read", "corrupt_file", f"{f.path}: after record {n}: {type(err).__name__}: {err}")
+        yield reject(f"{f.source}/{f.relpath}#after-{n}", "", f, "corrupt_file",
+                     f"{f.path}: after record {n}: {type(err).__name__}: {err}", limits)

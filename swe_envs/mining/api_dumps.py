@@ -159,6 +159,16 @@ def _items(value: Any) -> list[Any]:
     return [value]
 
 
+def _each_item(value: Any, base: str, sep: str, *where: Any) -> Iterator[tuple[str, Result]]:
+    """(id, observations) per object of a response; an empty list is one counted reject, so the
+    record is accounted for."""
+    items = _items(value)
+    if not items:
+        yield base, Bad("empty_list", "the response holds no objects")
+    for j, item in enumerate(items):
+        yield f"{base}{sep}{j}", _guard(object_observations, item, *where)
+
+
 def _response_body(interaction: dict[str, Any]) -> tuple[bytes | None, str]:
     resp = interaction.get("response") or {}
     body = resp.get("body") or {}
@@ -224,8 +234,7 @@ def _cassette(doc: dict[str, Any], prefix: str, cfg: ReadConfig) -> Iterator[tup
         if isinstance(value, list) and _PULL_FILES.search(uri):
             yield rec, _guard(_files_obs, value, uri, at)
             continue
-        for j, item in enumerate(_items(value)):
-            yield f"{rec}.{j}", _guard(object_observations, item, uri, at)
+        yield from _each_item(value, rec, ".", uri, at)
 
 
 def _http_date(value: Any) -> str:
@@ -255,8 +264,7 @@ def read_api_dump(path: str, prefix: str, cfg: ReadConfig) -> Iterator[tuple[str
                     except (json.JSONDecodeError, UnicodeDecodeError) as err:
                         yield f"{prefix}#L{n}", Bad("malformed_json", str(err), shown)
                         continue
-                    for j, item in enumerate(_items(value)):
-                        yield f"{prefix}#L{n}.{j}", _guard(object_observations, item)
+                    yield from _each_item(value, f"{prefix}#L{n}", ".")
             return
         with opener(path, "rb") as fh:
             raw = fh.read(cfg.max_file_bytes + 1)
@@ -275,5 +283,4 @@ def read_api_dump(path: str, prefix: str, cfg: ReadConfig) -> Iterator[tuple[str
     if isinstance(value, dict) and "http_interactions" in value:
         yield from _cassette(value, prefix, cfg)
         return
-    for j, item in enumerate(_items(value)):
-        yield f"{prefix}#{j}", _guard(object_observations, item)
+    yield from _each_item(value, prefix, "#")

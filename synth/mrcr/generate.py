@@ -20,7 +20,7 @@ default, tokens in the pipeline) measures them.
 from __future__ import annotations
 
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 import numpy as np
@@ -106,7 +106,10 @@ def generate_sample(
     rng: np.random.Generator,
     cfg: MrcrConfig,
     length_fn: Callable[[str], int] = len,
+    bins: Sequence[tuple[int, int]] | None = None,
 ) -> dict:
+    """One sample aimed at ``bin_``; its ``bin`` label is where its length landed among ``bins``
+    (the list ``bin_`` came from: ``cfg.bins`` in characters unless given, e.g. token bins)."""
     titles = [t for t, ps in pool.items() if len(ps) > n_needles]
     if not titles:
         raise InputError(
@@ -155,7 +158,7 @@ def generate_sample(
     messages.append({"role": "user", "content": question})
     answer = rs + "\n\n".join(needles[i] for i in which)
     length = used
-    bin_label = next((f"{a}-{b}" for a, b in cfg.bins if a <= length < b), None)
+    bin_label = next((f"{a}-{b}" for a, b in (cfg.bins if bins is None else bins) if a <= length < b), None)
     if bin_label is None:  # too little text to reach the bin, or needles alone overshoot it
         bin_label = f"under-{lo}" if length < lo else f"over-{hi}"
     return {
@@ -181,11 +184,16 @@ def generate(
     rng = np.random.default_rng(cfg.seed)
     out = []
     for i in range(n):
-        needles = cfg.needles[i % len(cfg.needles)]
-        variant = cfg.variants[(i // len(cfg.needles)) % len(cfg.variants)]
-        bin_ = cfg.bins[(i // (len(cfg.needles) * len(cfg.variants))) % len(cfg.bins)]
+        needles, variant, bin_ = plan(i, cfg, cfg.bins)
         out.append(generate_sample(pool, needles, variant, bin_, rng, cfg, length_fn))
     return out
+
+
+def plan(i: int, cfg: MrcrConfig, bins: Sequence[tuple[int, int]]) -> tuple[int, str, tuple[int, int]]:
+    """The i-th sample's needle count, variant and length bin: cycling through all three."""
+    needles = cfg.needles[i % len(cfg.needles)]
+    variant = cfg.variants[(i // len(cfg.needles)) % len(cfg.variants)]
+    return needles, variant, bins[(i // (len(cfg.needles) * len(cfg.variants))) % len(bins)]
 
 
 def render_chat(messages: list[dict[str, str]]) -> str:

@@ -80,6 +80,9 @@ def test_text_mode_scores_every_chunk_and_aggregates():
         assert m["edu_score"] == pytest.approx(sum(m["edu_chunk_scores"]) / len(m["edu_chunk_scores"]))
         assert m["edu_aggregation"] == "mean" and m["edu_mode"] == "text" and m["edu_source"] == "llm"
         assert all(r["messages"][0]["content"].endswith('"Educational score: <points>".') for r in s.received)
+        sent = len(s.received)
+        [empty] = list(StepChain([step]).process([Document(text="", id="e")]))
+        assert get_reject(empty) == ("edu_score", "edu_empty_text") and len(s.received) == sent
     finally:
         s.stop()
 

@@ -184,6 +184,13 @@ def test_mrcr_and_entropylong_samples_decode_to_their_parts(job):
     mrcr_rows = [json.loads(x) for x in (d / "mrcr.jsonl").read_text().splitlines()]
     mrcr = [r for r in recs if r["kind"] == "mrcr"]
     assert mrcr and len(mrcr) == len(mrcr_rows)
+    # lengths are in tokens, so the bin labels are the stage's token bins (not MrcrConfig's char bins)
+    L = stage.seq_len
+    token_bins = [(max(1, int(a * L)), int(b * L)) for a, b in stage.mrcr_bins]
+    for row in mrcr_rows:
+        inside = [f"{lo}-{hi}" for lo, hi in token_bins if lo <= row["length"] < hi]
+        assert row["bin"] == (inside[0] if inside else row["bin"]), row["bin"]
+        assert inside or row["bin"].startswith(("under-", "over-")), row["bin"]
     for r, row in zip(mrcr, mrcr_rows, strict=True):
         start = r["seq"] * stage.seq_len + r["offset"]
         a, b = r["answer_span"]

@@ -42,6 +42,10 @@ def test_warc_responses_become_documents_and_rejects(sample_corpus, tmp_path):
     assert get_reject(cafe) is None and "Café crème" in cafe.text and cafe.metadata["encoding"] == "iso-8859-1"
     docs = list(read_files(files, ReadLimits(max_doc_bytes=1000, reject_text_chars=100)))
     assert {get_reject(d)[1] for d in docs if get_reject(d)} == {"not_html", "too_large"}
+    # a reject keeps the record's url (and date, record id) so it can be traced to its page
+    too_large = {d.metadata["url"] for d in docs if get_reject(d) == ("read", "too_large")}
+    assert too_large == {"https://docs.example/tutorial/classes.html", "https://big.example/"}
+    assert all(d.metadata.get("warc_record_id") for d in docs)
 
 
 def test_truncated_warc_is_read_up_to_the_damage(sample_corpus, tmp_path):

@@ -149,8 +149,9 @@ def test_api_dump_shapes(tmp_path, unit_json):
     (tmp_path / "one.json").write_text(json.dumps(issue))
     (tmp_path / "search.json").write_text(json.dumps({"total_count": 1, "items": [issue]}))
     (tmp_path / "lines.jsonl").write_text(
-        json.dumps(issue) + "\n{oops\n" + json.dumps([issue, {"x": 1}]) + "\n"
+        json.dumps(issue) + "\n{oops\n" + json.dumps([issue, {"x": 1}]) + "\n[]\n"
     )
+    (tmp_path / "empty.json").write_text('{"total_count": 0, "items": []}')
     (tmp_path / "milestone.json").write_text((unit_json / "milestone_example").read_text())
     (tmp_path / "file.json").write_text((unit_json / "pull_file_example").read_text())
 
@@ -161,7 +162,9 @@ def test_api_dump_shapes(tmp_path, unit_json):
         results("one.json")[0][0].kind == "issue" and results("search.json")[0][0].number == issue["number"]
     )
     lines = results("lines.jsonl")
-    assert [type(r).__name__ for r in lines] == ["list", "Bad", "list", "Bad"]
+    assert [type(r).__name__ for r in lines] == ["list", "Bad", "list", "Bad", "Bad"]
     assert lines[1].reason == "malformed_json" and lines[3].reason == "unsupported_object"
+    # an empty page is accounted for, not silently nothing
+    assert lines[4].reason == "empty_list" and results("empty.json")[0].reason == "empty_list"
     assert results("milestone.json")[0].reason == "unsupported_object"
     assert results("file.json")[0].reason == "unattributable_object"

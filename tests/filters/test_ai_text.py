@@ -31,4 +31,5 @@ def test_real_human_prose_is_not_flagged(sample_corpus):
     assert flagged == []
     weak_only = signature_hits("It is important to note that the parser is lazy.")
     assert weak_only == ({}, {"important_to_note": 1})
-    assert step.filter(Document(text="It is important to note that the parser is lazy. " + "word " * 300, id="w"))
+    # one weak phrase in a long document is not enough to reject it
+    assert step.filter(Document(text="It is important to note that the parser is lazy. " + "word " * 300, id="w")) is True

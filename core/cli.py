@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import signal
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import wraps
 from pathlib import Path
 from typing import TypeVar
@@ -60,3 +62,20 @@ def run_app(app: Callable[[], None]) -> None:
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)
+
+
+class StepTimer:
+    """``with timer("name"):`` logs the step's start and end and records its seconds in
+    ``timer.seconds`` (in order), for a job's progress lines and its summary."""
+
+    def __init__(self, log: Callable[[str], None] = print):
+        self.log = log
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        self.log(f"── {name} ──")
+        t0 = time.monotonic()
+        yield
+        self.seconds[name] = time.monotonic() - t0
+        self.log(f"   {name}: {self.seconds[name]:.1f}s")

@@ -31,6 +31,7 @@ from pydantic import Field
 
 from core.config import StrictModel
 from core.errors import UserError
+from core.shards import atomic_write_text
 
 RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 
@@ -153,9 +154,7 @@ class LLMClient:
         if path is None:
             return
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-        tmp.write_text(json.dumps(body), encoding="utf-8")
-        os.replace(tmp, path)
+        atomic_write_text(path, json.dumps(body))
 
     # -- transport ----------------------------------------------------------------------------
     def _attempt(self, url: str, payload: dict[str, Any]) -> _Attempt:

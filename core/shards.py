@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -92,7 +93,9 @@ def sha256_file(path: str | Path, chunk: int = 1 << 22) -> str:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    """Write to a temp name, then rename: readers see the old file or the new one, never a torn one.
+    The temp name carries process and thread, so concurrent writers never share one."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
 

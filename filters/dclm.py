@@ -181,9 +181,11 @@ def load_model(path: str | Path):
 class _LazyModel:
     """fastText models do not pickle: steps carry the path and load in each worker."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, load_now: bool = False):
         self.path = path
         self._model = None
+        if load_now:  # a bad path fails at construction, not in a worker; the model is kept
+            self.model  # noqa: B018
 
     @property
     def model(self):
@@ -204,8 +206,7 @@ class DclmScore(BaseFilter):
 
     def __init__(self, model_path: str | Path, positive_label: str = POS):
         super().__init__()
-        load_model(model_path)  # fail at construction, not in a worker, on a bad path
-        self.lazy = _LazyModel(str(model_path))
+        self.lazy = _LazyModel(str(model_path), load_now=True)
         self.model_path = str(model_path)
         self.positive_label = positive_label
 

@@ -18,7 +18,7 @@ from datatrove.data import Document
 from datatrove.pipeline.filters.base_filter import BaseFilter
 
 from core.errors import InputError
-from filters.dclm import FastTextArgs, _LazyModel, load_model, normalize, train_supervised
+from filters.dclm import FastTextArgs, _LazyModel, normalize, train_supervised
 
 LABEL = "__label__edu"
 
@@ -105,8 +105,7 @@ class EduDistilledScore(BaseFilter):
 
     def __init__(self, model_path: str | Path):
         super().__init__()
-        load_model(model_path)
-        self.lazy = _LazyModel(str(model_path))
+        self.lazy = _LazyModel(str(model_path), load_now=True)
         self.model_path = str(model_path)
 
     def filter(self, doc: Document) -> bool:

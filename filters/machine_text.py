@@ -28,7 +28,6 @@ from filters.dclm import (
     EvalReport,
     FastTextArgs,
     _LazyModel,
-    load_model,
     positive_probability,
     train_classifier,
 )
@@ -129,8 +128,7 @@ class MachineText(BaseFilter):
 
     def __init__(self, model_path: str | Path, threshold: float = 0.9):
         super().__init__()
-        load_model(model_path)
-        self.lazy = _LazyModel(str(model_path))
+        self.lazy = _LazyModel(str(model_path), load_now=True)
         self.threshold = threshold
 
     def filter(self, doc: Document) -> bool | tuple[bool, str]:

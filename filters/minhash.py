@@ -249,12 +249,17 @@ def clusters_local(rows: Iterable[tuple[str, list[int]]]) -> dict[str, tuple[str
     return {m: (root, len(ms)) for root, ms in members.items() if len(ms) > 1 for m in ms}
 
 
+def _batch_keys(b: pa.RecordBatch, signer: Signer) -> Iterator[tuple[str, list[int]]]:
+    """(id, band keys) for every document of an Arrow batch with ``id`` and ``text`` columns."""
+    texts = [t or "" for t in b.column("text").to_pylist()]
+    return zip(b.column("id").to_pylist(), signer.keys_for_many(texts), strict=True)
+
+
 def _key_rows(batches: Iterator[pa.RecordBatch], cfg: MinhashConfig) -> Iterator[pa.RecordBatch]:
     signer = Signer(cfg)
     for b in batches:
         ids, keys = [], []
-        texts = [t or "" for t in b.column("text").to_pylist()]
-        for doc_id, doc_keys in zip(b.column("id").to_pylist(), signer.keys_for_many(texts), strict=True):
+        for doc_id, doc_keys in _batch_keys(b, signer):
             ids.extend([doc_id] * len(doc_keys))
             keys.extend(doc_keys)
         yield pa.RecordBatch.from_pydict({"id": ids, "key": pa.array(keys, pa.int64())})
@@ -323,7 +328,6 @@ def clusters_from_documents(documents_dir: str, cfg: MinhashConfig) -> dict[str,
     def rows():
         for path in sorted(Path(documents_dir).glob("*.parquet")):
             for b in pq.ParquetFile(path).iter_batches(columns=["id", "text"], batch_size=512):
-                texts = [t or "" for t in b.column("text").to_pylist()]
-                yield from zip(b.column("id").to_pylist(), signer.keys_for_many(texts), strict=True)
+                yield from _batch_keys(b, signer)
 
     return clusters_local(rows())

@@ -1,9 +1,9 @@
 """Pure-torch references for every MoE kernel, with the kernels' exact signatures.
 
 These are the semantics the Triton kernels must reproduce (tests compare outputs and
-gradients), and they are what autograd's ``gradcheck`` checks in float64. They mirror
-``training.moe``'s torch backend (a test proves they agree) but live here so that
-``kernels/`` depends on torch alone, as the layering in DESIGN.md requires.
+gradients), and they are what autograd's ``gradcheck`` checks in float64. ``training.moe``'s
+torch backend routes, permutes and unpermutes with them; they live here so that ``kernels/``
+depends on torch alone, as the layering in DESIGN.md requires.
 
     route(logits [N,E], topk, ...)            -> gates [N,k], ids [N,k], scores [N,E], tokens_per_expert [E]
     permute(x [N,h], ids [N,k], E)            -> x_perm [N*k,h] (expert-major), order [N*k], tokens_per_expert [E]
@@ -29,7 +29,7 @@ def route(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Scores, bias-steered (optionally group-limited) top-k, gates from the unbiased scores."""
     N, E = logits.shape
-    # fp32 at least (like training.moe.route); float64 stays float64 so gradcheck can run
+    # fp32 at least; float64 stays float64 so gradcheck can run
     z = logits.to(torch.promote_types(logits.dtype, torch.float32))
     scores = torch.sigmoid(z) if score_function == "sigmoid" else z.softmax(-1)
     with torch.no_grad():

@@ -10,12 +10,11 @@ training steps, with a summary of every stage.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.cli import StepTimer
 from core.config import StrictModel
 from core.shards import Manifest
 from pipelines.bpe_tokenizer import TokenizerConfig, load_or_train
@@ -24,6 +23,7 @@ from pipelines.job import JobResult
 from pipelines.pack import PackConfig, iter_documents, pack_documents
 from pipelines.report import write_report
 from pipelines.sample_corpus import SampleConfig, obtain_sample
+from pipelines.stats import stage_table
 from training.train_loop import TrainConfig, train
 
 
@@ -47,15 +47,7 @@ class DemoSummary:
 
 def run_demo(cfg: DemoConfig, master: str | None = None, log: Callable[[str], None] = print) -> DemoSummary:
     out = Path(cfg.output)
-    timings: dict[str, float] = {}
-
-    @contextmanager
-    def stage(name: str) -> Iterator[None]:
-        log(f"── {name} ──")
-        t0 = time.monotonic()
-        yield
-        timings[name] = time.monotonic() - t0
-        log(f"   {name}: {timings[name]:.1f}s")
+    stage = StepTimer(log)
 
     with stage("sample corpus"):
         corpus = obtain_sample(cfg.sample, log=log)
@@ -83,7 +75,7 @@ def run_demo(cfg: DemoConfig, master: str | None = None, log: Callable[[str], No
         state = train(out / "shards", cfg.train, metrics_path, log=lambda m: log("   " + m))
     with stage("report"):
         log(f"   {write_report(out)}")
-    return DemoSummary(job, manifest, out / "shards", [m["loss"] for m in state["metrics"]], timings)
+    return DemoSummary(job, manifest, out / "shards", [m["loss"] for m in state["metrics"]], stage.seconds)
 
 
 def print_summary(s: DemoSummary) -> None:
@@ -91,14 +83,8 @@ def print_summary(s: DemoSummary) -> None:
     from rich.table import Table
 
     console = Console()
-    t = Table(title=f"documents per stage ({s.job.engine})")
-    for col in ("stage", "in", "kept", "rejected", "top reasons"):
-        t.add_column(col, justify="right" if col in ("in", "kept", "rejected") else "left")
-    for name in s.job.stages:
-        c = s.job.counts[name]
-        top = sorted(c.reasons.items(), key=lambda kv: -kv[1])[:3]
-        t.add_row(name, str(c.docs_in), str(c.kept), str(c.rejected), ", ".join(f"{k}={v}" for k, v in top))
-    console.print(t)
+    counts = {name: s.job.counts[name].model_dump() for name in s.job.stages}
+    console.print(stage_table(f"documents per stage ({s.job.engine})", counts, top=3))
     m = s.manifest
     t = Table(
         title=f"shards: seq_len {m.seq_len}, tokenizer {m.tokenizer.id} (vocab {m.tokenizer.vocab_size})"

@@ -16,10 +16,11 @@ from pydantic import Field
 from core.config import StrictModel
 from filters.extract import HtmlToText
 from filters.length import LengthConfig, TextLength
-from pipelines.job import DocJob, JobResult
-from pipelines.local import LocalEngineConfig, run_local
+from pipelines.engine import make_engine
+from pipelines.job import DocJob, JobResult, Layout
+from pipelines.local import LocalEngineConfig
 from pipelines.readers import InputSpec, ReadLimits
-from pipelines.spark import SparkConfig, run_spark, spark_session
+from pipelines.spark import SparkConfig
 
 
 class DocumentStepsConfig(StrictModel):
@@ -61,7 +62,4 @@ def run_documents(
         cfg.read,
         config=config_record if config_record is not None else cfg.model_dump(),
     )
-    if master is None:
-        return run_local(job, out_dir, cfg.local, overwrite=overwrite)
-    spark_cfg = cfg.spark.model_copy(update={"master": master})
-    return run_spark(job, out_dir, spark_session(spark_cfg), spark_cfg, overwrite=overwrite)
+    return make_engine(master, cfg.local, cfg.spark).run(job, Layout.single(out_dir), overwrite=overwrite)

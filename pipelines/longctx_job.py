@@ -21,7 +21,6 @@ import resource
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field, field_validator, model_validator
 
+from core.cli import StepTimer
 from core.config import StrictModel
 from core.errors import ConfigError, InputError
 from core.shards import ShardWriter, atomic_write_text
@@ -294,15 +294,7 @@ def run_longctx(
     if only and len(stages) != len(set(only)):
         missing = sorted(set(only) - {s.name for s in cfg.stages})
         raise ConfigError(f"unknown stage(s) {missing}; the config has {[s.name for s in cfg.stages]}")
-    timings: dict[str, float] = {}
-
-    @contextmanager
-    def step(name: str):
-        log(f"── {name} ──")
-        t0 = time.monotonic()
-        yield
-        timings[name] = time.monotonic() - t0
-        log(f"   {name}: {timings[name]:.1f}s")
+    step = StepTimer(log)
 
     with step("catalog"):
         if not Path(cfg.tokenizer).is_file():
@@ -335,12 +327,12 @@ def run_longctx(
                     _pack_stage(cfg, si, stage, corpus, tok, info, index, el_samples, passages, log)
                 )
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    summary = LongCtxSummary(reports, summarize(el_samples), timings, peak)
+    summary = LongCtxSummary(reports, summarize(el_samples), step.seconds, peak)
     record = {
         "stages": {r.name: {k: v for k, v in r.__dict__.items() if k != "dir"} for r in reports},
         "entropylong": summary.entropylong,
         "entropylong_samples": [s.metadata() for s in el_samples],
-        "timings": timings,
+        "timings": step.seconds,
         "peak_rss_mb": round(peak, 1),
     }
     atomic_write_text(Path(cfg.output) / "summary.json", json.dumps(record, indent=2, default=str))

@@ -14,13 +14,13 @@ import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-import duckdb
 from pydantic import Field
 
 from core.config import StrictModel
 from core.errors import InputError
 from core.records import get_reject
 from filters.extract import boilerplate_text
+from pipelines.pack import iter_documents
 from pipelines.readers import InputFile, ReadLimits, read_file
 
 
@@ -64,11 +64,7 @@ def _file_texts(path: str) -> Iterator[str]:
 
 
 def _kept_texts(documents_dir: Path) -> Iterator[str]:
-    con = duckdb.connect()
-    cur = con.execute(f"SELECT text FROM read_parquet('{documents_dir}/*.parquet') ORDER BY id")
-    while rows := cur.fetchmany(256):
-        for (text,) in rows:
-            yield text
+    return (text for rows in iter_documents(documents_dir, 256) for _, text, _ in rows)
 
 
 def _boilerplate(files: list[InputFile], limits: ReadLimits) -> Iterator[str]:

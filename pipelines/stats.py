@@ -127,6 +127,21 @@ def collect_stats(path: str | Path) -> dict[str, Any]:
     return out
 
 
+def stage_table(title: str, counts: dict[str, dict[str, Any]], top: int | None = None):
+    """A rich table of documents per stage: in, kept, rejected and the reasons (the ``top`` most
+    frequent, or all)."""
+    from rich.table import Table
+
+    t = Table(title=title)
+    for col in ("stage", "in", "kept", "rejected", "top reasons" if top else "reasons"):
+        t.add_column(col, justify="right" if col in ("in", "kept", "rejected") else "left")
+    for stage, c in counts.items():
+        reasons = sorted(c["reasons"].items(), key=lambda kv: -kv[1])[:top] if top else c["reasons"].items()
+        t.add_row(stage, str(c["docs_in"]), str(c["kept"]), str(c["rejected"]),
+                  ", ".join(f"{k}={v}" for k, v in reasons))
+    return t
+
+
 def render(stats: dict[str, Any], echo=print) -> None:
     """A compact human-readable view of ``collect_stats`` output."""
     from rich.console import Console
@@ -134,13 +149,8 @@ def render(stats: dict[str, Any], echo=print) -> None:
 
     console = Console()
     if "job" in stats and stats["job"].get("counts"):
-        t = Table(title=f"job {stats['job']['name']} ({stats['job']['engine']}): documents per stage")
-        for col in ("stage", "in", "kept", "rejected", "reasons"):
-            t.add_column(col, justify="right" if col in ("in", "kept", "rejected") else "left")
-        for stage, c in stats["job"]["counts"].items():
-            reasons = ", ".join(f"{k}={v}" for k, v in c["reasons"].items())
-            t.add_row(stage, str(c["docs_in"]), str(c["kept"]), str(c["rejected"]), reasons)
-        console.print(t)
+        job = stats["job"]
+        console.print(stage_table(f"job {job['name']} ({job['engine']}): documents per stage", job["counts"]))
     for name in ("dataset", "documents", "rejects"):
         if name in stats:
             d = stats[name]

@@ -37,8 +37,7 @@ from pipelines.swe_mine_steps import (
 )
 from swe_envs.mining.config import MinhashConfig, MiningConfig
 from swe_envs.mining.decontam import BenchmarkIndex
-from swe_envs.mining.dedup import UnionFind
-from swe_envs.mining.minhash import similarity
+from swe_envs.mining.dedup import cluster
 from swe_envs.mining.observations import ENTITY_KINDS
 
 BATCH_ROWS = 512
@@ -86,16 +85,7 @@ def duplicates(kept, mh: MinhashConfig) -> dict[str, str]:
         .agg(F.collect_list(F.struct("id", "sig")).alias("members"))
         .filter(F.size("members") > 1)
     )
-    uf, checked = UnionFind(), set()
-    for row in buckets.collect():
-        members = sorted((m["id"], m["sig"]) for m in row["members"])
-        for i, (a, sig_a) in enumerate(members):
-            for b, sig_b in members[i + 1 :]:
-                if (a, b) not in checked:
-                    checked.add((a, b))
-                    if similarity(sig_a, sig_b) >= mh.threshold:
-                        uf.union(a, b)
-    return {x: uf.find(x) for x in list(uf.parent) if uf.find(x) != x}
+    return cluster(([(m["id"], m["sig"]) for m in row["members"]] for row in buckets.collect()), mh.threshold)
 
 
 def run_spark_mine(
@@ -169,15 +159,14 @@ def run_spark_mine(
     if cfg.dedup.enabled and n_filtered > 1:
         dup_of = duplicates(kept, cfg.dedup.minhash)
         if dup_of:
-            dup = spark.createDataFrame(sorted(dup_of.items()), "id string, kept_id string")
-            kept_of = dict(dup_of)
+            dup = spark.createDataFrame([(i,) for i in sorted(dup_of)], "id string")
 
             def dedup_body(rs):
-                return dedup_reject_rows(rs, kept_of, cfg)
+                return dedup_reject_rows(rs, dup_of, cfg)
 
-            dupes = kept.join(F.broadcast(dup.select("id")), "id")
+            dupes = kept.join(F.broadcast(dup), "id")
             rejects.append(dupes.mapInArrow(arrow_map(dedup_body, REJECT_SCHEMA), ddl(REJECT_SCHEMA)))
-            kept = kept.join(F.broadcast(dup.select("id")), "id", "left_anti")
+            kept = kept.join(F.broadcast(dup), "id", "left_anti")
     timings["dedup_s"] = round(time.monotonic() - t, 3)
     t = time.monotonic()
     final = kept.mapInArrow(

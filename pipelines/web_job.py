@@ -61,6 +61,7 @@ from pipelines.local import LocalEngineConfig
 from pipelines.quality_data import DclmTrainData, build_dclm_examples
 from pipelines.readers import InputSpec, ReadLimits, list_input_files
 from pipelines.spark import SparkConfig
+from pipelines.stats import stage_table
 
 
 class HeuristicsConfig(StrictModel):
@@ -298,15 +299,8 @@ class _InSet:
 
 def print_web_summary(summary: dict[str, Any]) -> None:
     from rich.console import Console
-    from rich.table import Table
 
-    t = Table(title=f"web job ({summary['engine']}): documents per stage")
-    for col in ("stage", "in", "kept", "rejected", "top reasons"):
-        t.add_column(col, justify="right" if col in ("in", "kept", "rejected") else "left")
-    for stage, c in summary["counts"].items():
-        top = sorted(c["reasons"].items(), key=lambda kv: -kv[1])[:3]
-        t.add_row(stage, str(c["docs_in"]), str(c["kept"]), str(c["rejected"]), ", ".join(f"{k}={v}" for k, v in top))
-    Console().print(t)
+    Console().print(stage_table(f"web job ({summary['engine']}): documents per stage", summary["counts"], top=3))
     for key, value in summary["corpus"].items():
         print(f"{key}: {value}")
     print(f"kept {summary['kept']} documents in {summary['seconds']}s")

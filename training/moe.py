@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from core.errors import ConfigError
+from kernels import reference
 from training.model_config import ModelConfig
 
 
@@ -53,33 +54,18 @@ def route(
     group_topk: int | None = None,
     scaling_factor: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Top-k routing. Returns combine weights [N,k], expert ids [N,k] and all scores [N,E]."""
-    scores = torch.sigmoid(logits.float()) if score_function == "sigmoid" else logits.float().softmax(-1)
-    choose = scores + expert_bias if expert_bias is not None else scores
-    with torch.no_grad():
-        if group_topk:
-            N, E = choose.shape
-            grouped = choose.view(N, num_groups, E // num_groups)
-            group_scores = grouped.topk(topk // group_topk, dim=-1).values.sum(-1)
-            keep = torch.zeros_like(group_scores).scatter_(1, group_scores.topk(group_topk, -1).indices, 1.0)
-            choose = choose.masked_fill(~keep.bool().repeat_interleave(E // num_groups, 1), float("-inf"))
-        indices = choose.topk(topk, dim=-1).indices
-    probs = scores.gather(1, indices)
-    if score_function == "sigmoid" and topk > 1:
-        probs = probs / (probs.sum(-1, keepdim=True) + 1e-20)
-    if scaling_factor:
-        probs = probs * scaling_factor
-    return probs, indices, scores
+    """Top-k routing: combine weights [N,k], expert ids [N,k] and all scores [N,E].
+
+    ``kernels.reference.route`` (the semantics the Triton router reproduces) without its
+    per-expert counts, which ``permute`` returns."""
+    gates, ids, scores, _ = reference.route(logits, topk, score_function, expert_bias, num_groups, group_topk,
+                                            scaling_factor)
+    return gates, ids, scores
 
 
-def permute(
-    x: torch.Tensor, indices: torch.Tensor, num_experts: int
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Copy each token once per pick, grouped by expert (stable: token order inside an expert)."""
-    flat = indices.reshape(-1)
-    order = torch.argsort(flat, stable=True)
-    tokens_per_expert = torch.bincount(flat, minlength=num_experts)
-    return x[order // indices.shape[1]], order, tokens_per_expert
+# copy each token once per pick, grouped by expert / undo it, summing the k picks by their gates
+permute = reference.permute
+unpermute = reference.unpermute
 
 
 def grouped_experts(
@@ -116,15 +102,6 @@ def loop_experts(
         outs.append((F.silu(gate) * up) @ w2[e].T)
         start += n
     return torch.cat(outs) if outs else x.new_zeros(0, w2.shape[1])
-
-
-def unpermute(y: torch.Tensor, order: torch.Tensor, probs: torch.Tensor) -> torch.Tensor:
-    """Undo ``permute`` and sum each token's k expert outputs weighted by its routing probs."""
-    N, k = probs.shape
-    back = torch.empty_like(order)
-    back[order] = torch.arange(order.numel(), device=order.device)
-    picks = y[back].view(N, k, -1)
-    return (picks * probs[..., None].to(y.dtype)).sum(1)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ JSON object per step to ``metrics.jsonl``. Resume is part of the contract: the l
 from __future__ import annotations
 
 import json
-import math
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +20,9 @@ from pydantic import Field
 from core.cli import user_errors
 from core.config import StrictModel, load_config
 from core.errors import UserError
+from training import schedules
 from training.loader import LoaderConfig, ShardLoader
+from training.schedules import ScheduleConfig
 from training.tiny_lm import TinyLM, TinyLMConfig
 
 
@@ -38,11 +39,9 @@ class TrainConfig(StrictModel):
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
-    """Linear warmup then cosine decay to 10% over ``cfg.steps``."""
-    if step < cfg.warmup_steps:
-        return cfg.lr * (step + 1) / cfg.warmup_steps
-    progress = (step - cfg.warmup_steps) / max(1, cfg.steps - cfg.warmup_steps)
-    return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
+    """Linear warmup then cosine decay to 10% over ``cfg.steps`` (the trainer's cosine schedule)."""
+    return schedules.lr_at(step, cfg.steps, ScheduleConfig(kind="cosine", warmup_steps=cfg.warmup_steps,
+                                                           min_lr_ratio=0.1), cfg.lr)
 
 
 def build(shard_dir: str | Path, cfg: TrainConfig) -> tuple[TinyLM, torch.optim.Optimizer, ShardLoader]:

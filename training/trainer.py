@@ -193,8 +193,8 @@ def _train(cfg, shards, metrics_path, log, stop_after, resume) -> TrainResult:
                     "step": step,
                     **{k: round(float(v.detach()), 6) for k, v in out.items()},
                 }
-                if model.max_attention_logit() is not None:
-                    rec["max_attn_logit"] = round(model.max_attention_logit(), 4)
+                if (max_logit := model.max_attention_logit()) is not None:
+                    rec["max_attn_logit"] = round(max_logit, 4)
                 if clip:
                     rec["qk_clipped_heads"] = qk_clip_(model, clip)
                 balance = model.update_expert_bias()

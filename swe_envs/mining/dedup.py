@@ -44,17 +44,22 @@ def duplicate_of(items: Iterable[tuple[str, bytes | None]], cfg: MinhashConfig) 
         sigs[item_id] = sig
         for key in band_keys(sig, cfg):
             buckets[key].append(item_id)
+    return cluster(([(i, sigs[i]) for i in ids] for ids in buckets.values() if len(ids) > 1), cfg.threshold)
+
+
+def cluster(buckets: Iterable[list[tuple[str, bytes]]], threshold: float) -> dict[str, str]:
+    """{id: kept id} from LSH buckets of (id, signature): the pairs of a bucket whose estimated
+    Jaccard reaches ``threshold`` are joined; each component keeps its smallest id. Both
+    engines call this, so they agree exactly."""
     uf = UnionFind()
     checked: set[tuple[str, str]] = set()
-    for ids in buckets.values():
-        if len(ids) < 2:
-            continue
-        ids = sorted(set(ids))
-        for i, a in enumerate(ids):
-            for b in ids[i + 1 :]:
+    for members in buckets:
+        members = sorted(set(members))
+        for i, (a, sig_a) in enumerate(members):
+            for b, sig_b in members[i + 1 :]:
                 if (a, b) in checked:
                     continue
                 checked.add((a, b))
-                if similarity(sigs[a], sigs[b]) >= cfg.threshold:
+                if similarity(sig_a, sig_b) >= threshold:
                     uf.union(a, b)
-    return {x: uf.find(x) for x in sigs if uf.find(x) != x}
+    return {x: uf.find(x) for x in list(uf.parent) if uf.find(x) != x}

@@ -37,10 +37,6 @@ class Obs:
     source: str = ""
 
     @property
-    def is_entity(self) -> bool:
-        return self.kind in ENTITY_KINDS
-
-    @property
     def key(self) -> str:
         if self.kind in ("issue", "pull"):
             return f"{self.repo}#{self.number}"

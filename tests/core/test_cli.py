@@ -5,7 +5,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from core.cli import load_cli_config, user_errors
+from core.cli import StepTimer, load_cli_config, user_errors
 from core.config import StrictModel
 from core.errors import ConfigError, UserError
 
@@ -60,3 +60,16 @@ def test_config_from_yaml_or_overrides(tmp_path):
     (tmp_path / "bad.yaml").write_text("a: 3\nzzz: 1\n")
     with pytest.raises(ConfigError, match="zzz"):
         load_cli_config(Cfg, tmp_path / "bad.yaml", None)
+
+
+def test_step_timer_logs_and_records_each_step_in_order():
+    lines = []
+    timer = StepTimer(lines.append)
+    with timer("read"):
+        pass
+    with pytest.raises(RuntimeError), timer("broken"):
+        raise RuntimeError("x")
+    with timer("write"):
+        pass
+    assert list(timer.seconds) == ["read", "write"]  # a failed step has no time
+    assert lines[0] == "── read ──" and lines[1].startswith("   read: ") and "── broken ──" in lines

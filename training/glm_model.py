@@ -54,8 +54,14 @@ class TransformerLayer(nn.Module):
         x = x + self.self_attention(self.input_layernorm(x), positions, mask)
         return self._mlp(x)
 
-    def decode(self, x: torch.Tensor, positions: torch.Tensor, cache: LatentCache | None):
-        out, cache = self.self_attention.decode(self.input_layernorm(x), positions, cache)
+    def decode(
+        self,
+        x: torch.Tensor,
+        positions: torch.Tensor,
+        cache: LatentCache | None,
+        key_mask: torch.Tensor | None = None,
+    ):
+        out, cache = self.self_attention.decode(self.input_layernorm(x), positions, cache, key_mask=key_mask)
         x, _ = self._mlp(x + out)
         return x, cache
 
@@ -195,18 +201,25 @@ class GLMModel(nn.Module):
     # -- decode path ------------------------------------------------------------------------------
     @torch.no_grad()
     def decode(
-        self, tokens: torch.Tensor, caches: list[LatentCache] | None = None
+        self,
+        tokens: torch.Tensor,
+        caches: list[LatentCache] | None = None,
+        positions: torch.Tensor | None = None,
+        key_mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, list[LatentCache]]:
         """Logits for the next ``tokens`` [B, T] given the layers' latent caches (one document
-        per row, continuing where the caches end)."""
+        per row, continuing where the caches end). Batched rows of different lengths pass
+        their own RoPE ``positions`` [B, T] and a ``key_mask`` [B, cache length + T] that hides
+        left padding (see ``training.rl.sampler``)."""
         if not self.cfg.multi_latent_attention:
             raise ConfigError("model.multi_latent_attention: the cached decode path is MLA-only")
-        start = caches[0].length if caches else 0
-        positions = (start + torch.arange(tokens.shape[1])).expand(tokens.shape[0], -1)
+        if positions is None:
+            start = caches[0].length if caches else 0
+            positions = (start + torch.arange(tokens.shape[1])).expand(tokens.shape[0], -1)
         x = self.embedding.word_embeddings(tokens.long())
         new = []
         for i, layer in enumerate(self.decoder.layers):
-            x, c = layer.decode(x, positions, caches[i] if caches else None)
+            x, c = layer.decode(x, positions, caches[i] if caches else None, key_mask)
             new.append(c)
         return self.output_layer(self.decoder.final_layernorm(x)), new
 

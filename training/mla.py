@@ -155,14 +155,24 @@ class MLA(nn.Module):
 
     # -- decode path ----------------------------------------------------------------------------
     def decode(
-        self, x: torch.Tensor, positions: torch.Tensor, cache: LatentCache | None, absorb: bool = True
+        self,
+        x: torch.Tensor,
+        positions: torch.Tensor,
+        cache: LatentCache | None,
+        absorb: bool = True,
+        key_mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, LatentCache]:
         """Attend ``x`` [B, T, hidden] (the next T tokens of one document per row) to the cache
         plus themselves, causally; returns the output and the grown cache.
 
         ``absorb=True`` scores queries against the latent directly (W_UK folded into the query,
         W_UV applied after the weighted sum); ``absorb=False`` re-expands per-head keys and
-        values from the cache, for comparison. Both equal the training path."""
+        values from the cache, for comparison. Both equal the training path.
+
+        ``key_mask`` [B, S] (S = cache length after this call), True where a position is a real
+        token: batched decoding of prompts of different lengths left-pads them and hides the
+        pads. A query always sees itself, so a pad query's output stays finite (never NaN
+        poisoning the cache of later layers)."""
         B, T, _ = x.shape
         cos, sin = rope_cos_sin(positions, self.rope, self.cfg.rotary_base)
         q_nope, q_rope = self._queries(x, cos, sin)
@@ -173,7 +183,11 @@ class MLA(nn.Module):
         cache = LatentCache(c_new, kr_new)
         S = cache.length
         # query t (absolute index S-T+t) sees cache positions <= its own
-        causal = torch.ones(T, S, dtype=torch.bool).tril(diagonal=S - T)
+        causal = torch.ones(T, S, dtype=torch.bool, device=x.device).tril(diagonal=S - T)
+        if key_mask is not None:
+            itself = torch.zeros(T, S, dtype=torch.bool, device=x.device)
+            itself[torch.arange(T), torch.arange(S - T, S)] = True
+            causal = (causal & key_mask[:, None, None, :].bool()) | itself  # [B, 1, T, S]
         w_uk, w_uv = self._w_uk_uv()
         if absorb:
             q_lat = torch.einsum("bthd,hdc->bthc", q_nope, w_uk)  # [B, T, H, kv_lora]

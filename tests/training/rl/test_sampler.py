@@ -1,0 +1,84 @@
+"""The batched sampler: padded batches equal single prompts, logprobs equal a training-path
+forward's, stop tokens / max tokens / top-p / greedy behave as documented."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from core.errors import UserError
+from tests.training.glm_tiny import tiny_model
+from training.glm_model import GLMModel
+from training.rl.losses import pad_rows, token_logprobs
+from training.rl.sampler import SamplingParams, sample
+
+VOCAB = 40
+
+
+@pytest.fixture(scope="module")
+def model() -> GLMModel:
+    torch.manual_seed(0)
+    m = GLMModel(tiny_model(vocab_size=VOCAB, mtp_num_layers=None, init_method_std=0.2))
+    return m
+
+
+def test_logprobs_match_training_forward(model):
+    prompts = [[3, 7, 9, 1, 4], [5], [8, 8, 2]]
+    g = torch.Generator().manual_seed(1)
+    outs = sample(model, prompts, SamplingParams(temperature=0.7, max_tokens=6), generator=g)
+    rows = [p + o.tokens for p, o in zip(prompts, outs, strict=True)]
+    tokens, doc_lens = pad_rows(rows)
+    with torch.no_grad():
+        logp = token_logprobs(model, tokens, doc_lens, temperature=0.7)
+    for i, (p, o) in enumerate(zip(prompts, outs, strict=True)):
+        assert len(o.tokens) == 6 and o.finish_reason == "length"
+        want = logp[i, len(p) : len(p) + len(o.tokens)]
+        torch.testing.assert_close(torch.tensor(o.logprobs), want, atol=1e-4, rtol=0)
+
+
+def test_batch_equals_each_prompt_alone(model):
+    prompts = [[3, 7, 9, 1, 4, 2, 2], [5], [8, 8, 2]]
+    greedy = SamplingParams(temperature=0, max_tokens=5)
+    together = sample(model, prompts, greedy)
+    for p, t in zip(prompts, together, strict=True):
+        alone = sample(model, [p], greedy)[0]
+        assert alone.tokens == t.tokens
+        torch.testing.assert_close(torch.tensor(alone.logprobs), torch.tensor(t.logprobs), atol=1e-5, rtol=0)
+
+
+def test_stop_tokens_and_per_prompt_params(model):
+    prompts = [[1, 2, 3], [4, 5]]
+    g = torch.Generator().manual_seed(0)
+    free = sample(model, prompts, SamplingParams(temperature=1.0, max_tokens=12), generator=g)
+    stop_tok = free[0].tokens[2]  # a token the first row samples at step 3
+    g = torch.Generator().manual_seed(0)
+    outs = sample(
+        model,
+        prompts,
+        [SamplingParams(temperature=1.0, max_tokens=12, stop_token_ids=[stop_tok]),
+         SamplingParams(temperature=1.0, max_tokens=3)],
+        generator=g,
+    )
+    first = free[0].tokens.index(stop_tok) + 1
+    assert outs[0].tokens == free[0].tokens[:first] and outs[0].finish_reason == "stop"
+    assert outs[0].tokens[-1] == stop_tok  # the stop token is returned (and trained on)
+    assert len(outs[1].tokens) == 3 and outs[1].finish_reason == "length"
+
+
+def test_top_p_keeps_only_the_nucleus(model):
+    # top_p tiny: only the most likely token survives, so sampling equals greedy
+    prompts = [[1, 2, 3], [9]]
+    g = torch.Generator().manual_seed(3)
+    nucleus = sample(model, prompts, SamplingParams(temperature=1.0, top_p=1e-6, max_tokens=4), generator=g)
+    greedy = sample(model, prompts, SamplingParams(temperature=0, max_tokens=4))
+    assert [o.tokens for o in nucleus] == [o.tokens for o in greedy]
+
+
+def test_bad_requests_are_user_errors(model):
+    with pytest.raises(UserError, match="empty"):
+        sample(model, [[]], SamplingParams())
+    with pytest.raises(UserError, match="vocabulary"):
+        sample(model, [[VOCAB]], SamplingParams())
+    with pytest.raises(UserError, match="top_p"):
+        sample(model, [[1]], SamplingParams(top_p=0))
+    assert model.training  # restored after the call

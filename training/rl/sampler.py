@@ -1,0 +1,168 @@
+"""Batched token-in/token-out sampling from the GLM-5-shaped model with the MLA latent KV cache.
+
+API (what a rollout server calls)::
+
+    from training.rl.sampler import SamplingParams, sample
+    outs = sample(model, [[5, 9, 2], [7]], SamplingParams(temperature=1.0, top_p=0.95,
+                  max_tokens=64, stop_token_ids=[user_id, observation_id]), generator=g)
+    outs[0].tokens      # the sampled token ids (a stop token, when hit, is the last one)
+    outs[0].logprobs    # one float per sampled token (see below)
+    outs[0].finish_reason  # "stop" (a stop token was sampled) or "length" (max_tokens reached)
+
+``params`` may be one ``SamplingParams`` for the whole batch or one per prompt (a server
+batching requests with different settings). Prompts are lists of token ids of any lengths
+(at least one token each): they are left-padded into one batch, the pads hidden by a key mask
+and RoPE positions counted per row, so every row sees exactly what it would see alone. One
+prefill over the padded prompts fills the latent caches, then one token per live row per
+step; rows that finish leave the batch (their cache rows are dropped), so a long tail does not
+keep paying for finished rows.
+
+**Which logprobs.** ``logprobs[t]`` is ``log softmax(logits / temperature)[token]`` — the
+temperature-scaled distribution *before* top-p truncation. That is what a trainer recomputes
+from its own forward pass (``training.rl.losses.token_logprobs`` with the same temperature),
+so rollout and trainer logprobs of the same weights agree up to float error, and truncated
+importance sampling corrects only genuine mismatch. With ``temperature == 0`` (greedy) the
+logprobs are of the untempered distribution.
+
+Token-in/token-out: the caller trains on exactly ``prompt + tokens``; nothing is decoded and
+re-encoded here. The model is put in eval mode for the call (MoE expert loads are then not
+accumulated) and restored afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+from core.errors import UserError
+from training.glm_model import GLMModel
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    temperature: float = 1.0  # 0 = greedy
+    top_p: float = 1.0  # nucleus: keep the smallest set of tokens with mass >= top_p
+    max_tokens: int = 64
+    stop_token_ids: Sequence[int] = ()
+
+    def check(self) -> SamplingParams:
+        if self.temperature < 0:
+            raise UserError(f"temperature must be >= 0, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise UserError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.max_tokens < 1:
+            raise UserError(f"max_tokens must be >= 1, got {self.max_tokens}")
+        return self
+
+
+@dataclass
+class Completion:
+    tokens: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    finish_reason: str = "length"  # "stop" | "length"
+
+
+def _filter_top_p(probs: torch.Tensor, top_p: torch.Tensor) -> torch.Tensor:
+    """Zero the tail outside each row's nucleus (the top token always stays)."""
+    sorted_p, idx = probs.sort(dim=-1, descending=True)
+    before = sorted_p.cumsum(-1) - sorted_p  # mass strictly above each token
+    keep_sorted = before < top_p[:, None]
+    keep = torch.zeros_like(keep_sorted).scatter(-1, idx, keep_sorted)
+    return probs * keep
+
+
+def _pick(
+    logits: torch.Tensor, temps: torch.Tensor, top_p: torch.Tensor, generator: torch.Generator | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sample one token per row; return (tokens [B], logprobs [B]) as documented above."""
+    logits = logits.float()
+    greedy = temps == 0
+    scaled = logits / torch.where(greedy, torch.ones_like(temps), temps)[:, None]
+    logp = scaled.log_softmax(-1)
+    probs = _filter_top_p(logp.exp(), top_p)
+    drawn = torch.multinomial(probs, 1, generator=generator)[:, 0]
+    tokens = torch.where(greedy, logits.argmax(-1), drawn)
+    return tokens, logp.gather(-1, tokens[:, None])[:, 0]
+
+
+@torch.no_grad()
+def sample(
+    model: GLMModel,
+    prompts: Sequence[Sequence[int]],
+    params: SamplingParams | Sequence[SamplingParams],
+    generator: torch.Generator | None = None,
+) -> list[Completion]:
+    """Complete every prompt; see the module docstring for the contract."""
+    n = len(prompts)
+    if n == 0:
+        return []
+    plist = [params] * n if isinstance(params, SamplingParams) else list(params)
+    if len(plist) != n:
+        raise UserError(f"{len(plist)} sampling params for {n} prompts")
+    for p in plist:
+        p.check()
+    vocab = model.cfg.vocab_size
+    for i, prompt in enumerate(prompts):
+        if not prompt:
+            raise UserError(f"prompt {i} is empty (needs at least one token)")
+        if min(prompt) < 0 or max(prompt) >= vocab:
+            raise UserError(f"prompt {i} has a token id outside the vocabulary [0, {vocab})")
+
+    was_training = model.training
+    model.eval()
+    try:
+        return _sample(model, prompts, plist, generator)
+    finally:
+        model.train(was_training)
+
+
+def _sample(model, prompts, plist, generator) -> list[Completion]:
+    n = len(prompts)
+    lens = torch.tensor([len(p) for p in prompts])
+    width = int(lens.max())
+    pad = width - lens  # left padding per row
+    tokens = torch.zeros(n, width, dtype=torch.long)
+    for i, p in enumerate(prompts):
+        tokens[i, pad[i] :] = torch.tensor(p, dtype=torch.long)
+    cols = torch.arange(width)[None, :]
+    key_mask = cols >= pad[:, None]
+    positions = (cols - pad[:, None]).clamp(min=0)
+
+    temps = torch.tensor([p.temperature for p in plist], dtype=torch.float32)
+    top_p = torch.tensor([p.top_p for p in plist], dtype=torch.float32)
+    stops = [set(p.stop_token_ids) for p in plist]
+    budget = [p.max_tokens for p in plist]
+    outs = [Completion() for _ in range(n)]
+
+    logits, caches = model.decode(tokens, None, positions=positions, key_mask=key_mask)
+    live = torch.arange(n)  # original row of each batch row
+    next_pos = lens.clone()
+    last = logits[:, -1]
+    while len(live):
+        tok, lp = _pick(last, temps[live], top_p[live], generator)
+        keep = []
+        for j, row in enumerate(live.tolist()):
+            t = int(tok[j])
+            out = outs[row]
+            out.tokens.append(t)
+            out.logprobs.append(float(lp[j]))
+            if t in stops[row]:
+                out.finish_reason = "stop"
+            elif len(out.tokens) >= budget[row]:
+                out.finish_reason = "length"
+            else:
+                keep.append(j)
+        if not keep:
+            break
+        if len(keep) < len(live):  # finished rows leave the batch
+            sel = torch.tensor(keep)
+            caches = [type(c)(c.c_kv[sel], c.k_rope[sel]) for c in caches]
+            key_mask, tok, live = key_mask[sel], tok[sel], live[sel]
+        key_mask = torch.cat((key_mask, torch.ones(len(live), 1, dtype=torch.bool)), 1)
+        pos = next_pos[live][:, None]
+        logits, caches = model.decode(tok[:, None], caches, positions=pos, key_mask=key_mask)
+        next_pos[live] += 1
+        last = logits[:, -1]
+    return outs

@@ -16,6 +16,10 @@ from swe_envs.config import SweEnvsConfig
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Dockerized SWE environments: build, run tests before/after the fix, FAIL_TO_PASS / PASS_TO_PASS.")
+# Harbor terminal tasks (swe_envs/terminal): convert, validate, run, check
+from swe_envs.terminal.cli import app as _terminal_app  # noqa: E402
+
+app.add_typer(_terminal_app, name="terminal")
 
 
 

@@ -1,0 +1,117 @@
+"""``python -m swe_envs terminal``: convert, validate, run and check Harbor terminal tasks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from core.cli import load_cli_config, user_errors
+from core.errors import UserError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Harbor-format terminal tasks: convert old Terminal-Bench tasks, validate, run agents, check.")
+
+
+@app.command()
+@user_errors
+def convert(
+    input: Path = typer.Option(..., help="an old-layout Terminal-Bench task dir (task.yaml), or a dir of them"),
+    output: Path = typer.Option(..., help="the Harbor task dir to write (a dir of them for a dir input)"),
+    overwrite: bool = typer.Option(False, help="replace existing output task dirs"),
+) -> None:
+    """Convert Terminal-Bench task(s) to Harbor's layout; the task files' content is kept unchanged."""
+    from swe_envs.terminal.convert import convert_tree
+
+    if not input.exists():
+        raise UserError(f"input not found: {input}")
+    done, failed = convert_tree(input, output, overwrite=overwrite)
+    if not done and not failed:
+        raise UserError(f"no Terminal-Bench task (task.yaml) under {input}")
+    for rel, reason in failed:
+        typer.echo(f"failed {rel}: {reason}", err=True)
+    typer.echo(f"converted {len(done)}, failed {len(failed)} -> {output}")
+    if failed and not done:
+        raise typer.Exit(1)
+
+
+@app.command()
+@user_errors
+def validate(
+    tasks: Path = typer.Option(..., help="a Harbor task dir, or a dir of them"),
+) -> None:
+    """Load every task (task.toml in either shape, layout, steps) and list problems per task."""
+    from swe_envs.terminal.discover import find_tasks
+    from swe_envs.terminal.task import TaskFormatError, validate_task
+
+    bad = 0
+    for t in find_tasks(tasks, allow_old=False):
+        try:
+            problems = validate_task(t)
+        except TaskFormatError as err:
+            problems = [str(err)]
+        bad += bool(problems)
+        typer.echo(f"{'ok ' if not problems else 'BAD'} {t}" + "".join(f"\n    {p}" for p in problems))
+    typer.echo(f"tasks with problems: {bad}")
+    if bad:
+        raise typer.Exit(1)
+
+
+def _runner_config(config: Path | None, set_: list[str] | None):
+    from swe_envs.terminal.config import TerminalConfig
+
+    return load_cli_config(TerminalConfig, config, set_)
+
+
+@app.command()
+@user_errors(sigterm_unwinds=True)
+def run(
+    task: Path = typer.Option(..., help="a Harbor task dir (or an old Terminal-Bench one: converted on the fly)"),
+    agent: str = typer.Option("oracle", help="oracle | nop | llm"),
+    output: Path = typer.Option(..., help="OUT: OUT/result.json and OUT/<trial>/{result.json,agent/,verifier/}"),
+    endpoint: str = typer.Option(None, help="llm agent: OpenAI-compatible base URL (or agent.llm in the config)"),
+    model: str = typer.Option("default", help="llm agent: model name sent to the endpoint"),
+    config: Path = typer.Option(None, help="TerminalConfig YAML (configs/terminal.yaml)"),
+    set_: list[str] = typer.Option(None, "--set", help="override a config key, e.g. --set agent.max_turns=20"),
+) -> None:
+    """Build the task's environment, run one agent, verify; prints the reward."""
+    from swe_envs.terminal.trial import run_trials
+
+    cfg = _runner_config(config, set_)
+    if agent not in ("oracle", "nop", "llm"):
+        raise UserError(f"unknown agent {agent!r} (oracle, nop, llm)")
+    if agent == "llm" and endpoint:
+        cfg.agent.llm = cfg.agent.llm.model_copy(update={"base_url": endpoint, "model": model}) \
+            if cfg.agent.llm else _llm(endpoint, model)
+    if agent == "llm" and cfg.agent.llm is None:
+        raise UserError("the llm agent needs --endpoint (or agent.llm.base_url in the config)")
+    summary = run_trials([task], [agent], output, cfg, log=typer.echo)
+    typer.echo(json.dumps({k: summary[k] for k in ("n_trials", "n_errors", "mean_reward")}))
+    if summary["n_errors"]:
+        raise typer.Exit(1)
+
+
+def _llm(endpoint: str, model: str):
+    from core.llm import LLMConfig
+
+    return LLMConfig(base_url=endpoint, model=model, cache_dir=None)
+
+
+@app.command()
+@user_errors(sigterm_unwinds=True)
+def check(
+    tasks: Path = typer.Option(..., help="dir of task dirs (Harbor or old Terminal-Bench layout)"),
+    output: Path = typer.Option(..., help="OUT: results.jsonl (one row per task), summary.json, trials/"),
+    workers: int = typer.Option(1, min=1, help="tasks checked at once"),
+    limit: int = typer.Option(0, min=0, help="check only the first N tasks (0 = all)"),
+    config: Path = typer.Option(None, help="TerminalConfig YAML (configs/terminal.yaml)"),
+    set_: list[str] = typer.Option(None, "--set", help="override a config key"),
+) -> None:
+    """Build each task, run oracle (must score 1) and nop (must score 0); one results row per task."""
+    from swe_envs.terminal.check import check_tasks
+
+    cfg = _runner_config(config, set_)
+    summary = check_tasks(tasks, output, cfg, workers=workers, limit=limit, log=typer.echo)
+    typer.echo(f"ok {summary['ok']}/{summary['tasks']}  built {summary['built']}  "
+               f"oracle pass {summary['oracle_pass']}  -> {output / 'results.jsonl'}")

@@ -29,6 +29,7 @@ from core.config import StrictModel
 # RE2 (Arrow): a word is a run of Unicode letters, digits and underscores
 _NON_WORD = r"[^\p{L}\p{N}_]+"
 _MULT = np.uint64(0x9E3779B97F4A7C15)  # odd 64-bit multiplier for the rolling combination
+_MULT_INT, _MASK64 = int(_MULT), (1 << 64) - 1
 _FMIX32 = (16, np.uint32(0x85EBCA6B), 13, np.uint32(0xC2B2AE35), 16)
 _MAX32 = np.uint32(0xFFFFFFFF)
 
@@ -36,7 +37,7 @@ _MAX32 = np.uint32(0xFFFFFFFF)
 class MinhashConfig(StrictModel):
     ngram: int = Field(default=5, ge=1)
     bands: int = Field(default=14, gt=0)
-    rows: int = Field(default=8, gt=0)  # 14 x 8: the S-curve's midpoint is at Jaccard ~0.72
+    rows: int = Field(default=8, gt=0)  # 14 x 8: a pair collides with probability 1/2 at Jaccard ~0.685
     seed: int = 1
     # shingles permuted per numpy block (bounds memory for very long documents)
     block: int = Field(default=8192, gt=0)
@@ -50,8 +51,40 @@ class MinhashConfig(StrictModel):
         return (1 - 0.5 ** (1 / self.bands)) ** (1 / self.rows)
 
 
+# ASCII bytes: word characters map to their lowercase, every other byte to a space
+_ASCII_MAP = np.full(256, ord(" "), dtype=np.uint8)
+for _c in b"abcdefghijklmnopqrstuvwxyz0123456789_":
+    _ASCII_MAP[_c] = _c
+for _c in b"ABCDEFGHIJKLMNOPQRSTUVWXYZ":
+    _ASCII_MAP[_c] = _c + 32
+
+
+def _normalise(texts: list[str]) -> pa.LargeStringArray:
+    r"""Each text lowercased, with every run of non-word characters replaced by spaces.
+
+    Why not one regex over the batch: RE2's split runs at ~45 MB/s and was two thirds of a
+    signature's cost. An ASCII document (most of a web or book corpus) is mapped byte by byte
+    through a 256-entry table instead (~1 GB/s); only documents with non-ASCII characters go
+    through Unicode lowercasing and the ``\p{L}\p{N}_`` regex. The words are the same."""
+    arr = pa.array(texts, pa.large_string())
+    if arr.buffers()[2] is None or not len(arr):  # every text empty
+        return arr
+    offsets = arr.buffers()[1]
+    data = np.frombuffer(arr.buffers()[2], dtype=np.uint8)
+    out = pa.LargeStringArray.from_buffers(len(arr), offsets, pa.py_buffer(_ASCII_MAP[data]))
+    is_ascii = pc.string_is_ascii(arr).to_numpy(zero_copy_only=False)
+    if is_ascii.all():
+        return out
+    other = np.flatnonzero(~is_ascii)
+    fixed = pc.replace_substring_regex(pc.utf8_lower(arr.take(other)), _NON_WORD, " ")
+    pos = np.arange(len(arr))
+    pos[other] = len(arr) + np.arange(len(other))  # row i of the batch: its ASCII or its Unicode version
+    return pa.concat_arrays([out, fixed]).take(pa.array(pos))
+
+
 def _split(texts: list[str]) -> pa.ListArray:
-    return pc.split_pattern_regex(pc.utf8_lower(pa.array(texts, pa.large_string())), _NON_WORD)
+    # separators are single spaces now; UTF-8 multibyte sequences never contain an ASCII byte
+    return pc.ascii_split_whitespace(_normalise(texts))
 
 
 def words(text: str) -> list[str]:
@@ -62,9 +95,9 @@ def words(text: str) -> list[str]:
 def _tokenize(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """Hashes of the words of all texts, concatenated, and each text's word count.
 
-    Splitting, lowercasing and finding the vocabulary run in Arrow's C++ kernels; only the
-    batch's distinct words are hashed in Python. (Tokenising with Python's ``re`` was over
-    half the cost of a signature.)"""
+    Lowercasing, splitting and finding the vocabulary run in numpy and Arrow's C++ kernels;
+    only the batch's distinct words are hashed in Python. (Tokenising with Python's ``re`` was
+    over half the cost of a signature.)"""
     parts = _split(texts)
     enc = pc.dictionary_encode(pc.list_flatten(parts))
     vocab = enc.dictionary.to_pylist()
@@ -77,11 +110,6 @@ def _tokenize(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         owner = np.repeat(np.arange(len(texts)), per_text)
         return table[idx[keep]], np.bincount(owner[keep], minlength=len(texts))
     return table[idx], per_text
-
-
-def _word_hashes(ws: list[str]) -> np.ndarray:
-    table = {w: xxhash.xxh3_64_intdigest(w.encode("utf-8")) for w in dict.fromkeys(ws)}
-    return np.fromiter(map(table.__getitem__, ws), dtype=np.uint64, count=len(ws))
 
 
 def _combine(wh: np.ndarray, n: int) -> np.ndarray:
@@ -107,9 +135,12 @@ def shingle_hashes(text: str, n: int) -> np.ndarray:
 
 def shingle_hash32(shingle: bytes) -> int:
     """The same hash for one shingle given as bytes (words joined by single spaces): usable as
-    datasketch's ``hashfunc``."""
-    wh = _word_hashes(shingle.decode("utf-8").split(" "))
-    return int(_combine(wh, len(wh))[0])
+    datasketch's ``hashfunc``. Plain integers, not numpy: per call that is ~10x faster, and a
+    datasketch loop using it is the fair baseline for ``Signer`` (benchmarks/minhash.py)."""
+    acc = 0
+    for w in shingle.split(b" "):
+        acc = (acc * _MULT_INT + xxhash.xxh3_64_intdigest(w)) & _MASK64
+    return ((acc >> 32) ^ acc) & 0xFFFFFFFF
 
 
 def _fmix32(h: np.ndarray) -> np.ndarray:
@@ -129,7 +160,8 @@ class Signer:
         from datasketch import MinHash
 
         self.cfg = cfg
-        a, b = MinHash(num_perm=cfg.num_perm, seed=cfg.seed).permutations
+        # named, not defaulted: datasketch < 2.0 used another scheme (pyproject pins 2.0.x)
+        a, b = MinHash(num_perm=cfg.num_perm, seed=cfg.seed, scheme="affine32").permutations
         self.a, self.b = a.astype(np.uint32), b.astype(np.uint32)
 
     def signature(self, hashes: np.ndarray) -> np.ndarray | None:

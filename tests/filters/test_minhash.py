@@ -57,6 +57,26 @@ def test_words_are_unicode_letter_digit_runs_lowercased():
     text = "It's 9 o'clock -- the well-known Mr. Darcy_II arrived, didn't he?"
     assert words(text) == re.findall(r"\w+", text.lower())
 
+def test_ascii_fast_path_gives_the_regex_words_in_mixed_batches(texts):
+    """ASCII documents are tokenised through a byte table, the others through Unicode lowercasing
+    and RE2; in a batch mixing both, every document must get exactly the regex's words, in order."""
+    import pyarrow.compute as pc
+
+    from filters.minhash import _NON_WORD, _split
+
+    batch = [texts[0], "Ça va? Naïve café_1 — 東京", "", "ASCII\tonly,\x00 CAPS_and_digits 42!",
+             "  ", "İstanbul’s “quotes” x²", texts[1][:200], "\u00a0nbsp\u2003em\u2009thin", "Z"]
+    regex = pc.split_pattern_regex(pc.utf8_lower(pa.array(batch, pa.large_string())), _NON_WORD)
+    got = _split(batch).to_pylist()
+    assert [[w for w in ws if w] for ws in got] == [[w for w in ws if w] for ws in regex.to_pylist()]
+    assert [w for w in got[5] if w] == ["istanbul", "s", "quotes", "x²"]
+    # the per-shingle hash (datasketch's hashfunc) agrees with the vectorised one on Unicode words
+    for text in batch[1::4]:
+        ws = words(text)
+        assert [shingle_hash32(" ".join(ws[i : i + 2]).encode()) for i in range(len(ws) - 1)] == \
+            shingle_hashes(text, 2).tolist()
+
+
 @pytest.mark.parametrize("block", [37, 8192])
 def test_batched_signatures_equal_one_at_a_time(texts, block):
     """Empty, shorter-than-n, and long documents mixed; a small block makes documents straddle

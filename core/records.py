@@ -11,6 +11,7 @@ on every engine: the local/Spark agreement tests compare it literally.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -35,6 +36,41 @@ PROMOTABLE_TYPES: dict[str, pa.DataType] = {
     "bool": pa.bool_(),
 }
 _SPARK_DDL = {"float64": "double", "int64": "bigint", "string": "string", "bool": "boolean"}
+
+
+# A lone UTF-16 surrogate (e.g. JSON "\\udcff", common in crawled data) is a valid Python str
+# character that no UTF-8 writer (Arrow, Parquet, json.dumps(ensure_ascii=False).encode) accepts.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def find_lone_surrogate(value: Any, where: str = "") -> str | None:
+    """Where the first lone surrogate in a str / JSON-like value sits ("text[12]: U+DCFF"), else None."""
+    if isinstance(value, str):
+        m = _SURROGATE.search(value)
+        return None if m is None else f"{where or 'value'}[{m.start()}]: U+{ord(m.group()):04X}"
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            found = find_lone_surrogate(k, f"{where}.<key>" if where else "<key>") or find_lone_surrogate(
+                v, f"{where}.{k}" if where else str(k))
+            if found:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            found = find_lone_surrogate(v, f"{where}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def scrub_surrogates(value: Any) -> Any:
+    """The same value with every lone surrogate replaced by U+FFFD, so a reject can be written."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, Mapping):
+        return {scrub_surrogates(k): scrub_surrogates(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [scrub_surrogates(v) for v in value]
+    return value
 
 
 def _json_default(value: Any) -> Any:

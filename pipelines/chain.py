@@ -161,7 +161,7 @@ class StepChain:
         out.append(doc)
 
     def _entry(self, docs: Iterable[Document], out: deque) -> Iterator[Document]:
-        for doc in docs:
+        for doc in _named_reader_errors(docs):
             mark = get_reject(doc)
             if mark is not None:  # rejected upstream (the reader): straight to the output
                 self._emit_reject(doc, mark[0], mark[1], out)
@@ -198,10 +198,16 @@ class StepChain:
         except StepError:
             raise
         except Exception as err:
-            where = repr(tap.current.id) if tap.current is not None else "<none>"
-            raise StepError(
-                f"stage {stage!r} failed on document {where}: {type(err).__name__}: {err}"
-            ) from err
+            # the culprit is among the documents this step pulled and has not yielded yet
+            # (one, unless the step batches); never a document it already passed on
+            held = [d.id for d in tap.pending.values()]
+            if not held:
+                where = "no document (it failed before pulling one or after its input ended)"
+            elif len(held) == 1:
+                where = f"document {held[0]!r}"
+            else:  # a batching step, or one that dropped documents before this one
+                where = f"document {held[-1]!r} (or one of {held[:-1][-5:]!r} it held unyielded)"
+            raise StepError(f"stage {stage!r} failed on {where}: {type(err).__name__}: {err}") from err
 
     def process(self, docs: Iterable[Document], rank: int = 0, world_size: int = 1) -> Iterator[Document]:
         """Yield every input document once: kept ones as they are, rejected ones marked."""
@@ -216,6 +222,25 @@ class StepChain:
             yield doc
         while out:
             yield out.popleft()
+
+
+def _named_reader_errors(docs: Iterable[Document]) -> Iterator[Document]:
+    """An exception raised while reading belongs to the reader, not to the stage that pulled it:
+    say so, and name the last document read before it."""
+    last = None
+    it = iter(docs)
+    while True:
+        try:
+            doc = next(it)
+        except StopIteration:
+            return
+        except StepError:
+            raise
+        except Exception as err:
+            after = f"after document {last!r}" if last is not None else "before the first document"
+            raise StepError(f"stage {READ_STAGE!r} failed {after}: {type(err).__name__}: {err}") from err
+        last = doc.id
+        yield doc
 
 
 def reject_detail(doc: Document) -> str | None:

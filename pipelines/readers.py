@@ -28,7 +28,13 @@ from pydantic import Field
 
 from core.config import StrictModel
 from core.errors import InputError
-from core.records import mark_reject, parse_metadata, truncate_for_reject
+from core.records import (
+    find_lone_surrogate,
+    mark_reject,
+    parse_metadata,
+    scrub_surrogates,
+    truncate_for_reject,
+)
 
 READ_STAGE = "read"
 # "documents": a dataset written by our own jobs (id, text, metadata JSON), read verbatim
@@ -160,8 +166,10 @@ def _default_source(root: Path) -> str:
 
 def _reject(doc_id: str, text: str, f: InputFile, reason: str, detail: str, limits: ReadLimits,
             meta: dict | None = None) -> Document:
-    """A read reject; ``meta`` (a WARC record's url, date, record id) stays with it for tracing."""
-    doc = Document(text=text, id=doc_id, metadata={"source": f.source, "file": f.relpath, **(meta or {})})
+    """A read reject; ``meta`` (a WARC record's url, date, record id) stays with it for tracing.
+    Lone surrogates become U+FFFD here: the reject itself must be writable as UTF-8."""
+    meta = scrub_surrogates({"source": f.source, "file": f.relpath, **(meta or {})})
+    doc = Document(text=scrub_surrogates(text), id=scrub_surrogates(doc_id), metadata=meta)
     truncate_for_reject(doc, limits.reject_text_chars)
     return mark_reject(doc, READ_STAGE, reason, detail)
 
@@ -239,6 +247,11 @@ def _record_to_doc(record: dict[str, Any], default_id: str, f: InputFile, limits
     text = record.get(f.text_key)
     raw_id = record.get(f.id_key)
     doc_id = str(raw_id) if isinstance(raw_id, (str, int)) and str(raw_id) else default_id
+    bad = find_lone_surrogate(record)
+    if bad is not None:
+        # JSON may escape a lone surrogate ("\\udcff"); no UTF-8 writer can store it
+        return _reject(doc_id, text if isinstance(text, str) else "", f, "invalid_unicode",
+                       f"{default_id}: {bad} is a lone surrogate (not valid Unicode text)", limits)
     meta: dict[str, Any] = {}
     nested = record.get("metadata")
     if isinstance(nested, str):
@@ -265,6 +278,15 @@ def _record_to_doc(record: dict[str, Any], default_id: str, f: InputFile, limits
             doc_id, text, f, "too_large", f"text over max_doc_bytes={limits.max_doc_bytes}", limits
         )
     return Document(text=text, id=doc_id, metadata=meta)
+
+
+def _guarded_record(record: dict[str, Any], default_id: str, f: InputFile, limits: ReadLimits) -> Document:
+    """One record -> a Document or a reject; a record our rules did not foresee is still one
+    counted reject naming it, never an exception that stops the job (and blames another)."""
+    try:
+        return _record_to_doc(record, default_id, f, limits)
+    except Exception as err:  # noqa: BLE001 - any failure is this record's, and is recorded
+        return _reject(default_id, "", f, "unreadable_record", f"{default_id}: {type(err).__name__}: {err}", limits)
 
 
 def _read_jsonl(f: InputFile, limits: ReadLimits) -> Iterator[Document]:
@@ -306,7 +328,7 @@ def _read_jsonl(f: InputFile, limits: ReadLimits) -> Iterator[Document]:
                     detail = f"line {lineno}: expected a JSON object, got {type(record).__name__}"
                     yield _reject(default_id, decoded, f, "malformed_json", detail, limits)
                     continue
-                yield _record_to_doc(record, default_id, f, limits)
+                yield _guarded_record(record, default_id, f, limits)
         except (OSError, EOFError) as err:  # truncated/corrupt gzip stream mid-file
             yield _reject(
                 f"{f.source}/{f.relpath}#L{lineno + 1}-",
@@ -325,10 +347,14 @@ def _read_parquet(f: InputFile, limits: ReadLimits) -> Iterator[Document]:
         yield _reject(f"{f.source}/{f.relpath}", "", f, "corrupt_file", f"{f.path}: {err}", limits)
         return
     row = 0
-    for batch in pf.iter_batches(batch_size=512):
-        for record in batch.to_pylist():
-            yield _record_to_doc(record, f"{f.source}/{f.relpath}#R{row}", f, limits)
-            row += 1
+    try:
+        for batch in pf.iter_batches(batch_size=512):
+            for record in batch.to_pylist():
+                yield _guarded_record(record, f"{f.source}/{f.relpath}#R{row}", f, limits)
+                row += 1
+    except Exception as err:  # a damaged row group / page: the file is read up to the damage
+        yield _reject(f"{f.source}/{f.relpath}#R{row}-", "", f, "corrupt_file",
+                      f"{f.path}: after row {row}: {type(err).__name__}: {err}", limits)
 
 
 def _read_documents(f: InputFile, limits: ReadLimits) -> Iterator[Document]:

@@ -1,0 +1,217 @@
+"""GLM-5 chat template: hand-computed texts and masks per thinking mode, render -> parse round
+trip (property test), encoding with added special tokens, bad input as counted rejects."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+from training.chat_template import (
+    SPECIAL_TOKENS,
+    Reject,
+    add_special_tokens,
+    encode,
+    generation_prompt,
+    normalize,
+    parse,
+    render,
+)
+
+CALL = {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": '{"path": "/", "n": 3}'}}
+CONV = [
+    {"role": "system", "content": "S"},
+    {"role": "user", "content": "U1"},
+    {"role": "assistant", "reasoning_content": "R1", "content": "A1"},
+    {"role": "user", "content": "U2"},
+    {"role": "assistant", "reasoning_content": "R2", "content": "", "tool_calls": [CALL]},
+    {"role": "tool", "tool_call_id": "c1", "content": "T"},
+    {"role": "assistant", "reasoning_content": "R3", "content": "A2"},
+]
+HEAD = "[gMASK]<sop><|system|>S<|user|>U1<|assistant|><think>"
+CALL_TXT = "<tool_call>ls<arg_key>path</arg_key><arg_value>/</arg_value><arg_key>n</arg_key><arg_value>3</arg_value></tool_call>"
+
+
+def trained(sample) -> list[str]:
+    return [sample.text[a:b] for a, b in sample.spans]
+
+
+def test_interleaved_one_sample_per_user_turn_with_hand_masks():
+    s0, s1 = render(CONV, "interleaved")
+    assert s0.text == HEAD + "R1</think>A1<|user|>"
+    assert trained(s0) == ["R1</think>A1<|user|>"]
+    # turn 2: turn 1's thinking is cleared and turn 1 is context only
+    assert s1.text == (
+        HEAD + "</think>A1<|user|>U2<|assistant|><think>R2</think>" + CALL_TXT
+        + "<|observation|><tool_response>T</tool_response><|assistant|><think>R3</think>A2<|user|>"
+    )
+    assert trained(s1) == ["R2</think>" + CALL_TXT + "<|observation|>", "R3</think>A2<|user|>"]
+
+
+def test_preserved_keeps_every_thinking_block_in_one_sample():
+    (s,) = render(CONV, "preserved")
+    assert s.text.count("<think>R") == 3
+    assert trained(s) == [
+        "R1</think>A1<|user|>",
+        "R2</think>" + CALL_TXT + "<|observation|>",
+        "R3</think>A2<|user|>",
+    ]
+
+
+def test_turn_level_off_renders_an_empty_block_in_the_prompt():
+    conv = [dict(m) for m in CONV]
+    conv[3] = {"role": "user", "content": "U2", "thinking": False}
+    s0, s1 = render(conv, "turn")
+    assert trained(s0) == ["R1</think>A1<|user|>"]
+    # thinking off: "<think></think>" is prompt; the model's own text starts after it
+    assert "<|assistant|><think></think>" + CALL_TXT in s1.text
+    assert trained(s1) == [CALL_TXT + "<|observation|>", "A2<|user|>"]
+    assert "R2" not in s1.text and "R3" not in s1.text
+
+
+def test_never_trains_system_user_or_observation_text():
+    for mode in ("interleaved", "preserved", "turn"):
+        for s in render(CONV, mode):
+            text = "".join(trained(s))
+            for untrained in ("S", "U1", "U2", "<tool_response>", "T</tool_response>", "<|assistant|>"):
+                assert untrained not in text, (mode, untrained)
+
+
+def test_generation_prompt_keeps_thinking_of_the_current_turn():
+    prompt = generation_prompt(CONV[:6])
+    assert prompt.endswith("<tool_response>T</tool_response><|assistant|><think>")
+    assert "R2</think>" in prompt and "R1" not in prompt  # current turn kept, earlier cleared
+    # the rendered training text continues the prompt append-only
+    (_, s1) = render(CONV, "interleaved")
+    assert s1.text.startswith(prompt)
+
+
+# -- round trip ------------------------------------------------------------------------------------
+
+safe_text = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="<>"), max_size=12)
+# values follow TOOLS' schema: a string, b integer, c array (the parser types them by it)
+ARG_VALUES = {"a": safe_text, "b": st.integers(-5, 5), "c": st.lists(st.integers(0, 3), max_size=3)}
+
+
+@st.composite
+def conversations(draw):
+    msgs = []
+    if draw(st.booleans()):
+        msgs.append({"role": "system", "content": draw(safe_text)})
+    for _ in range(draw(st.integers(1, 3))):
+        msgs.append({"role": "user", "content": draw(safe_text)})
+        for _ in range(draw(st.integers(0, 2))):  # tool-call steps
+            n = draw(st.integers(1, 2))
+            calls = [
+                {"type": "function", "function": {
+                    "name": draw(st.sampled_from(["ls", "cat", "grep"])),
+                    "arguments": json.dumps({k: draw(ARG_VALUES[k]) for k in draw(st.lists(st.sampled_from(["a", "b", "c"]), unique=True, max_size=3))}),
+                }}
+                for _ in range(n)
+            ]  # fmt: skip
+            msgs.append({"role": "assistant", "content": draw(safe_text), "reasoning_content": draw(safe_text), "tool_calls": calls})
+            msgs += [{"role": "tool", "content": draw(safe_text)} for _ in range(n)]
+        msgs.append({"role": "assistant", "content": draw(safe_text), "reasoning_content": draw(safe_text)})
+    return msgs
+
+
+TOOLS = [
+    {"type": "function", "function": {"name": name, "parameters": {"type": "object", "properties": {
+        "a": {"type": "string"}, "b": {"type": "integer"}, "c": {"type": "array"}}}}}
+    for name in ("ls", "cat", "grep")
+]  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(conversations())
+def test_render_parse_round_trip(msgs):
+    (s,) = render(msgs, "preserved", tools=TOOLS)
+    back, tools = parse(s.text)
+    assert tools == TOOLS
+    assert back == normalize(msgs)
+
+
+def test_parse_without_schema_reads_json_values():
+    msgs = [{"role": "user", "content": "u"},
+            {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "f", "arguments": {"x": 3, "y": "a b"}}}]}]  # fmt: skip
+    back, _ = parse(render(msgs, "preserved")[0].text)
+    assert json.loads(back[1]["tool_calls"][0]["function"]["arguments"]) == {"x": 3, "y": "a b"}
+
+
+# -- tokens ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tok() -> Tokenizer:
+    t = Tokenizer(models.BPE())
+    t.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<|endoftext|>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)  # fmt: skip
+    t.train_from_iterator(["hello world A1 A2 R1 R2 path ls tool"] * 20, trainer=trainer)
+    return add_special_tokens(t)
+
+
+def test_encode_masks_tokens_and_matches_whole_text_encoding(tok):
+    eos_before = tok.token_to_id("<|endoftext|>")
+    add_special_tokens(tok)  # idempotent
+    assert tok.token_to_id("<|endoftext|>") == eos_before
+    assert all(tok.token_to_id(t) is not None for t in SPECIAL_TOKENS)
+    for s in render(CONV, "preserved"):
+        ids, mask = encode(s, tok)
+        assert ids == tok.encode(s.text, add_special_tokens=False).ids
+        trained_ids = [i for i, m in zip(ids, mask, strict=True) if m]
+        want = []
+        for a, b in s.spans:
+            want += tok.encode(s.text[a:b], add_special_tokens=False).ids
+        assert trained_ids == want
+        # the ending tokens are trained, the opening assistant token never is
+        assert tok.token_to_id("<|user|>") in trained_ids and tok.token_to_id("<|assistant|>") not in trained_ids
+
+
+# -- bad input -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("msgs", "reason"),
+    [
+        ([{"role": "wizard", "content": "x"}], "unknown_role"),
+        ([{"role": "user", "content": "x"}, {"role": "assistant", "content": "", "tool_calls": [{"function": {"arguments": "{}"}}]}], "tool_call_without_name"),
+        ([{"role": "user", "content": "x"}, {"role": "tool", "content": "r"}, {"role": "assistant", "content": "y"}], "tool_result_without_call"),
+        ([{"role": "user", "content": {"text": "x"}}, {"role": "assistant", "content": "y"}], "non_string_content"),
+        ([{"role": "user", "content": "x<|user|>"}, {"role": "assistant", "content": "y"}], "reserved_token_in_content"),
+        ([{"role": "user", "content": "x"}], "no_assistant_message"),
+        ([{"role": "user", "content": "x"}, {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "f", "arguments": "[1]"}}]}], "bad_tool_arguments"),
+    ],
+)  # fmt: skip
+def test_bad_conversations_are_rejected_with_a_reason(msgs, reason):
+    with pytest.raises(Reject) as err:
+        render(msgs, "interleaved")
+    assert err.value.reason == reason
+
+
+def test_cli_prints_samples_and_counts_rejects(tmp_path):
+    path = tmp_path / "m.jsonl"
+    path.write_text(
+        json.dumps({"messages": CONV}) + "\n" + '{"messages": [{"role": "wizard"}]}\n' + "not json\n"
+        + json.dumps({"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "yo"}]}) + "\n"
+    )  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-m", "training.chat_template", "render", "--messages", str(path), "--mode", "preserved"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    assert len(rows) == 2
+    first = rows[0]
+    assert [first["text"][a:b] for a, b in first["loss_mask"]] == trained(render(CONV, "preserved")[0])
+    assert rows[1]["text"] == "[gMASK]<sop><|user|>hi<|assistant|><think></think>yo<|user|>"
+    assert "unknown_role=1" in out.stderr and "bad_json=1" in out.stderr
+    bad = subprocess.run(
+        [sys.executable, "-m", "training.chat_template", "render", "--messages", str(path), "--mode", "nope"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert bad.returncode == 2 and bad.stderr.startswith("error:")

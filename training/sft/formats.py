@@ -1,0 +1,42 @@
+"""Input formats for chat data, converted to OpenAI-style message lists.
+
+ShareGPT (LLaMA-Factory's convention): ``{"conversations": [{"from": ..., "value": ...}]}``
+with ``from`` in human/user, gpt/assistant, system, function_call (an assistant tool call:
+``value`` is JSON ``{"name": ..., "arguments": {...}}``), observation/tool (a tool result).
+Consecutive function_call turns become one assistant message with several calls. Unknown
+``from`` values are kept as that role, so ``normalize`` rejects them as ``unknown_role``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant",
+         "system": "system", "observation": "tool", "tool": "tool", "function": "tool"}  # fmt: skip
+
+
+def sharegpt_to_messages(turns: Any) -> list[dict[str, Any]]:
+    if not isinstance(turns, list):
+        return turns  # normalize() rejects it with a reason
+    out: list[dict[str, Any]] = []
+    for t in turns:
+        if not isinstance(t, dict):
+            out.append(t)
+            continue
+        src, value = t.get("from"), t.get("value")
+        if src == "function_call":
+            try:
+                call = json.loads(value) if isinstance(value, str) else value
+            except json.JSONDecodeError:
+                call = {"arguments": value}  # no name: rejected as tool_call_without_name
+            if not isinstance(call, dict):
+                call = {}
+            fn = {"name": call.get("name"), "arguments": call.get("arguments", {})}
+            if out and isinstance(out[-1], dict) and out[-1].get("role") == "assistant":
+                out[-1].setdefault("tool_calls", []).append({"type": "function", "function": fn})
+            else:
+                out.append({"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": fn}]})
+            continue
+        out.append({"role": ROLES.get(src, src), "content": value})
+    return out

@@ -1,0 +1,99 @@
+"""``python -m synth.search``: generate verified multi-hop search tasks, and grade responses.
+
+python -m synth.search generate --corpus DOCS --n N --out tasks.jsonl
+python -m synth.search grade --tasks tasks.jsonl --responses R.jsonl      # last line: mean score
+python -m synth.search solve --tasks tasks.jsonl --corpus DOCS --out R.jsonl   # BM25 tool-solver responses
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from core.cli import load_cli_config, user_errors
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Deep-search (multi-hop retrieval) tasks.")
+
+
+@app.command()
+@user_errors
+def generate(
+    corpus: Path = typer.Option(..., help="a directory of HTML pages (links = their <a href>) or JSONL "
+                                          "{id, text, title?, links?}; e.g. the sample's Python docs"),
+    n: int = typer.Option(..., "--n", min=1, help="number of tasks"),
+    out: Path = typer.Option(..., help="tasks JSONL; OUT.stats.json gets the counts and reject reasons"),
+    config: Path = typer.Option(None, help="SearchConfig YAML (configs/terminal_search.yaml)"),
+    set_: list[str] = typer.Option(None, "--set", help="override a config key, e.g. --set hops=[3]"),
+    max_docs: int = typer.Option(0, min=0, help="read only the first N documents (0 = all)"),
+) -> None:
+    """Write N multi-hop questions, each checked: unique answer, needs retrieval, solvable with BM25."""
+    from synth.search.corpus import load_corpus
+    from synth.search.generate import Generator, SearchConfig
+
+    cfg = load_cli_config(SearchConfig, config, set_)
+    docs = load_corpus(corpus, max_docs or None)
+    typer.echo(f"corpus: {len(docs)} documents, {sum(len(d.links) for d in docs.docs.values())} links "
+               f"({len(docs.rejected)} pages skipped)")
+    res = Generator(docs, cfg).generate(n, log=typer.echo)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "w", encoding="utf-8") as fh:
+        for t in res.tasks:
+            fh.write(json.dumps(t, ensure_ascii=False) + "\n")
+    stats = {"tasks": len(res.tasks), "candidates": res.attempts, "rejects": dict(res.rejects.most_common()),
+             "paraphrased": res.paraphrased, "corpus_docs": len(docs), "skipped_pages": len(docs.rejected)}
+    Path(f"{out}.stats.json").write_text(json.dumps(stats, indent=1))
+    typer.echo(f"{len(res.tasks)} tasks from {res.attempts} candidates -> {out}")
+    for reason, count in res.rejects.most_common():
+        typer.echo(f"  rejected {reason}: {count}")
+    if len(res.tasks) < n:
+        typer.echo(f"warning: only {len(res.tasks)} of {n} tasks passed the checks", err=True)
+
+
+@app.command()
+@user_errors
+def grade(
+    tasks: Path = typer.Option(..., help="tasks JSONL written by `generate`"),
+    responses: Path = typer.Option(..., help='JSONL of {"id"?, "response"}: by id, or one per task in order'),
+) -> None:
+    """Score each response 1/0 (normalised exact match against the answer or an alias); last line = mean."""
+    from synth.search.grade import grade_files
+
+    graded = grade_files(tasks, responses)
+    by_hops: dict[int, list[float]] = {}
+    for t, s in graded:
+        by_hops.setdefault(int(t.get("hop_count", 0)), []).append(s)
+    for h, scores in sorted(by_hops.items()):
+        typer.echo(f"hops={h}: {sum(scores) / len(scores):.4f} (n={len(scores)})")
+    mean = sum(s for _, s in graded) / max(1, len(graded))
+    typer.echo(f"mean score over {len(graded)} tasks:")
+    typer.echo(f"{mean:.6f}")
+
+
+@app.command()
+@user_errors
+def solve(
+    tasks: Path = typer.Option(..., help="tasks JSONL"),
+    corpus: Path = typer.Option(..., help="the corpus the tasks were generated from"),
+    out: Path = typer.Option(..., help="responses JSONL ({id, response})"),
+    depth: int = typer.Option(10, min=1, help="BM25 results the solver looks at"),
+) -> None:
+    """Answer every task with the BM25 tool solver (a retrieval baseline for `grade`)."""
+    from synth.search.bm25 import BM25
+    from synth.search.corpus import load_corpus
+    from synth.search.grade import read_jsonl
+    from synth.search.solvers import tool_solve
+
+    docs = load_corpus(corpus)
+    index = BM25(docs)
+    rows = read_jsonl(tasks, "tasks")
+    with open(out, "w", encoding="utf-8") as fh:
+        for t in rows:
+            fh.write(json.dumps({"id": t.get("id"), "response": tool_solve(t["question"], docs, index, depth) or ""})
+                     + "\n")
+    typer.echo(f"{len(rows)} responses -> {out}")
+
+
+if __name__ == "__main__":
+    app()

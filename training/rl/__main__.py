@@ -14,6 +14,10 @@ import sys
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("training.rl.demo", "CPU demonstration: RL on task A, RL on B, distillation recovers A"),
     "stages": ("training.rl.stages", "run an SFT -> RL -> distillation stage pipeline from a config"),
+    "serve": ("training.serving.rollout_server", "rollout server (OpenAI-compatible + /generate) over a checkpoint"),
+    "orchestrator": ("training.rl.orchestrator_cli", "multi-task rollout orchestrator (registration, heartbeats)"),
+    "train": ("training.rl.async_run", "asynchronous RL: orchestrator, rollout servers, trainer process"),
+    "task-service": ("training.rl.task_service", "one task's instances and rewards over HTTP"),
 }
 
 

@@ -1,0 +1,240 @@
+"""The trainer process of asynchronous RL: threshold batches in, weight versions out.
+
+Loop: ask the orchestrator for ``batch_groups`` finished groups (the time spent waiting is the
+trainer's idle time); drop (or keep with truncated importance weights) every trajectory more
+than ``staleness`` versions behind the weights being trained; one group-wise policy step
+(``training.rl.losses``: group-normalised advantages, clipped token-level loss, TIS against the
+rollout logprobs; loss only on sampled tokens, optionally only on a partial rollout's newest-
+version tokens); every ``push_every`` updates save a checkpoint, push it to the rollout servers
+as the next ``weight_version`` (aborting their in-flight requests if configured), reset the
+optimizer if configured, and only then commit the trained trajectories to the ledger. A trainer
+that dies loses at most the updates since its last push: on restart it reloads that checkpoint
+and the orchestrator hands the uncommitted groups back — each trajectory is trained exactly once
+in the run's surviving history.
+
+Runs as its own process (``python -m training.rl.async_trainer``), started by ``train``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+import typer
+
+from core.cli import run_app, user_errors
+from core.config import validate_config
+from core.errors import UserError
+from training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from training.glm_model import GLMModel
+from training.metrics_log import MetricsSink
+from training.optimizers import build_optimizer
+from training.rl.async_config import RLAsyncConfig
+from training.rl.losses import group_advantages, masked_mean, pad_rows, policy_loss, token_logprobs
+from training.serving.http_json import CallFailure, call
+
+CRASH_EXIT = 75  # a deliberate crash (fault injection): the supervisor restarts the trainer
+
+
+def _orch(url: str, route: str, body: dict[str, Any] | None = None, timeout_s: float = 600.0) -> dict:
+    res = call(f"{url}/{route}", body, timeout_s)
+    if isinstance(res, CallFailure):
+        raise UserError(f"orchestrator {route}: {res}")
+    return res
+
+
+def build_batch(trajs: list[dict], mask_old: bool) -> dict[str, Any]:
+    """Right-padded rows prompt + output; loss mask on sampled tokens only; rollout logprobs in
+    place (position t = log p(token t | < t))."""
+    rows, masks, lps = [], [], []
+    for t in trajs:
+        p, o = t["prompt_ids"], t["output_ids"]
+        newest = max(t["token_versions"], default=0)
+        keep = [int(not mask_old or v == newest) for v in t["token_versions"]]
+        rows.append(p + o)
+        masks.append([0] * len(p) + keep)
+        lps.append([0.0] * len(p) + list(t["logprobs"]))
+    tokens, doc_lens = pad_rows(rows)
+    width = tokens.shape[1]
+    mask = torch.tensor([m + [0] * (width - len(m)) for m in masks], dtype=torch.float32)
+    logp_rollout = torch.tensor([lp + [0.0] * (width - len(lp)) for lp in lps], dtype=torch.float32)
+    return {"tokens": tokens, "doc_lens": doc_lens, "mask": mask, "logp_rollout": logp_rollout}
+
+
+class AsyncTrainer:
+    def __init__(self, cfg: RLAsyncConfig, out: Path, orch_url: str, log=print):
+        self.cfg, self.tc, self.out, self.url, self.log = cfg, cfg.trainer, out, orch_url, log
+        self.ckpt_dir = out / "checkpoints"
+        torch.manual_seed(cfg.seed)
+        self.model = GLMModel(cfg.model)
+        self.opt = build_optimizer(self.model, self.tc.optimizer)
+        found = latest_checkpoint(self.ckpt_dir)
+        if found is None:
+            raise UserError(f"{self.ckpt_dir}: no initial checkpoint (train writes step-00000000)")
+        state = load_checkpoint(found, self.model, self.opt if (found / "optimizer.pt").is_file() else None)
+        self.update = int(state.get("update", 0))
+        self.version = int(state.get("weight_version", 0))
+        self.totals = dict(state.get("totals") or {"trained": 0, "stale_dropped": 0, "idle_s": 0.0, "wall_s": 0.0})
+        self.pending: list[dict] = []  # trained rows awaiting the next checkpoint
+        self.pending_groups: list[str] = []
+        self.log(f"[trainer] start at update {self.update}, weight_version {self.version} ({found.name})")
+
+    def _temperature(self) -> float:
+        return self.cfg.orchestrator.sampling.temperature or 1.0
+
+    def _filter(self, groups: list[dict]) -> tuple[list[list[dict]], list[dict]]:
+        kept, dropped = [], []
+        for g in groups:
+            fresh = []
+            for t in g["trajectories"]:
+                behind = self.version - int(t["weight_version"])
+                t["versions_behind"] = behind
+                if behind > self.tc.staleness and self.tc.stale_policy == "drop":
+                    dropped.append({"id": t["id"], "reason": "stale", "versions_behind": behind})
+                else:
+                    fresh.append(t)
+            if len(fresh) >= self.cfg.orchestrator.min_group_size:
+                kept.append(fresh)
+            else:
+                dropped += [{"id": t["id"], "reason": "stale_group_too_small"} for t in fresh]
+        return kept, dropped
+
+    def _step(self, groups: list[list[dict]]) -> dict[str, float]:
+        trajs = [t for g in groups for t in g]
+        batch = build_batch(trajs, self.tc.mask_old_tokens)
+        adv = torch.cat([group_advantages(torch.tensor([t["reward"] for t in g]), len(g),
+                                          self.tc.loss.std_normalize, self.tc.loss.eps) for g in groups])
+        self.model.train()
+        logp = token_logprobs(self.model, batch["tokens"], batch["doc_lens"], self._temperature())
+        # one step per batch: the trainer's "old" policy is the current weights; TIS against the
+        # rollout logprobs corrects the rollout/trainer mismatch and, for kept stale samples, staleness
+        out = policy_loss(logp, logp.detach(), adv, batch["mask"], self.tc.loss, logp_rollout=batch["logp_rollout"])
+        self.opt.zero_grad(set_to_none=True)
+        out.loss.backward()
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.tc.grad_clip)
+        self.opt.step()
+        with torch.no_grad():
+            mismatch = masked_mean((logp.detach() - batch["logp_rollout"]).abs(), batch["mask"])
+        return {"loss": round(float(out.loss), 6), "grad_norm": round(float(grad_norm), 6),
+                "logprob_mismatch": round(float(mismatch), 6), **{k: round(v, 6) for k, v in out.stats.items()}}
+
+    def _push(self) -> None:
+        self.version += 1
+        state = {"update": self.update, "weight_version": self.version, "totals": self.totals,
+                 "config": {"model": self.cfg.model.model_dump(mode="json")}}
+        path = save_checkpoint(self.ckpt_dir, self.update, self.model, self.opt, state)
+        tok = self.out / "tokenizer.json"
+        if tok.is_file():
+            shutil.copy(tok, path / "tokenizer.json")
+        res = _orch(self.url, "weights", {"version": self.version, "path": str(path),
+                                           "abort_inflight": self.tc.partial_rollout == "abort"})
+        if res.get("failed"):
+            self.log(f"[trainer] push to some servers failed (they restart from it): {res['failed']}")
+        if self.tc.reset_optimizer:
+            self.opt = build_optimizer(self.model, self.tc.optimizer)
+        _orch(self.url, "commit", {"trained": self.pending, "groups": self.pending_groups})
+        self.pending, self.pending_groups = [], []
+        for old in sorted(self.ckpt_dir.glob("step-*"))[: -self.tc.keep_checkpoints]:
+            shutil.rmtree(old, ignore_errors=True)
+
+    def run(self) -> None:
+        res = _orch(self.url, "trainer_start", {"update": self.update})
+        self.log(f"[trainer] orchestrator re-queued {res['requeued']} uncommitted group(s)")
+        self._truncate_metrics()
+        sink = MetricsSink(self.out / "metrics.jsonl", append=True, log=self.log)
+        t_start = time.monotonic()
+        base_idle, base_wall = self.totals["idle_s"], self.totals["wall_s"]
+        idle = 0.0
+        try:
+            while self.update < self.tc.updates:
+                t0 = time.monotonic()
+                got = _orch(self.url, "batch", {"groups": self.tc.batch_groups, "timeout_s": self.tc.batch_timeout_s},
+                            timeout_s=self.tc.batch_timeout_s + 30)
+                idle += time.monotonic() - t0
+                if not got["groups"]:
+                    raise UserError(f"no batch within {self.tc.batch_timeout_s}s: are the task services and "
+                                    f"rollout servers up? ({self.url}/status)")
+                kept, dropped = self._filter(got["groups"])
+                if dropped:
+                    _orch(self.url, "commit", {"dropped": [d | {"update": self.update} for d in dropped]})
+                    self.totals["stale_dropped"] += len(dropped)
+                ids = [g["group"] for g in got["groups"]]
+                if not kept:
+                    _orch(self.url, "commit", {"groups": ids})
+                    continue
+                t1 = time.monotonic()
+                stats = self._step(kept)
+                trajs = [t for g in kept for t in g]
+                self.update += 1
+                self.pending += [{"id": t["id"], "update": self.update, "trained_version": self.version,
+                                  "weight_version": t["weight_version"], "reward": t["reward"]} for t in trajs]
+                self.pending_groups += ids
+                self.totals["trained"] += len(trajs)
+                wall = time.monotonic() - t_start
+                self.totals["idle_s"], self.totals["wall_s"] = base_idle + idle, base_wall + wall
+                behind = [t["versions_behind"] for t in trajs]
+                by_task: dict[str, list[float]] = {}
+                for t in trajs:
+                    by_task.setdefault(t["task"], []).append(t["reward"])
+                rec = {"update": self.update, "reward": round(sum(t["reward"] for t in trajs) / len(trajs), 6),
+                       "weight_version": self.version, "stale_dropped": len(dropped),
+                       "stale_dropped_total": self.totals["stale_dropped"],
+                       "idle_ratio": round(self.totals["idle_s"] / max(self.totals["wall_s"], 1e-9), 4),
+                       "samples": len(trajs), "samples_per_s": round(self.totals["trained"] / max(self.totals["wall_s"], 1e-9), 3),
+                       "versions_behind_mean": round(sum(behind) / len(behind), 3), "versions_behind_max": max(behind),
+                       "wait_s": round(t1 - t0, 3), "train_s": round(time.monotonic() - t1, 3),
+                       "reward_by_task": {k: round(sum(v) / len(v), 4) for k, v in sorted(by_task.items())},
+                       "mean_tokens": round(sum(len(t["output_ids"]) for t in trajs) / len(trajs), 2), **stats}
+                if self.update % self.tc.push_every == 0 or self.update == self.tc.updates:
+                    self._push()
+                sink.write(rec | {"step": self.update})
+                self.log(f"[trainer] update {self.update}: reward {rec['reward']:.3f} v{self.version} "
+                         f"stale {len(dropped)} idle {rec['idle_ratio']:.2f} {rec['samples_per_s']:.2f} samples/s")
+                self._maybe_crash()
+        finally:
+            sink.close()
+
+    def _truncate_metrics(self) -> None:
+        """Rows of updates lost with a crashed trainer go: they are trained again after restart."""
+        path = self.out / "metrics.jsonl"
+        if not path.is_file():
+            return
+        keep = [line for line in path.read_text(encoding="utf-8").splitlines()
+                if line.strip() and json.loads(line).get("update", 0) <= self.update]
+        path.write_text("".join(line + "\n" for line in keep), encoding="utf-8")
+
+    def _maybe_crash(self) -> None:
+        crash_at = self.cfg.orchestrator.faults.trainer_crash_after_updates
+        marker = self.out / f".trainer-crashed-{self.update}"
+        if self.update in crash_at and not marker.exists():
+            marker.write_text("1")
+            from training.rl.faults import log_fault
+
+            log_fault(self.out / "faults.jsonl", "trainer_crash", update=self.update)
+            self.log(f"[trainer] fault injection: crashing after update {self.update}")
+            os._exit(CRASH_EXIT)  # no cleanup on purpose: what a killed process leaves
+
+
+app = typer.Typer(add_completion=False, help="The trainer process of asynchronous RL (started by `train`).")
+
+
+@app.command()
+@user_errors(sigterm_unwinds=True)
+def main(
+    config: Path = typer.Option(..., help="the resolved run config (OUT/config.json)"),
+    out: Path = typer.Option(..., help="run directory"),
+    orchestrator: str = typer.Option(..., help="orchestrator URL"),
+) -> None:
+    cfg = validate_config(RLAsyncConfig, json.loads(config.read_text(encoding="utf-8")), str(config))
+    if cfg.trainer.threads:
+        torch.set_num_threads(cfg.trainer.threads)
+    AsyncTrainer(cfg, out, orchestrator).run()
+
+
+if __name__ == "__main__":
+    run_app(app)

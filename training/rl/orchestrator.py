@@ -1,0 +1,427 @@
+"""The multi-task rollout orchestrator: groups of trajectories from task services and rollout servers.
+
+Per group: a task is chosen by its ratio (the task furthest below its share) within its rate
+limit; one of its services hands out an instance (``POST /task``: prompt messages, sampling); the
+prompt is rendered once with the GLM-5 chat template; ``group_size`` trajectories are generated
+token-in/token-out on the least-loaded rollout server and graded by the task's service
+(``POST /reward``). A finished group waits in the buffer until the trainer takes it.
+
+Failures are values: a connection error, timeout, HTTP error or garbled reply costs the trajectory
+one attempt and it is resubmitted (to another server when there is one); after ``max_attempts``
+it is dropped with ``failed:<stage>:<kind>``. An aborted generation (weights pushed with
+``abort_inflight``) is resubmitted without charge. When the registry declares a server
+unhealthy, trajectories waiting on it are resubmitted at once (a late answer from it is ignored).
+
+Trainer protocol (HTTP): ``POST /batch {"groups": B, "timeout_s"}`` returns up to B ready groups
+(waiting until B are ready — the buffer's release threshold); ``POST /commit`` writes their final
+ledger rows once the update that used them is checkpointed; ``POST /trainer_start`` puts groups
+delivered but never committed (a trainer that died) back in the buffer; ``POST /weights`` pushes
+a checkpoint to every rollout server and managed servers restart from it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from training.rl.faults import FaultInjector
+from training.rl.ledger import Ledger
+from training.rl.orchestrator_config import OrchestratorConfig
+from training.rl.registry import Registry, Slot
+from training.serving import rollout_client
+from training.serving.codec import Codec
+from training.serving.http_json import CallFailure, HttpError, call, serve_json
+
+
+@dataclass
+class Traj:
+    id: str
+    group: Group
+    stage: str = "generate"  # generate | grade | done | dropped
+    attempts: int = 0
+    epoch: int = 0  # bumped on resubmission; a reply for an older epoch is ignored
+    slot: str | None = None  # server the current call went to (None when not calling)
+    gen: rollout_client.Generation | None = None
+    message: dict | None = None
+    reward: float | None = None
+    info: dict = field(default_factory=dict)
+
+    def payload(self) -> dict[str, Any]:
+        g, gen = self.group, self.gen
+        return {"id": self.id, "group": g.id, "task": g.task, "prompt_ids": g.prompt_ids,
+                "output_ids": gen.output_ids, "logprobs": gen.logprobs, "token_versions": gen.versions,
+                "weight_version": min(gen.versions, default=g.version), "finish_reason": gen.finish_reason,
+                "reward": self.reward, "reward_info": self.info, "attempts": self.attempts,
+                "messages": g.messages + [self.message]}
+
+
+@dataclass
+class Group:
+    id: str
+    task: str
+    instance: dict
+    messages: list[dict]
+    prompt_ids: list[int]
+    sampling: dict
+    version: int
+    trajs: list[Traj] = field(default_factory=list)
+
+
+class Orchestrator:
+    def __init__(self, cfg: OrchestratorConfig, out_dir: str | Path, codec: Codec, mode: str = "async",
+                 log=print):
+        self.cfg, self.codec, self.mode, self.log = cfg, codec, mode, log
+        self.out = Path(out_dir)
+        self.ledger = Ledger(self.out)
+        self.registry = Registry(cfg.heartbeat, self.out / "logs", log, on_unhealthy=self._on_unhealthy)
+        self.cond = threading.Condition()
+        self.jobs: deque[Traj] = deque()
+        self.in_progress: dict[str, Group] = {}
+        self.ready: deque[Group] = deque()
+        self.delivered: dict[str, Group] = {}
+        self.demand = 0  # sync mode: groups the trainer asked for and has not received
+        self.weight_version, self.weights_path = 0, cfg.checkpoint
+        self.counters: Counter = Counter()
+        self.groups_by_task: Counter = Counter()
+        self.next_start: dict[str, float] = {}
+        self.seq = 0
+        self.stopping = threading.Event()
+        self.faults = FaultInjector(cfg.faults, self)
+        self.server = None
+        self.url = ""
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def start(self) -> str:
+        self.server = serve_json(self.routes(), self.cfg.host, self.cfg.port)
+        self.url = f"http://{self.cfg.host}:{self.server.server_address[1]}"
+        self.registry.start()
+        from training.rl.launch import rollout_command, task_command
+
+        for i in range(self.cfg.rollout.replicas):
+            self.registry.add_managed(f"rollout-{i}", "rollout", None, self.cfg.rollout.capacity,
+                                      rollout_command(self, f"rollout-{i}"))
+        for ep in self.cfg.rollout.endpoints:
+            self.registry.register(None, "rollout", None, ep, self.cfg.rollout.capacity)
+        for t in self.cfg.tasks:
+            for i in range(t.replicas):
+                key = f"task-{t.name}-{i}"
+                self.registry.add_managed(key, "task", t.name, t.capacity, task_command(self, t, key))
+            for ep in t.endpoints:
+                self.registry.register(None, "task", t.name, ep, t.capacity)
+        threads = [threading.Thread(target=self._creator, daemon=True, name="groups")]
+        threads += [threading.Thread(target=self._worker, daemon=True, name=f"worker-{i}")
+                    for i in range(self.cfg.workers)]
+        for th in threads:
+            th.start()
+        self.faults.start()
+        return self.url
+
+    def wait_ready(self, timeout_s: float) -> bool:
+        need: dict[tuple[str, str | None], int] = {}
+        if self.cfg.rollout.replicas or self.cfg.rollout.endpoints:
+            need[("rollout", None)] = 1
+        for t in self.cfg.tasks:
+            if t.replicas or t.endpoints:
+                need[("task", t.name)] = 1
+        return self.registry.wait_healthy(need, timeout_s)
+
+    def shutdown(self, reason: str = "run_ended") -> dict[str, Any]:
+        """Stop generating; every trajectory not yet final is dropped with ``reason``."""
+        self.stopping.set()
+        with self.cond:
+            self.cond.notify_all()
+            groups = list(self.in_progress.values()) + list(self.ready) + list(self.delivered.values())
+            self.in_progress.clear(), self.ready.clear(), self.delivered.clear(), self.jobs.clear()
+        for g in groups:
+            for t in g.trajs:
+                if t.id not in self.ledger.final:
+                    self.ledger.record(t.id, "dropped", reason, group=g.id)
+        self.faults.stop()
+        self.registry.stop()
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+        summary = self.status()
+        self.ledger.close()
+        return summary
+
+    # -- creating groups ---------------------------------------------------------------------------
+    def _room(self) -> int:
+        busy = len(self.in_progress) + len(self.ready)
+        limit = self.cfg.max_ahead_groups if self.mode == "async" else self.demand
+        return limit - busy
+
+    def _pick_task(self):
+        now = time.monotonic()
+        eligible = [t for t in self.cfg.tasks if self.registry.healthy("task", t.name)
+                    and self.next_start.get(t.name, 0.0) <= now]
+        if not eligible:
+            return None
+        task = min(eligible, key=lambda t: (self.groups_by_task[t.name] / t.ratio, t.name))
+        if task.rate_limit_per_s:
+            self.next_start[task.name] = max(now, self.next_start.get(task.name, now)) + 1 / task.rate_limit_per_s
+        return task
+
+    def _creator(self) -> None:
+        while not self.stopping.is_set():
+            with self.cond:
+                if self._room() <= 0 or not self.registry.healthy("rollout"):
+                    self.cond.wait(0.1)
+                    continue
+            task = self._pick_task()
+            slot = self.registry.acquire("task", task.name) if task else None
+            if slot is None:
+                time.sleep(0.05)
+                continue
+            seed = self.cfg.seed * 1_000_003 + self.seq
+            self.seq += 1
+            res = call(f"{slot.endpoint}/task", {"seed": seed}, self.cfg.request_timeout_s)
+            self.registry.release(slot)
+            group = self._make_group(task.name, res)
+            if group is None:
+                continue
+            with self.cond:
+                self.in_progress[group.id] = group
+                self.jobs.extend(group.trajs)
+                self.groups_by_task[task.name] += 1
+                self.cond.notify_all()
+
+    def _make_group(self, task: str, res: Any) -> Group | None:
+        if isinstance(res, CallFailure):
+            self.counters[f"task_fetch:{res.kind}"] += 1
+            return None
+        inst = res.get("instance") if isinstance(res, dict) else None
+        if not isinstance(inst, dict) or not isinstance(inst.get("messages"), list):
+            self.counters["task_fetch:garbled"] += 1
+            return None
+        try:
+            prompt_ids = self.codec.chat_prompt(inst["messages"], thinking=self.cfg.thinking)
+        except Exception as err:  # noqa: BLE001 - a bad instance is the service's fault: count it
+            self.counters["task_fetch:bad_messages"] += 1
+            self.log(f"[orchestrator] {task}: instance refused: {err}")
+            return None
+        s = self.cfg.sampling
+        sampling = {"temperature": s.temperature, "top_p": s.top_p,
+                    "max_tokens": int(inst.get("max_tokens") or s.max_tokens), "stop_token_ids": self.codec.stop_ids}
+        gid = f"g{self.seq:06d}"
+        group = Group(gid, task, inst, inst["messages"], prompt_ids, sampling, self.weight_version)
+        for i in range(self.cfg.group_size):
+            t = Traj(f"{gid}-{i}", group)
+            self.ledger.issue(t.id, task, gid)
+            group.trajs.append(t)
+        self.counters["groups_created"] += 1
+        return group
+
+    # -- trajectory jobs ---------------------------------------------------------------------------
+    def _worker(self) -> None:
+        while not self.stopping.is_set():
+            with self.cond:
+                if not self.jobs:
+                    self.cond.wait(0.1)
+                    continue
+                traj = self.jobs.popleft()
+            if traj.stage == "generate":
+                self._generate(traj)
+            elif traj.stage == "grade":
+                self._grade(traj)
+
+    def _requeue(self, traj: Traj, front: bool = False, delay: float = 0.0) -> None:
+        if delay:
+            time.sleep(delay)
+        with self.cond:
+            if traj.group.id in self.in_progress:
+                (self.jobs.appendleft if front else self.jobs.append)(traj)
+                self.cond.notify_all()
+
+    def _call_slot(self, traj: Traj, role: str, task: str | None) -> tuple[Slot | None, int]:
+        tried = {traj.slot} if traj.slot else set()
+        slot = self.registry.acquire(role, task, exclude=tried)
+        with self.cond:
+            traj.slot = slot.key if slot else None
+            return slot, traj.epoch
+
+    def _generate(self, traj: Traj) -> None:
+        g = traj.group
+        slot, epoch = self._call_slot(traj, "rollout", None)
+        if slot is None:
+            return self._requeue(traj, delay=0.05)
+        res = rollout_client.generate(slot.endpoint, self.cfg.rollout.backend, g.prompt_ids, g.sampling,
+                                      f"{traj.id}.{traj.attempts}.{epoch}", self.cfg.request_timeout_s,
+                                      self.weight_version, self.cfg.rollout.model)
+        self.registry.release(slot)
+        if not self._current(traj, epoch):
+            return
+        if isinstance(res, CallFailure):
+            return self._fail(traj, res.kind)
+        if res.finish_reason == "abort":
+            self.counters["aborted_resubmitted"] += 1
+            return self._requeue(traj, front=True)
+        traj.gen, traj.stage = res, "grade"
+        self._grade(traj)
+
+    def _grade(self, traj: Traj) -> None:
+        g = traj.group
+        try:
+            traj.message = self.codec.chat_reply(traj.gen.output_ids)
+        except Exception as err:  # noqa: BLE001 - an unparsable reply is graded as text
+            traj.message = {"role": "assistant", "content": self.codec.decode(traj.gen.output_ids)}
+            traj.info["parse_error"] = str(err)
+        slot, epoch = self._call_slot(traj, "task", g.task)
+        if slot is None:
+            return self._requeue(traj, delay=0.05)
+        res = call(f"{slot.endpoint}/reward", {"instance": g.instance, "messages": g.messages + [traj.message]},
+                   self.cfg.request_timeout_s)
+        self.registry.release(slot)
+        if not self._current(traj, epoch):
+            return
+        if isinstance(res, CallFailure):
+            return self._fail(traj, res.kind)
+        reward = res.get("reward") if isinstance(res, dict) else None
+        if not isinstance(reward, (int, float)) or isinstance(reward, bool):
+            return self._fail(traj, "garbled")
+        traj.reward, traj.stage = float(reward), "done"
+        traj.info.update(res.get("info") or {})
+        self._group_progress(g)
+
+    def _current(self, traj: Traj, epoch: int) -> bool:
+        with self.cond:
+            if traj.epoch != epoch or traj.group.id not in self.in_progress:
+                return False  # resubmitted meanwhile (its server went unhealthy) or run ended
+            traj.slot = None
+            return True
+
+    def _fail(self, traj: Traj, kind: str) -> None:
+        traj.attempts += 1
+        self.counters[f"failed:{traj.stage}:{kind}"] += 1
+        if traj.attempts < self.cfg.max_attempts:
+            self.counters["resubmitted_after_failure"] += 1
+            return self._requeue(traj, delay=min(0.05 * 2**traj.attempts, 1.0))
+        stage = traj.stage
+        traj.stage = "dropped"
+        self.ledger.record(traj.id, "dropped", f"failed:{stage}:{kind}", group=traj.group.id,
+                           attempts=traj.attempts)
+        self._group_progress(traj.group)
+
+    def _group_progress(self, g: Group) -> None:
+        with self.cond:
+            if g.id not in self.in_progress or any(t.stage not in ("done", "dropped") for t in g.trajs):
+                return
+            del self.in_progress[g.id]
+            survivors = [t for t in g.trajs if t.stage == "done"]
+            if len(survivors) >= self.cfg.min_group_size:
+                g.trajs = survivors
+                self.ready.append(g)
+                self.counters["groups_ready"] += 1
+                self.cond.notify_all()
+                return
+        for t in survivors:
+            t.stage = "dropped"
+            self.ledger.record(t.id, "dropped", "group_too_small", group=g.id)
+
+    def _on_unhealthy(self, slot: Slot) -> None:
+        with self.cond:
+            hit = [t for g in self.in_progress.values() for t in g.trajs if t.slot == slot.key]
+            for t in hit:
+                t.epoch += 1
+                t.slot = None
+                self.jobs.appendleft(t)
+            self.counters["resubmitted_unhealthy"] += len(hit)
+            self.cond.notify_all()
+
+    # -- trainer protocol --------------------------------------------------------------------------
+    def take_batch(self, n_groups: int, timeout_s: float) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout_s
+        with self.cond:
+            if self.mode == "sync":
+                self.demand = max(self.demand, n_groups)
+                self.cond.notify_all()
+            while len(self.ready) < n_groups and not self.stopping.is_set():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self.cond.wait(min(left, 0.5))
+            taken = [self.ready.popleft() for _ in range(min(n_groups, len(self.ready)))]
+            for g in taken:
+                self.delivered[g.id] = g
+            if self.mode == "sync":
+                self.demand = max(0, self.demand - len(taken))
+            return {"groups": [{"group": g.id, "task": g.task, "trajectories": [t.payload() for t in g.trajs]}
+                               for g in taken], "weight_version": self.weight_version}
+
+    def commit(self, body: dict[str, Any]) -> dict[str, Any]:
+        done = 0
+        for row in body.get("trained", []):
+            self.ledger.record(row["id"], "trained", None, **{k: v for k, v in row.items() if k != "id"})
+            done += 1
+        for row in body.get("dropped", []):
+            self.ledger.record(row["id"], "dropped", row["reason"], **{k: v for k, v in row.items()
+                                                                        if k not in ("id", "reason")})
+            done += 1
+        with self.cond:
+            for gid in body.get("groups", []):
+                self.delivered.pop(gid, None)
+        return {"committed": done}
+
+    def trainer_start(self, body: dict[str, Any]) -> dict[str, Any]:
+        with self.cond:
+            back = [g for g in self.delivered.values()
+                    if any(t.id not in self.ledger.final for t in g.trajs)]
+            self.delivered.clear()
+            for g in reversed(back):
+                g.trajs = [t for t in g.trajs if t.id not in self.ledger.final]
+                self.ready.appendleft(g)
+            self.counters["groups_redelivered"] += len(back)
+            self.cond.notify_all()
+        return {"requeued": len(back), "weight_version": self.weight_version, "weights_path": self.weights_path}
+
+    def push_weights(self, body: dict[str, Any]) -> dict[str, Any]:
+        version, path = int(body["version"]), str(body["path"])
+        abort_inflight = bool(body.get("abort_inflight", False))
+        self.weight_version, self.weights_path = version, path
+        slots = self.registry.healthy("rollout")
+        results: dict[str, Any] = {}
+
+        def push(s: Slot) -> None:
+            results[s.key] = rollout_client.update_weights(s.endpoint, self.cfg.rollout.backend, path, version,
+                                                           abort_inflight)
+
+        threads = [threading.Thread(target=push, args=(s,)) for s in slots]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        failed = {k: str(v) for k, v in results.items() if isinstance(v, CallFailure)}
+        self.counters["weight_pushes"] += 1
+        self.counters["weight_push_failures"] += len(failed)
+        return {"pushed": len(results) - len(failed), "failed": failed, "weight_version": version}
+
+    # -- HTTP --------------------------------------------------------------------------------------
+    def _register(self, body: dict[str, Any]) -> dict[str, Any]:
+        if not isinstance(body.get("endpoint"), str) or body.get("role") not in ("rollout", "task"):
+            raise HttpError(400, "register needs endpoint (str) and role (rollout|task)")
+        if body["role"] == "task" and body.get("name") not in {t.name for t in self.cfg.tasks}:
+            raise HttpError(400, f"unknown task {body.get('name')!r}; configured: {[t.name for t in self.cfg.tasks]}")
+        slot = self.registry.register(body.get("key"), body["role"], body.get("name"), body["endpoint"],
+                                      int(body.get("capacity") or 1), body.get("info"))
+        return {"ok": True, "key": slot.key, "heartbeat": self.cfg.heartbeat.model_dump()}
+
+    def status(self) -> dict[str, Any]:
+        with self.cond:
+            queues = {"in_progress": len(self.in_progress), "ready": len(self.ready),
+                      "delivered": len(self.delivered), "jobs": len(self.jobs)}
+        return {"mode": self.mode, "weight_version": self.weight_version, "queues": queues,
+                "counters": dict(sorted(self.counters.items())), "groups_by_task": dict(self.groups_by_task),
+                "faults": self.faults.counts(), "ledger": self.ledger.summary(), "servers": self.registry.view(),
+                "events": self.registry.events[-200:]}
+
+    def routes(self) -> dict[str, Any]:
+        def batch(b):
+            return self.take_batch(int(b.get("groups", 1)), float(b.get("timeout_s", 30.0)))
+
+        return {"GET /health": lambda b: {"status": "ok"}, "GET /status": lambda b: self.status(),
+                "POST /register": self._register, "POST /batch": batch, "POST /commit": self.commit,
+                "POST /trainer_start": self.trainer_start, "POST /weights": self.push_weights}

@@ -1,0 +1,209 @@
+"""What each task service serves: instances to roll out, and the reward of a finished trajectory.
+
+A backend has ``instance(seed) -> dict`` (``id``, prompt ``messages``, optional ``max_tokens``; the
+dict travels back with the reward request, so a service replica that never saw it can grade it)
+and ``reward(instance, messages) -> (float, info)``. Rewards come from the project's real graders
+and harnesses, never from the service itself:
+
+* ``toy``      — ``training.rl.toy_tasks`` (verifiable arithmetic/sorting/copying, programmatic reward)
+* ``search``   — deep-search tasks from ``python -m synth.search generate``, ``synth.search.grade.score``
+* ``swe``      — SWE instances; the reply's diff is evaluated by ``python -m swe_envs evaluate``
+                 (reward = the instance is in ``resolved_ids``)
+* ``terminal`` — Harbor tasks; the reply's shell script runs as the task's solution through
+                 ``python -m swe_envs terminal run --agent oracle`` (reward = the verifier's reward)
+
+A harness that cannot produce a reward (no docker, a crash) raises ``RewardUnavailable``: the
+service answers 503 and the orchestrator retries or drops the trajectory with a reason — an
+unavailable reward is never scored 0.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from core.errors import ConfigError, InputError
+
+
+class RewardUnavailable(RuntimeError):
+    pass
+
+
+def _last_text(messages: list[dict]) -> str:
+    last = messages[-1] if messages else {}
+    if not isinstance(last, dict) or last.get("role") != "assistant":
+        raise ValueError("the last message must be the assistant's reply")
+    return str(last.get("content") or "")
+
+
+def _read_jsonl(path: str | Path, what: str) -> list[dict]:
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"{what} not found: {p}")
+    rows = [json.loads(line) for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if not rows:
+        raise InputError(f"{what} is empty: {p}")
+    return rows
+
+
+def _harness(cmd: list[str], timeout_s: float, cwd: str | None = None) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=cwd)
+    except subprocess.TimeoutExpired:
+        raise RewardUnavailable(f"{' '.join(cmd[:4])} timed out after {timeout_s}s") from None
+
+
+class ToyBackend:
+    def __init__(self, task: str = "arithmetic", max_tokens: int | None = None, **kw: Any):
+        from training.rl import toy_tasks
+
+        self.task = toy_tasks.get_task(task, **kw)
+        self.max_tokens = max_tokens
+
+    def instance(self, seed: int) -> dict:
+        inst = self.task.make(random.Random(seed))
+        out = {"id": f"{self.task.name}-{seed}", "seed": seed, "messages": inst["messages"]}
+        if self.max_tokens:
+            out["max_tokens"] = self.max_tokens
+        return out
+
+    def reward(self, instance: dict, messages: list[dict]) -> tuple[float, dict]:
+        ref = self.task.make(random.Random(int(instance["seed"])))
+        return float(self.task.reward(_last_text(messages), ref)), {}
+
+
+class SearchBackend:
+    def __init__(self, tasks: str, max_tokens: int | None = None):
+        self.tasks = _read_jsonl(tasks, "search tasks")
+        for n, t in enumerate(self.tasks, 1):
+            if not isinstance(t.get("question"), str) or not isinstance(t.get("answer"), str):
+                raise InputError(f"{tasks}:{n}: a search task needs string 'question' and 'answer'")
+        self.max_tokens = max_tokens
+
+    def instance(self, seed: int) -> dict:
+        t = self.tasks[seed % len(self.tasks)]
+        out = {"id": str(t.get("id", seed % len(self.tasks))), "index": seed % len(self.tasks),
+               "messages": [{"role": "user", "content": t["question"]}]}
+        if self.max_tokens:
+            out["max_tokens"] = self.max_tokens
+        return out
+
+    def reward(self, instance: dict, messages: list[dict]) -> tuple[float, dict]:
+        from synth.search.grade import answers_of, score
+
+        task = self.tasks[int(instance["index"])]
+        return score(_last_text(messages), answers_of(task)), {}
+
+
+_DIFF = re.compile(r"```(?:diff|patch)?\n(.*?)```", re.S)
+
+
+class SweBackend:
+    PROMPT = ("Resolve this issue in {repo}. Reply with a unified diff (git apply format) "
+              "in a ```diff block.\n\n{problem}")
+
+    def __init__(self, instances: str, config: str | None = None, timeout_s: float = 1800.0,
+                 max_tokens: int | None = None):
+        self.instances = _read_jsonl(instances, "SWE instances")
+        self.path, self.config, self.timeout_s, self.max_tokens = instances, config, timeout_s, max_tokens
+
+    def instance(self, seed: int) -> dict:
+        inst = self.instances[seed % len(self.instances)]
+        out = {"id": inst["instance_id"], "messages": [{"role": "user", "content": self.PROMPT.format(
+            repo=inst.get("repo", "the repository"), problem=inst.get("problem_statement", ""))}]}
+        if self.max_tokens:
+            out["max_tokens"] = self.max_tokens
+        return out
+
+    def reward(self, instance: dict, messages: list[dict]) -> tuple[float, dict]:
+        text = _last_text(messages)
+        found = _DIFF.findall(text)
+        patch = found[-1] if found else text
+        with tempfile.TemporaryDirectory(prefix="swe-reward-") as tmp:
+            preds = Path(tmp) / "predictions.jsonl"
+            preds.write_text(json.dumps({"instance_id": instance["id"], "model_patch": patch,
+                                         "model_name_or_path": "rollout"}) + "\n", encoding="utf-8")
+            one = Path(tmp) / "instances.jsonl"
+            row = next(i for i in self.instances if i["instance_id"] == instance["id"])
+            one.write_text(json.dumps(row) + "\n", encoding="utf-8")
+            cmd = [sys.executable, "-m", "swe_envs", "evaluate", "--instances", str(one),
+                   "--predictions", str(preds), "--output", f"{tmp}/out"]
+            if self.config:
+                cmd += ["--config", self.config]
+            proc = _harness(cmd, self.timeout_s)
+            report = Path(tmp) / "out" / "report.json"
+            if not report.is_file():
+                raise RewardUnavailable(f"swe_envs evaluate wrote no report (exit {proc.returncode}): "
+                                        f"{proc.stderr.strip()[-300:]}")
+            rep = json.loads(report.read_text(encoding="utf-8"))
+        resolved = instance["id"] in set(rep.get("resolved_ids", []))
+        return float(resolved), {"resolved": resolved, "patch_chars": len(patch)}
+
+
+_SCRIPT = re.compile(r"```(?:bash|sh|shell)?\n(.*?)```", re.S)
+
+
+class TerminalBackend:
+    def __init__(self, tasks: str, timeout_s: float = 1800.0, max_tokens: int | None = None):
+        root = Path(tasks)
+        self.tasks = sorted(p.parent for p in root.glob("*/task.toml")) or (
+            [root] if (root / "task.toml").is_file() else [])
+        if not self.tasks:
+            raise InputError(f"no Harbor task (task.toml) in {root}")
+        self.timeout_s, self.max_tokens = timeout_s, max_tokens
+
+    def instance(self, seed: int) -> dict:
+        task = self.tasks[seed % len(self.tasks)]
+        instruction = (task / "instruction.md").read_text(encoding="utf-8")
+        out = {"id": task.name, "index": seed % len(self.tasks), "messages": [{"role": "user", "content": (
+            f"{instruction}\n\nReply with the shell commands that do this, in one ```bash block.")}]}
+        if self.max_tokens:
+            out["max_tokens"] = self.max_tokens
+        return out
+
+    def script(self, messages: list[dict]) -> str:
+        last = messages[-1]
+        for call in last.get("tool_calls") or []:  # a bash tool call counts as the script too
+            args = json.loads(call["function"].get("arguments") or "{}")
+            if isinstance(args.get("command"), str):
+                return args["command"]
+        found = _SCRIPT.findall(_last_text(messages))
+        return found[-1] if found else _last_text(messages)
+
+    def reward(self, instance: dict, messages: list[dict]) -> tuple[float, dict]:
+        task = self.tasks[int(instance["index"])]
+        with tempfile.TemporaryDirectory(prefix="term-reward-") as tmp:
+            copy = Path(tmp) / task.name  # the reply becomes this copy's solution; the task is untouched
+            shutil.copytree(task, copy)
+            (copy / "solution").mkdir(exist_ok=True)
+            (copy / "solution" / "solve.sh").write_text("#!/bin/bash\n" + self.script(messages) + "\n")
+            proc = _harness([sys.executable, "-m", "swe_envs", "terminal", "run", "--task", str(copy),
+                             "--agent", "oracle", "--output", f"{tmp}/out"], self.timeout_s)
+            results = list(Path(tmp, "out").rglob("result.json"))
+            rewards = []
+            for r in results:
+                data = json.loads(r.read_text(encoding="utf-8"))
+                value = data.get("reward", (data.get("verifier_result") or {}).get("reward"))
+                if isinstance(value, (int, float)):
+                    rewards.append(float(value))
+            if not rewards:
+                raise RewardUnavailable(f"terminal run produced no reward (exit {proc.returncode}): "
+                                        f"{proc.stderr.strip()[-300:]}")
+        return rewards[0], {}
+
+
+def build_backend(kind: str, args: dict[str, Any]):
+    classes = {"toy": ToyBackend, "search": SearchBackend, "swe": SweBackend, "terminal": TerminalBackend}
+    if kind not in classes:
+        raise ConfigError(f"task kind {kind!r}: expected one of {sorted(classes)}")
+    try:
+        return classes[kind](**args)
+    except TypeError as err:
+        raise ConfigError(f"task kind {kind!r}: bad args {sorted(args)}: {err}") from None

@@ -1,0 +1,136 @@
+"""A task service: one task's instances and rewards as an HTTP process on 127.0.0.1.
+
+Routes: ``GET /health`` (``warming`` with 503 until the backend is loaded, then ``ok``),
+``POST /task {"seed"}`` -> ``{"instance"}``, ``POST /reward {"instance", "messages"}`` ->
+``{"reward", "info"}``. The server answers before the backend is built, so the orchestrator's
+heartbeat sees a live-but-warming service and does not kill it during a slow start (a search
+corpus to load, a harness to check). ``--register URL`` announces it to an orchestrator.
+
+``python -m training.rl task-service --kind toy --name arith --args '{"task": "arithmetic"}'``
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any
+
+import typer
+
+from core.cli import user_errors
+from core.errors import ConfigError, UserError
+from training.rl.faults import ServerFaults
+from training.rl.task_backends import RewardUnavailable, build_backend
+from training.serving.http_json import HttpError, call, serve_json
+
+
+class TaskService:
+    def __init__(self, kind: str, name: str, args: dict[str, Any], capacity: int = 4,
+                 faults: ServerFaults | None = None, warmup_s: float = 0.0):
+        self.kind, self.name, self.args, self.capacity = kind, name, args, capacity
+        self.faults = faults or ServerFaults()
+        self.warmup_s = warmup_s  # extra start-up delay: stands in for a slow model/corpus load
+        self.backend = None
+        self.error: str | None = None
+        self.inflight = 0
+        self.served = {"task": 0, "reward": 0, "reward_unavailable": 0}
+        self.lock = threading.Lock()
+
+    def load(self) -> None:
+        try:
+            time.sleep(self.warmup_s)
+            self.backend = build_backend(self.kind, self.args)
+        except UserError as err:
+            self.error = str(err)
+
+    def _ready(self):
+        if self.error:
+            raise HttpError(500, f"backend failed to load: {self.error}")
+        if self.backend is None:
+            raise HttpError(503, "warming")
+        return self.backend
+
+    def health(self, body: dict) -> dict:
+        if self.error:
+            raise HttpError(500, f"backend failed to load: {self.error}")
+        if self.backend is None:
+            raise HttpError(503, "warming")
+        return {"status": "ok", "name": self.name, "kind": self.kind, "capacity": self.capacity,
+                "inflight": self.inflight, "served": self.served}
+
+    def task(self, body: dict) -> dict:
+        backend = self._ready()
+        seed = body.get("seed")
+        if not isinstance(seed, int):
+            raise HttpError(400, "seed (int) is required")
+        self.served["task"] += 1
+        return {"instance": backend.instance(seed)}
+
+    def reward(self, body: dict) -> dict:
+        backend = self._ready()
+        inst, messages = body.get("instance"), body.get("messages")
+        if not isinstance(inst, dict) or not isinstance(messages, list) or not messages:
+            raise HttpError(400, "reward needs instance (object) and messages (non-empty list)")
+        with self.lock:
+            self.inflight += 1
+        try:
+            value, info = backend.reward(inst, messages)
+        except RewardUnavailable as err:
+            self.served["reward_unavailable"] += 1
+            raise HttpError(503, f"reward unavailable: {err}") from None
+        except (KeyError, ValueError, TypeError, IndexError, StopIteration) as err:
+            raise HttpError(400, f"cannot grade this request: {type(err).__name__}: {err}") from None
+        finally:
+            with self.lock:
+                self.inflight -= 1
+        self.served["reward"] += 1
+        return {"reward": value, "info": info}
+
+    def routes(self) -> dict:
+        return {"GET /health": self.health, "POST /task": self.faults.wrap(self.task),
+                "POST /reward": self.faults.wrap(self.reward)}
+
+
+app = typer.Typer(add_completion=False, help="Serve one task's instances and rewards over HTTP.")
+
+
+@app.command()
+@user_errors(sigterm_unwinds=True)
+def main(
+    kind: str = typer.Option("toy", help="toy | search | swe | terminal"),
+    name: str = typer.Option(..., help="task name (the task id trajectories carry)"),
+    args: str = typer.Option("{}", help="backend arguments as JSON, e.g. '{\"task\": \"arithmetic\"}'"),
+    port: int = typer.Option(0, help="0 picks a free port"),
+    host: str = typer.Option("127.0.0.1"),
+    capacity: int = typer.Option(4, help="concurrent requests announced to the orchestrator"),
+    register: str = typer.Option(None, help="orchestrator URL to register with"),
+    key: str = typer.Option(None, help="slot key the orchestrator launched this service under"),
+    warmup_s: float = typer.Option(0.0, help="extra start-up delay (stands in for a slow load)"),
+    slow_prob: float = typer.Option(0.0, help="fault injection: share of replies delayed by --slow-s"),
+    slow_s: float = typer.Option(0.0),
+    garble_prob: float = typer.Option(0.0, help="fault injection: share of replies that are not JSON"),
+    fault_log: str = typer.Option(None, help="append one JSON line per injected fault here"),
+    seed: int = typer.Option(0, help="fault injection seed"),
+) -> None:
+    try:
+        backend_args = json.loads(args)
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"--args is not JSON: {err}") from None
+    faults = ServerFaults(slow_prob, slow_s, garble_prob, fault_log, seed, who="task")
+    svc = TaskService(kind, name, backend_args, capacity, faults, warmup_s)
+    server = serve_json(svc.routes(), host, port)
+    endpoint = f"http://{host}:{server.server_address[1]}"
+    if register:  # announce first: the heartbeat then watches the warm-up
+        res = call(f"{register.rstrip('/')}/register", {"key": key, "role": "task", "name": name,
+                                                         "endpoint": endpoint, "capacity": capacity})
+        typer.echo(f"registered with {register}: {res}", err=True)
+    typer.echo(f"task service {name} ({kind}) on {endpoint}", err=True)
+    svc.load()
+    if svc.error:
+        raise UserError(svc.error)
+    typer.echo(f"task service {name} ready", err=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        server.shutdown()

@@ -1,0 +1,74 @@
+"""Text <-> tokens for serving: a ``tokenizers`` tokenizer plus the GLM-5 chat template.
+
+The orchestrator renders a task's prompt messages once (``chat_prompt``) and trains on exactly
+the ids it sent and the ids the server sampled; ``chat_reply`` only turns sampled ids back into
+an OpenAI-style assistant message (reasoning, content, tool calls) for graders and the unified
+message list — it never feeds the trainer.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from core.errors import InputError, UserError
+from training import chat_template as ct
+
+
+class Codec:
+    def __init__(self, tok):
+        self.tok = ct.add_special_tokens(tok)
+        self.stop_ids = ct.stop_token_ids(self.tok)
+        self._stop_text = tuple(ct.STOP_TOKENS)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Codec:
+        from tokenizers import Tokenizer
+
+        if not Path(path).is_file():
+            raise InputError(f"tokenizer not found: {path}")
+        return cls(Tokenizer.from_file(str(path)))
+
+    @property
+    def vocab_size(self) -> int:
+        return self.tok.get_vocab_size(with_added_tokens=True)
+
+    def encode(self, text: str) -> list[int]:
+        return self.tok.encode(text, add_special_tokens=False).ids
+
+    def decode(self, ids: list[int], skip_special: bool = True) -> str:
+        return self.tok.decode(ids, skip_special_tokens=skip_special)
+
+    def token(self, tid: int) -> str:
+        return self.tok.id_to_token(tid) or ""
+
+    def chat_prompt(self, messages: Any, thinking: bool = False, tools: Any = None) -> list[int]:
+        """Ids of the generation prompt (``...<|assistant|><think>``, or an empty thinking block
+        when ``thinking`` is off)."""
+        if not isinstance(messages, list) or not messages:
+            raise UserError("messages must be a non-empty list")
+        msgs = [dict(m) if isinstance(m, dict) else m for m in messages]
+        if not thinking:  # turn-level switch: the last user turn says thinking off
+            users = [i for i, m in enumerate(msgs) if isinstance(m, dict) and m.get("role") == "user"]
+            if users:
+                msgs[users[-1]]["thinking"] = False
+        try:
+            text = ct.generation_prompt(msgs, tools, mode="turn")
+        except (ValueError, TypeError, KeyError) as err:
+            raise UserError(f"messages cannot be rendered: {err}") from None
+        return self.encode(text)
+
+    def chat_reply(self, ids: list[int], thinking: bool = False) -> dict[str, Any]:
+        """The assistant message a completion encodes; falls back to plain content when the
+        model wrote something the template cannot parse (a truncated tool call, say)."""
+        text = self.decode(ids, skip_special=False)
+        while text.endswith(self._stop_text):
+            text = text[: -len(next(s for s in self._stop_text if text.endswith(s)))]
+        head = ct.PREFIX + ct.ASSISTANT + ct.THINK + ("" if thinking else ct.END_THINK)
+        try:
+            messages, _ = ct.parse(head + text)
+        except ValueError:
+            messages = []
+        if len(messages) == 1 and messages[0]["role"] == "assistant":
+            return messages[0]
+        return {"role": "assistant", "content": self.decode(ids)}

@@ -1,0 +1,206 @@
+"""Rollout server over our GLM-5-shaped model: OpenAI-compatible and token-in/token-out.
+
+Routes (the subset of SGLang's API an RL system uses, with its field names, so the orchestrator
+and external agent frameworks can point at SGLang or vLLM instead):
+
+* ``POST /generate`` — ``{"input_ids", "sampling_params": {"max_new_tokens", "temperature",
+  "top_p", "stop_token_ids"}, "rid"}`` -> ``{"output_ids", "text", "meta_info": {"finish_reason":
+  {"type"}, "output_token_logprobs": [[logprob, id, null], ...], "weight_version",
+  "token_weight_versions", "prompt_tokens", "completion_tokens"}}``
+* ``POST /v1/completions`` (prompt text or token ids, ``logprobs``) and ``POST /v1/chat/completions``
+  (GLM-5 chat template; ``logprobs: true``; the reply parsed back into ``reasoning_content`` and
+  ``tool_calls``)
+* ``POST /update_weights`` (alias ``/update_weights_from_disk``): ``{"model_path"}`` (a checkpoint
+  directory or .safetensors) or ``{"tensors_b64"}`` (pushed safetensors bytes), ``weight_version``,
+  ``abort_all_requests``
+* ``POST /abort`` (alias ``/abort_request``): ``{"rid"}`` or ``{}`` for all
+* ``GET /health`` (with ``weight_version``), ``GET /v1/models``
+
+``python -m training.rl serve --checkpoint CKPT --port P``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import torch
+import typer
+
+from core.cli import user_errors
+from core.errors import InputError, UserError
+from training.glm_model import GLMModel
+from training.model_config import ModelConfig
+from training.rl.sampler import SamplingParams
+from training.serving.codec import Codec
+from training.serving.engine import Engine, read_weights
+from training.serving.http_json import HttpError, call, serve_json
+
+
+def load_served_model(checkpoint: str | Path) -> tuple[GLMModel, int, dict[str, Any]]:
+    """Model from a checkpoint directory (``training.checkpoint`` layout); its weight version."""
+    ckpt = Path(checkpoint)
+    meta_file = ckpt / "trainer.json"
+    if not meta_file.is_file():
+        raise InputError(f"{ckpt}: not a checkpoint (no trainer.json)")
+    meta = json.loads(meta_file.read_text(encoding="utf-8"))
+    model_cfg = (meta.get("config") or {}).get("model") or meta.get("model")
+    if not model_cfg:
+        raise InputError(f"{meta_file}: no model config recorded (config.model)")
+    model = GLMModel(ModelConfig.model_validate(model_cfg))
+    model.load_state_dict(read_weights(str(ckpt)))
+    return model, int(meta.get("weight_version", 0)), meta
+
+
+def _params(sp: dict[str, Any], default_stops: list[int]) -> SamplingParams:
+    try:
+        return SamplingParams(
+            temperature=float(sp.get("temperature", 1.0)),
+            top_p=float(sp.get("top_p", 1.0)),
+            max_tokens=int(sp.get("max_new_tokens", sp.get("max_tokens", 16))),
+            stop_token_ids=tuple(sp.get("stop_token_ids") or default_stops),
+        ).check()
+    except (TypeError, ValueError, UserError) as err:
+        raise HttpError(400, f"bad sampling params: {err}") from None
+
+
+class RolloutServer:
+    def __init__(self, engine: Engine, codec: Codec, name: str = "glm5-tiny", timeout_s: float = 600.0):
+        self.engine, self.codec, self.name, self.timeout_s = engine, codec, name, timeout_s
+
+    def _run(self, ids: list[int], params: SamplingParams, rid: str | None):
+        try:
+            return self.engine.generate(ids, params, rid, timeout_s=self.timeout_s)
+        except UserError as err:
+            raise HttpError(400, str(err)) from None
+
+    def generate(self, body: dict[str, Any]) -> dict[str, Any]:
+        ids = body.get("input_ids")
+        if ids is None and isinstance(body.get("text"), str):
+            ids = self.codec.encode(body["text"])
+        if not isinstance(ids, list):
+            raise HttpError(400, "input_ids must be a list of token ids (or give text)")
+        req = self._run(ids, _params(body.get("sampling_params") or {}, self.codec.stop_ids), body.get("rid"))
+        return {"text": self.codec.decode(req.tokens), "output_ids": req.tokens,
+                "meta_info": {"id": req.rid, "finish_reason": {"type": req.finish_reason},
+                              "prompt_tokens": len(ids), "completion_tokens": len(req.tokens),
+                              "output_token_logprobs": [[lp, t, None] for lp, t in zip(req.logprobs, req.tokens,
+                                                                                       strict=True)],
+                              "weight_version": self.engine.weight_version,
+                              "token_weight_versions": req.versions}}
+
+    def completions(self, body: dict[str, Any]) -> dict[str, Any]:
+        prompt = body.get("prompt")
+        if isinstance(prompt, str):
+            ids = self.codec.encode(prompt)
+        elif isinstance(prompt, list) and all(isinstance(t, int) for t in prompt):
+            ids = prompt
+        else:
+            raise HttpError(400, "prompt must be a string or a list of token ids")
+        req = self._run(ids, _params(body, []), None)
+        choice: dict[str, Any] = {"index": 0, "text": self.codec.decode(req.tokens),
+                                  "finish_reason": req.finish_reason}
+        if body.get("logprobs") is not None:
+            toks = [self.codec.token(t) for t in req.tokens]
+            choice["logprobs"] = {"tokens": toks, "token_logprobs": req.logprobs, "token_ids": req.tokens,
+                                  "top_logprobs": [{t: lp} for t, lp in zip(toks, req.logprobs, strict=True)]}
+        return self._envelope("text_completion", "cmpl", choice, len(ids), req)
+
+    def chat(self, body: dict[str, Any]) -> dict[str, Any]:
+        try:
+            ids = self.codec.chat_prompt(body.get("messages"), thinking=bool(body.get("thinking", False)))
+        except UserError as err:
+            raise HttpError(400, str(err)) from None
+        req = self._run(ids, _params(body, self.codec.stop_ids), None)
+        message = self.codec.chat_reply(req.tokens)
+        choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": req.finish_reason}
+        if body.get("logprobs"):
+            choice["logprobs"] = {"content": [{"token": self.codec.token(t), "logprob": lp, "top_logprobs": []}
+                                              for t, lp in zip(req.tokens, req.logprobs, strict=True)]}
+        return self._envelope("chat.completion", "chatcmpl", choice, len(ids), req)
+
+    def _envelope(self, obj: str, prefix: str, choice: dict, n_prompt: int, req) -> dict[str, Any]:
+        return {"id": f"{prefix}-{uuid.uuid4().hex[:12]}", "object": obj, "created": int(time.time()),
+                "model": self.name, "choices": [choice], "weight_version": self.engine.weight_version,
+                "usage": {"prompt_tokens": n_prompt, "completion_tokens": len(req.tokens),
+                          "total_tokens": n_prompt + len(req.tokens)}}
+
+    def update_weights(self, body: dict[str, Any]) -> dict[str, Any]:
+        version = body.get("weight_version")
+        if not isinstance(version, int):
+            raise HttpError(400, "weight_version (int) is required")
+        try:
+            state = read_weights(body.get("model_path"), body.get("tensors_b64"))
+            self.engine.update_weights(state, version, bool(body.get("abort_all_requests", False)))
+        except UserError as err:
+            raise HttpError(400, str(err)) from None
+        return {"success": True, "weight_version": version}
+
+    def routes(self) -> dict[str, Any]:
+        return {
+            "GET /health": lambda b: {"status": "ok", "weight_version": self.engine.weight_version,
+                                      "inflight": self.engine.inflight(), "model": self.name},
+            "GET /v1/models": lambda b: {"object": "list", "data": [{"id": self.name, "object": "model"}]},
+            "GET /stats": lambda b: dict(self.engine.stats, weight_version=self.engine.weight_version),
+            "POST /generate": self.generate,
+            "POST /v1/completions": self.completions,
+            "POST /v1/chat/completions": self.chat,
+            "POST /update_weights": self.update_weights,
+            "POST /update_weights_from_disk": self.update_weights,
+            "POST /abort": lambda b: {"aborted": self.engine.abort(b.get("rid"))},
+            "POST /abort_request": lambda b: {"aborted": self.engine.abort(b.get("rid"))},
+        }
+
+
+app = typer.Typer(add_completion=False, help="Rollout server (OpenAI-compatible + token-in/out) over a checkpoint.")
+
+
+@app.command()
+@user_errors(sigterm_unwinds=True)
+def main(
+    checkpoint: Path = typer.Option(..., help="checkpoint directory (model.safetensors + trainer.json)"),
+    port: int = typer.Option(8010, help="0 picks a free port"),
+    host: str = typer.Option("127.0.0.1"),
+    tokenizer: Path = typer.Option(None, help="tokenizer.json; default: CHECKPOINT/tokenizer.json"),
+    threads: int = typer.Option(1, help="torch threads"),
+    chunk_tokens: int = typer.Option(16, help="tokens per continuous-batching round"),
+    max_batch: int = typer.Option(32, help="requests decoded together"),
+    seed: int = typer.Option(0),
+    register: str = typer.Option(None, help="orchestrator URL to register with once ready"),
+    key: str = typer.Option(None, help="slot key the orchestrator launched this server under"),
+    port_file: Path = typer.Option(None, help="write the bound port here once ready"),
+    slow_prob: float = typer.Option(0.0, help="fault injection: share of /generate replies delayed by --slow-s"),
+    slow_s: float = typer.Option(0.0),
+    garble_prob: float = typer.Option(0.0, help="fault injection: share of /generate replies that are not JSON"),
+    fault_log: str = typer.Option(None, help="append one JSON line per injected fault here"),
+) -> None:
+    from training.rl.faults import ServerFaults
+
+    if threads:
+        torch.set_num_threads(threads)
+    model, version, _ = load_served_model(checkpoint)
+    codec = Codec.load(tokenizer or checkpoint / "tokenizer.json")
+    engine = Engine(model, version, chunk_tokens=chunk_tokens, max_batch=max_batch, seed=seed)
+    routes = RolloutServer(engine, codec).routes()
+    faults = ServerFaults(slow_prob, slow_s, garble_prob, fault_log, seed, who="rollout")
+    if faults.active:
+        routes["POST /generate"] = faults.wrap(routes["POST /generate"])
+    server = serve_json(routes, host, port)
+    bound = server.server_address[1]
+    endpoint = f"http://{host}:{bound}"
+    if port_file:
+        port_file.write_text(str(bound))
+    if register:
+        res = call(f"{register.rstrip('/')}/register", {"key": key, "role": "rollout", "endpoint": endpoint,
+                                                         "capacity": max_batch})
+        typer.echo(f"registered with {register}: {res}", err=True)
+    typer.echo(f"serving {checkpoint} (weight_version {version}) on {endpoint}", err=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        engine.stop()
+        server.shutdown()

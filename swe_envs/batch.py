@@ -29,7 +29,8 @@ from swe_envs.config import SweEnvsConfig
 from swe_envs.docker_setup import docker_client
 from swe_envs.images import Images
 from swe_envs.refine import EnvBuilder, Environment
-from swe_envs.repos import check_patches, find_repo, git
+from swe_envs.registry import host_access
+from swe_envs.repos import check_patches, find_repo, git, patch_paths
 from swe_envs.sandbox import Sandbox, sweep_orphans
 from swe_envs.validate import InstanceFailure, Validator
 
@@ -91,8 +92,8 @@ class _Writer:
             fh.close()
 
 
-def prepare_output(out: Path, overwrite: bool) -> None:
-    existing = [n for n in OUTPUTS if (out / n).exists()]
+def prepare_output(out: Path, overwrite: bool, outputs: tuple[str, ...] = OUTPUTS) -> None:
+    existing = [n for n in outputs if (out / n).exists()]
     if existing and not overwrite:
         raise UserError(f"{out} already holds outputs ({', '.join(existing)}); pass --overwrite to replace them")
     for n in existing:  # only our own outputs: OUT may be a shared directory
@@ -109,12 +110,11 @@ def run_batch(instances_path: Path, repos_dir: Path, out: Path, cfg: SweEnvsConf
     client = docker_client()  # one clear message when no engine answers
     prepare_output(out, overwrite)
     sweep_orphans(client)
-    llm = LLMClient(cfg.build.llm) if cfg.build.llm else None
-    images, sandbox = Images(client, cfg.build), Sandbox(client, cfg.sandbox)
-    builder = EnvBuilder(cfg, images, sandbox, llm, out / "logs" / "environments")
+    builder = make_builder(client, cfg, out, log)
+    sandbox = builder.sandbox
     validator = Validator(sandbox, cfg.validation.runs, cfg.validation.select_touched_tests,
                           out / "logs" / "instances" if cfg.validation.keep_logs else None,
-                          cfg.validation.before_may_fail_to_build)
+                          cfg.validation.before_may_fail_to_build, cfg)
     writer = _Writer(out)
     t0 = time.monotonic()
     stats: dict[str, Any] = {"instances": {}, "environments": []}
@@ -124,9 +124,7 @@ def run_batch(instances_path: Path, repos_dir: Path, out: Path, cfg: SweEnvsConf
         groups = _group(instances, repos_dir, writer, stats)
         envs: dict[tuple[str, str], Environment] = {}
         for (repo, commit), (path, members) in groups.items():
-            lang = cfg.validation.languages.get(repo)
-            env = builder.build(repo, path, commit, lang, cfg.validation.test_commands.get(repo),
-                                cfg.validation.parsers.get(repo))
+            env = build_group(builder, cfg, repo, path, commit, members)
             envs[(repo, commit)] = env
             rec = env.record() | {"instances": [m["instance_id"] for m in members]}
             writer.write("environments.jsonl", rec)
@@ -176,6 +174,27 @@ def run_batch(instances_path: Path, repos_dir: Path, out: Path, cfg: SweEnvsConf
     summary = summarize(stats, out, time.monotonic() - t0)
     (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return BatchResult(out, summary["validated"], summary["failed"], summary)
+
+
+def make_builder(client, cfg: SweEnvsConfig, out: Path, log: Callable[[str], None] = print) -> EnvBuilder:
+    """Images (with the host's registry access), sandbox and refine loop, shared by validate and evaluate."""
+    llm = LLMClient(cfg.build.llm) if cfg.build.llm else None
+    access = host_access(cfg.build.ca_bundle, cfg.build.host_index_settings)
+    images = Images(client, cfg.build, access, log)
+    return EnvBuilder(cfg, images, Sandbox(client, cfg.sandbox), llm, out / "logs" / "environments")
+
+
+def build_group(builder: EnvBuilder, cfg: SweEnvsConfig, repo: str, path: Path, commit: str,
+                members: list[dict[str, Any]]) -> Environment:
+    """The environment of one repo-version, from what its instances say (dates, version, tests)."""
+    lang = cfg.validation.languages.get(repo)
+    touched = sorted({p for m in members for p in patch_paths(m.get("test_patch") or "")})
+    versions = sorted({str(m["version"]) for m in members if m.get("version")})
+    return builder.build(repo, path, commit, lang, cfg.validation.test_commands.get(repo),
+                         cfg.validation.parsers.get(repo),
+                         created_at=[str(m["created_at"]) for m in members if m.get("created_at")],
+                         version=versions[-1] if versions else None,
+                         network=cfg.validation.network.get(repo), collect_files=touched)
 
 
 def _group(instances: list[dict[str, Any]], repos_dir: Path, writer: _Writer,

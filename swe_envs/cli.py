@@ -49,6 +49,29 @@ def validate(
 
 @app.command()
 @user_errors(sigterm_unwinds=True)
+def evaluate(
+    instances: Path = typer.Option(..., help="instances with FAIL_TO_PASS / PASS_TO_PASS (validate's validated.jsonl, "
+                                             "or SWE-bench-format JSONL)"),
+    predictions: str = typer.Option(..., help="'gold' (each instance's own patch) or a SWE-bench predictions file "
+                                              "(JSONL / JSON: instance_id, model_patch, model_name_or_path)"),
+    output: Path = typer.Option(..., help="OUT: report.json (resolved_ids, ...), results.jsonl, instances/<id>/"),
+    repos: Path = typer.Option(None, help="git clones (REPOS/owner/name): needed unless the instances come from validate"),
+    config: Path = typer.Option(None, help="SweEnvsConfig YAML (configs/swe_envs.yaml)"),
+    set_: list[str] = typer.Option(None, "--set", help="override a config key, e.g. --set validation.workers=4"),
+    overwrite: bool = typer.Option(False, help="replace this command's outputs already in OUT"),
+) -> None:
+    """Apply each prediction in its environment, run FAIL_TO_PASS + PASS_TO_PASS, report resolved instances."""
+    from swe_envs.evaluate import evaluate as run_evaluation
+
+    cfg = load_cli_config(SweEnvsConfig, config, set_)
+    rep = run_evaluation(instances, predictions, output, cfg, repos, overwrite=overwrite, log=typer.echo)
+    typer.echo(f"resolved {rep['resolved_instances']} of {rep['submitted_instances']} submitted "
+               f"({rep['total_instances']} instances; {rep['unresolved_instances']} unresolved, "
+               f"{rep['empty_patch_instances']} empty patch, {rep['error_instances']} error) -> {output / 'report.json'}")
+
+
+@app.command()
+@user_errors(sigterm_unwinds=True)
 def parse(
     logfile: Path = typer.Argument(..., help="a test log (use - for stdin)"),
     runner: str = typer.Option("auto", help="pytest, unittest, jest, mocha, vitest, tap, junit-xml, surefire, gradle, "
@@ -87,7 +110,13 @@ def setup_docker(
 def make_parser(
     runner: str = typer.Option(..., help="name of the runner the logs come from"),
     log: list[Path] = typer.Option(..., help="a log of that runner (repeat for several)"),
-    truth: list[Path] = typer.Option(..., help="per --log: JSON {test: status}, or a JUnit XML report of the same run"),
+    truth: list[Path] = typer.Option(None, help="per --log: JSON {test: status}, or a JUnit XML report of the same run"),
+    image: str = typer.Option(None, help="without --truth: the environment image the log came from; its tests are "
+                                         "run one at a time and their exit codes are the truth"),
+    single_test_command: str = typer.Option(None, help="with --image: the command running one test, {test} standing "
+                                                       "for its id, e.g. 'make check TEST={test}'"),
+    test: list[str] = typer.Option(None, help="with --image: a test id of the (first) log to run alone (repeat; "
+                                              "include failing and passing ones)"),
     endpoint: str = typer.Option(..., help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8008/v1"),
     model: str = typer.Option("default", help="model name sent to the endpoint"),
     out: Path = typer.Option(..., help="where to write the accepted parser (.py)"),
@@ -95,20 +124,42 @@ def make_parser(
 ) -> None:
     """Ask an LLM for a parser of an unknown runner; keep it only if it reproduces the known statuses."""
     from core.llm import LLMClient, LLMConfig
-    from swe_envs.llm_parser import save_parser, synthesize_parser
+    from swe_envs.llm_parser import save_parser, synthesize_parser, truth_from_single_runs
     from swe_envs.parsers import parse_log
 
-    if len(log) != len(truth):
-        raise UserError("give one --truth per --log")
+    full = load_cli_config(SweEnvsConfig, config, None)
+    for p in log:
+        if not p.is_file():
+            raise UserError(f"file not found: {p}")
+    logs = [p.read_text(encoding="utf-8", errors="replace") for p in log]
     cases = []
-    for lp, tp in zip(log, truth, strict=True):
-        for p in (lp, tp):
-            if not p.is_file():
-                raise UserError(f"file not found: {p}")
-        text = tp.read_text(encoding="utf-8", errors="replace")
-        known = json.loads(text) if tp.suffix == ".json" else parse_log("junit-xml", text).statuses
-        cases.append((lp.read_text(encoding="utf-8", errors="replace"), known))
-    cfg = load_cli_config(SweEnvsConfig, config, None).llm_parser
+    if truth:
+        if len(log) != len(truth):
+            raise UserError("give one --truth per --log")
+        for text, tp in zip(logs, truth, strict=True):
+            if not tp.is_file():
+                raise UserError(f"file not found: {tp}")
+            raw = tp.read_text(encoding="utf-8", errors="replace")
+            try:
+                known = json.loads(raw) if tp.suffix == ".json" else parse_log("junit-xml", raw).statuses
+            except json.JSONDecodeError as err:
+                raise UserError(f"{tp}: not JSON: {err}") from None
+            cases.append((text, known))
+    elif image and single_test_command and test:
+        from swe_envs.docker_setup import docker_client
+        from swe_envs.sandbox import Sandbox
+
+        sandbox = Sandbox(docker_client(), full.sandbox)
+        try:
+            known = truth_from_single_runs(sandbox, image, single_test_command, list(test),
+                                           full.llm_parser.single_test_timeout_s)
+        finally:
+            sandbox.close()
+        typer.echo(f"truth from single-test exit codes: {json.dumps(known)}")
+        cases.append((logs[0], known))
+    else:
+        raise UserError("give --truth per --log, or --image with --single-test-command and --test ids")
+    cfg = full.llm_parser
     client = LLMClient(cfg.llm or LLMConfig(base_url=endpoint, model=model))
     res = synthesize_parser(client, runner, cases, cfg)
     for a in res.attempts:

@@ -18,30 +18,41 @@ LANGUAGES = ("python", "javascript", "java", "go", "rust", "c", "cpp", "php", "r
 
 class ToolchainConfig(StrictModel):
     base_image: str = "local/debian:bookworm"
+    # era-correct toolchains: version -> base image giving it (Debian suites on the mirror);
+    # chosen per repo-version from evidence (``swe_envs.era``). Empty: base_image only.
+    versions: dict[str, str] = Field(default_factory=dict)
     apt_packages: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
     # extra Dockerfile lines after the packages (e.g. creating a venv)
     setup: list[str] = Field(default_factory=list)
 
 
-# Debian's own toolchains and runners: nothing outside the Debian mirror is needed to build
-# or test repositories without third-party dependencies. C and C++ share one package list,
-# hence one image (same Dockerfile, same content hash).
+# Debian's own toolchains and runners, from the suite that gives the era's version (Python
+# 3.9 / 3.11 / 3.13 from bullseye / bookworm / trixie). Python packages come from the host's
+# package index through uv (installed into every Python image), era-pinned per repo-version.
+# C and C++ share one package list, hence one image (same Dockerfile, same content hash).
 _NATIVE = ["build-essential", "cmake", "libgtest-dev"]
+SUITES = {"bullseye": "local/debian:bullseye", "bookworm": "local/debian:bookworm", "trixie": "local/debian:trixie"}
 DEFAULT_TOOLCHAINS: dict[str, dict] = {
     "python": {
-        "apt_packages": ["python3", "python3-pytest", "python3-venv", "python3-setuptools"],
+        "versions": {"3.9": SUITES["bullseye"], "3.11": SUITES["bookworm"], "3.13": SUITES["trixie"]},
+        "apt_packages": ["python3", "python3-venv", "python3-dev"],
         "env": {"PATH": "/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                "PYTHONDONTWRITEBYTECODE": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
-        # a venv that sees Debian's packages (pytest) and lets pip install without PEP 668 errors
-        "setup": ["RUN python3 -m venv --system-site-packages /opt/venv"],
+                "VIRTUAL_ENV": "/opt/venv", "PIP_DISABLE_PIP_VERSION_CHECK": "1", "UV_NO_CACHE": "1"},
+        # a venv of its own (no Debian site-packages leaking into the tests), with uv in it:
+        # recipes resolve era-correct dependencies with `uv pip install --exclude-newer`
+        "setup": ["RUN python3 -m venv /opt/venv && /opt/venv/bin/pip install --no-cache-dir uv"],
     },
-    "javascript": {"apt_packages": ["nodejs", "mocha"]},
-    "java": {"apt_packages": ["default-jdk-headless", "junit5"]},
+    "javascript": {"apt_packages": ["nodejs", "mocha"],
+                   "versions": {"12": SUITES["bullseye"], "18": SUITES["bookworm"], "20": SUITES["trixie"]}},
+    "java": {"apt_packages": ["default-jdk-headless", "junit5"],
+             "versions": {"11": SUITES["bullseye"], "17": SUITES["bookworm"], "21": SUITES["trixie"]}},
     "go": {"apt_packages": ["golang-go"],
+           "versions": {"1.15": SUITES["bullseye"], "1.19": SUITES["bookworm"], "1.24": SUITES["trixie"]},
            "env": {"GOCACHE": "/home/swe/.cache/go-build", "GOPATH": "/home/swe/go", "GOFLAGS": "-mod=mod",
                    "GOTOOLCHAIN": "local"}},
-    "rust": {"apt_packages": ["cargo", "rustc"], "env": {"CARGO_HOME": "/home/swe/.cargo"}},
+    "rust": {"apt_packages": ["cargo", "rustc"], "env": {"CARGO_HOME": "/home/swe/.cargo"},
+             "versions": {"1.48": SUITES["bullseye"], "1.63": SUITES["bookworm"], "1.85": SUITES["trixie"]}},
     "c": {"apt_packages": _NATIVE},
     "cpp": {"apt_packages": _NATIVE},
     "php": {"apt_packages": ["php-cli", "php-xml", "php-mbstring", "phpunit"]},
@@ -59,6 +70,9 @@ class SandboxConfig(StrictModel):
     pids: int = Field(default=512, ge=16)
     test_timeout_s: float = Field(default=600.0, gt=0)  # one test-command run
     user: str = "10001:10001"  # the non-root user every toolchain image creates
+    # test containers get no network; "bridge" (SWE-bench's harness) per repo or instance
+    # through validation.network, recorded in the environment spec
+    network: str = "none"
     # a container past runs * test_timeout_s + this margin is killed from the host
     container_margin_s: float = Field(default=60.0, ge=0)
 
@@ -66,7 +80,15 @@ class SandboxConfig(StrictModel):
 class BuildConfig(StrictModel):
     timeout_s: float = Field(default=1800.0, gt=0)
     memory_mb: int = Field(default=4096, ge=256)
-    refine_rounds: int = Field(default=3, ge=1)  # attempts in all, the template being the first
+    refine_rounds: int = Field(default=4, ge=1)  # attempts in all, the template being the first
+    # CA bundle trusted in every image; None: the one the host's tools use (SSL_CERT_FILE, pip's
+    # `cert`, the system bundle); "" trusts only the image's own CAs
+    ca_bundle: str | None = None
+    # hand the host's package-index settings (pip/uv, npm, Go, cargo, Maven) to every build
+    host_index_settings: bool = True
+    # era-correct dependencies: nothing released after the repo-version's date (uv --exclude-newer,
+    # npm --before)
+    exclude_newer: bool = True
     max_recipe_lines: int = Field(default=20, ge=1)
     log_tail_chars: int = Field(default=3000, ge=200)  # of a failed build shown to the LLM
     # an endpoint proposes revised recipes after a failure; none = templates only
@@ -91,6 +113,11 @@ class ValidateConfig(StrictModel):
     # a before-run that parsed nothing and failed counts every test as failing
     before_may_fail_to_build: bool = False
     keep_logs: bool = True
+    # per repository or instance_id: the test containers' network ("bridge"); default sandbox.network
+    network: dict[str, str] = Field(default_factory=dict)
+    # per repository: a command running one test, "{test}" standing for its id; checks an LLM
+    # parser (validation.parsers: file:PATH) against single-test exit codes when a log has no JUnit XML
+    single_test_commands: dict[str, str] = Field(default_factory=dict)
 
 
 class LLMParserConfig(StrictModel):
@@ -100,6 +127,12 @@ class LLMParserConfig(StrictModel):
     max_tokens: int = Field(default=700, gt=0)
     max_log_chars: int = Field(default=6000, ge=200)  # of the sample log shown to the LLM (its tail)
     llm: LLMConfig | None = None
+    # a truth without a failing (or passing) test accepts vacuous parsers: refuse to check against it
+    min_truth_failing: int = Field(default=1, ge=0)
+    min_truth_passing: int = Field(default=1, ge=0)
+    check_truncated: bool = True  # a candidate must not see a runner summary in a log cut in half
+    max_single_tests: int = Field(default=8, ge=2)  # tests run alone for an exit-code truth
+    single_test_timeout_s: float = Field(default=120.0, gt=0)
 
 
 class SweEnvsConfig(StrictModel):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import io
 import re
+import tarfile
 import time
 from dataclasses import dataclass
 
@@ -18,6 +19,7 @@ import docker
 import docker.errors
 
 from swe_envs.config import BuildConfig, ToolchainConfig
+from swe_envs.registry import HostAccess
 from swe_envs.repos import tar_with
 
 USER_ID = 10001
@@ -27,6 +29,26 @@ PRELUDE = (
     "RUN apt-get update && apt-get install -y --no-install-recommends git ca-certificates patch "
     f"&& useradd -m -u {USER_ID} -s /bin/bash swe\n"
 )
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def suite_mirror(suite: str) -> str:
+    """The Debian mirror for ``suite``: its own apt source, else the one serving the host's suite."""
+    from core.errors import UserError
+    from swe_envs.docker_setup import apt_mirror
+
+    try:
+        return apt_mirror(suite)
+    except UserError:
+        for other in ("bookworm", "trixie", "bullseye", "sid"):
+            try:
+                return apt_mirror(other)
+            except UserError:
+                continue
+        raise
 
 
 def sha(*parts: str) -> str:
@@ -41,8 +63,10 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9._-]+", "-", text.lower().replace("/", "__")).strip("-._")[:100] or "repo"
 
 
-def toolchain_dockerfile(tc: ToolchainConfig) -> str:
-    lines = [f"FROM {tc.base_image}", PRELUDE.rstrip("\n")]
+def toolchain_dockerfile(tc: ToolchainConfig, access: HostAccess | None = None, base_image: str | None = None) -> str:
+    lines = [f"FROM {base_image or tc.base_image}", PRELUDE.rstrip("\n")]
+    # the host's CA and index settings before anything that reaches a registry
+    lines += access.dockerfile_lines() if access else []
     if tc.apt_packages:
         pkgs = " ".join(tc.apt_packages)
         install = f"apt-get install -y --no-install-recommends {pkgs}"
@@ -75,8 +99,10 @@ class BuildResult:
 
 
 class Images:
-    def __init__(self, client: docker.DockerClient, cfg: BuildConfig):
-        self.client, self.cfg = client, cfg
+    def __init__(self, client: docker.DockerClient, cfg: BuildConfig, access: HostAccess | None = None,
+                 log=None):
+        self.client, self.cfg, self.access = client, cfg, access or HostAccess()
+        self.log = log or (lambda _msg: None)
 
     def image_id(self, ref: str) -> str | None:
         try:
@@ -92,17 +118,56 @@ class Images:
                 return tags[0], img.id, img.labels.get("swe_envs.recipe", "[]")
         return None
 
+    def read_file(self, image: str, path: str, limit: int = 2_000_000) -> str | None:
+        """A file's text from an image, read from a container that is never started."""
+        container = None
+        try:
+            container = self.client.containers.create(image, ["true"], network_mode="none")
+            stream, _ = container.get_archive(path)
+            with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+                member = next((m for m in tar.getmembers() if m.isfile()), None)
+                return tar.extractfile(member).read(limit).decode("utf-8", "replace") if member else None
+        except docker.errors.DockerException:
+            return None
+        finally:
+            if container is not None:
+                try:
+                    container.remove(force=True)
+                except docker.errors.DockerException:
+                    pass
+
     def size(self, ref: str) -> int:
         return int(self.client.images.get(ref).attrs.get("Size") or 0)
 
-    def toolchain(self, language: str, tc: ToolchainConfig) -> BuildResult:
-        base_id = self.image_id(tc.base_image)
+    def ensure_base(self, tag: str) -> str | None:
+        """The base image's id; a missing ``local/debian:<suite>`` is made once with debootstrap."""
+        found = self.image_id(tag)
+        m = re.fullmatch(r"local/debian:([a-z]+)", tag)
+        if found or not m:
+            return found
+        import fcntl
+
+        from swe_envs import docker_setup
+
+        with open(docker_setup.LOCK_PATH, "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # one debootstrap per tag, across processes
+            if self.image_id(tag) is None:
+                docker_setup.build_base_image(tag, suite_mirror(m.group(1)), self.log, suite=m.group(1))
+        return self.image_id(tag)
+
+    def toolchain(self, language: str, tc: ToolchainConfig, base_image: str | None = None) -> BuildResult:
+        base_image = base_image or tc.base_image
+        try:
+            base_id = self.ensure_base(base_image)
+        except Exception as err:  # debootstrap/import failures: this toolchain fails, recorded
+            return BuildResult(False, "", error=f"base image {base_image} could not be made: {err}")
         if base_id is None:
-            return BuildResult(False, "", error=f"base image {tc.base_image} is missing (nothing can be pulled; "
+            return BuildResult(False, "", error=f"base image {base_image} is missing (nothing can be pulled; "
                                "run python -m swe_envs setup-docker, or build/load it)")
-        dockerfile = toolchain_dockerfile(tc)
-        tag = f"swe-envs/toolchain-{language}:{sha(base_id, dockerfile)[:16]}"
-        return self.build(tag, dockerfile, b"")
+        dockerfile = toolchain_dockerfile(tc, self.access, base_image)
+        context = self.access.context()
+        tag = f"swe-envs/toolchain-{language}:{sha(base_id, dockerfile, *map(_digest, context.values()))[:16]}"
+        return self.build(tag, dockerfile, tar_with(b"", context) if context else b"")
 
     def env_tag(self, repo: str, toolchain_id: str, dockerfile: str, tree: str) -> str:
         return f"swe-envs/env-{slug(repo)}:{sha(toolchain_id, dockerfile, tree)[:16]}"

@@ -81,19 +81,51 @@ def _q(paths: list[str]) -> str:
 
 
 # -- recipes -----------------------------------------------------------------------------------
-def recipe(language: str, snap: Snapshot) -> list[str]:
-    return _RECIPES[language](snap)
+@dataclass
+class RecipeOptions:
+    """What a recipe needs beyond the files: the era cut-off and the repo-version's version."""
+
+    exclude_newer: str | None = None  # ISO date: nothing released later is installed
+    version: str | None = None  # the task's version (SWE-bench ``version``), for setuptools-scm
 
 
-def _python_recipe(snap: Snapshot) -> list[str]:
-    cmds = []
-    for req in ("requirements.txt", "requirements-dev.txt", "requirements-test.txt", "test-requirements.txt",
-                "requirements/test.txt", "requirements/dev.txt"):
-        if snap.has(req):
-            cmds.append(f"pip install -r {req}")
+def recipe(language: str, snap: Snapshot, opts: RecipeOptions | None = None) -> list[str]:
+    return _RECIPES[language](snap, opts or RecipeOptions())
+
+
+PY_TEST_REQUIREMENTS = ("requirements-test.txt", "requirements-tests.txt", "test-requirements.txt",
+                        "requirements/test.txt", "requirements/tests.txt", "tests/requirements.txt")
+PY_DEV_REQUIREMENTS = ("requirements-dev.txt", "requirements/dev.txt", "dev-requirements.txt")
+UV_PIP = "uv pip install --python /opt/venv/bin/python"
+
+
+def uv_install(opts: RecipeOptions) -> str:
+    # a timestamp at the end of the day: releases of that day count as available
+    return UV_PIP + (f" --exclude-newer {opts.exclude_newer}T23:59:59Z" if opts.exclude_newer else "")
+
+
+def scm_version(version: str | None) -> str:
+    """A PEP 440 version for setuptools-scm, which cannot read one from an exported tree."""
+    parts = re.findall(r"\d+", version or "")
+    return ".".join((parts + ["0", "0", "0"])[:3]) if parts else "0.0.0"
+
+
+def _python_recipe(snap: Snapshot, opts: RecipeOptions) -> list[str]:
+    uv = uv_install(opts)
+    # runtime pins, then the test pins; a dev file (docs, linters, ...) only when no test file exists
+    reqs = [r for r in ("requirements.txt",) if snap.has(r)]
+    tests = [r for r in PY_TEST_REQUIREMENTS if snap.has(r)][:1]
+    reqs += tests or [r for r in PY_DEV_REQUIREMENTS if snap.has(r)][:1]
+    cmds = [f"{uv} -r {req}" for req in reqs]
+    build_files = "\n".join(snap.read(n) or "" for n in ("setup.py", "setup.cfg", "pyproject.toml"))
     if any(snap.has(n) for n in ("pyproject.toml", "setup.py", "setup.cfg")):
-        # no build isolation: the build backend must come from the image, not an index
-        cmds.append("pip install --no-build-isolation -e .")
+        # setuptools-scm reads the version from git metadata, which an exported tree lacks
+        scm = (f"SETUPTOOLS_SCM_PRETEND_VERSION={scm_version(opts.version)} "
+               if re.search(r"setuptools[_-]scm", build_files) else "")
+        cmds.append(f"{scm}{uv} -e .")
+    # the era's pytest, unless the repository's own requirements (or the repository) gave one
+    cmds.append(f"python -c 'import pytest' 2>/dev/null || {uv} pytest")
+    cmds.append("uv pip freeze --python /opt/venv/bin/python > /opt/swe-resolved.txt")
     return cmds
 
 
@@ -105,11 +137,13 @@ def _package_json(snap: Snapshot) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def _js_recipe(snap: Snapshot) -> list[str]:
+def _js_recipe(snap: Snapshot, opts: RecipeOptions) -> list[str]:
     pkg = _package_json(snap)
     if pkg.get("dependencies") or pkg.get("devDependencies"):
         install = "npm ci" if snap.has("package-lock.json") else "npm install"
-        return ["apt-get install -y --no-install-recommends npm", f"{install} --no-audit --no-fund"]
+        # without a lockfile, the era's releases (a lockfile pins them already)
+        before = f" --before={opts.exclude_newer}" if opts.exclude_newer and install == "npm install" else ""
+        return ["apt-get install -y --no-install-recommends npm", f"{install} --no-audit --no-fund{before}"]
     return []
 
 
@@ -128,7 +162,7 @@ _PRINT_REPORTS = ('rc=$?; for f in $(find . -path "*/{dir}/TEST-*.xml" | sort); 
                   'echo "----- JUnit XML report: $f"; cat "$f"; echo; done; exit $rc')
 
 
-def _java_recipe(snap: Snapshot) -> list[str]:
+def _java_recipe(snap: Snapshot, opts: RecipeOptions) -> list[str]:
     if snap.has("pom.xml"):
         return [f"command -v mvn >/dev/null || apt-get install -y --no-install-recommends {DEBIAN_MAVEN}",
                 # Debian's maven-repo serves every packaged plugin offline: mirror everything to it
@@ -143,17 +177,18 @@ def _java_recipe(snap: Snapshot) -> list[str]:
     return []  # plain source layout: javac + the JUnit console launcher at test time
 
 
-def _go_recipe(snap: Snapshot) -> list[str]:
+def _go_recipe(snap: Snapshot, opts: RecipeOptions) -> list[str]:
     cmds = ["go mod download"] if snap.has("go.sum") else []
     # compiling the tests once fills the build cache, so each run only rebuilds what a patch touches
     return cmds + ["go test -count=1 -run '^$' ./..."]
 
 
-def _rust_recipe(snap: Snapshot) -> list[str]:
-    return ["cargo test --no-run"]
+def _rust_recipe(snap: Snapshot, opts: RecipeOptions) -> list[str]:
+    # a committed lockfile is the era's resolution: keep it exactly
+    return ["cargo test --no-run" + (" --locked" if snap.has("Cargo.lock") else "")]
 
 
-def _native_recipe(snap: Snapshot) -> list[str]:
+def _native_recipe(snap: Snapshot, opts: RecipeOptions) -> list[str]:
     if snap.has("CMakeLists.txt"):
         return ["cmake -S . -B build -DCMAKE_BUILD_TYPE=Debug", "cmake --build build -j2"]
     if snap.has("meson.build"):
@@ -165,7 +200,7 @@ def _native_recipe(snap: Snapshot) -> list[str]:
     return []
 
 
-def _php_recipe(snap: Snapshot) -> list[str]:
+def _php_recipe(snap: Snapshot, opts: RecipeOptions) -> list[str]:
     try:
         comp = json.loads(snap.read("composer.json") or "{}")
     except json.JSONDecodeError:
@@ -176,7 +211,7 @@ def _php_recipe(snap: Snapshot) -> list[str]:
     return []
 
 
-def _ruby_recipe(snap: Snapshot) -> list[str]:
+def _ruby_recipe(snap: Snapshot, opts: RecipeOptions) -> list[str]:
     if snap.has("Gemfile"):
         return ["apt-get install -y --no-install-recommends ruby-bundler", "bundle install"]
     return []

@@ -6,8 +6,12 @@ CPU limit, an address-space cap, no file writes, no network (a new network names
 ``unshare`` is allowed, and an audit hook refusing sockets, subprocesses and ``ctypes`` in any
 case). It is accepted only if it reproduces, exactly, the statuses of every log whose truth
 is known from elsewhere: JUnit XML written by the same run, a built-in parser, or the exit
-codes of single-test runs (``truth_from_single_runs``). A rejected candidate's mismatches go
-back to the endpoint for the next round. Every attempt is recorded.
+codes of single-test runs (``truth_from_single_runs``). The truth must hold at least one
+failing and one passing test (configurable): an empty truth accepts ``return {}``. A candidate
+passes the same fake-pass guards as a built-in parser: it must report the runner's end-of-run
+summary (and may state its totals, which must agree with its statuses), must not claim that
+summary on a log cut in half, and must not return an empty result. A rejected candidate's
+mismatches go back to the endpoint for the next round. Every attempt is recorded.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from pathlib import Path
 
 from core.llm import LLMClient, LLMError
 from swe_envs.config import LLMParserConfig
-from swe_envs.parsers.base import STATUSES, ParseResult
+from swe_envs.parsers.base import ERROR, FAILED, PASSED, SKIPPED, STATUSES, ParseResult
 
 # the child: limits first, then the audit hook, then the candidate; reads {"code", "log"} on stdin
 CHILD = r'''
@@ -49,7 +53,9 @@ sys.addaudithook(hook)
 ns = {"__name__": "llm_parser"}
 exec(compile(spec["code"], "<llm parser>", "exec"), ns)
 out = ns["parse"](spec["log"])
+summary = None
 if isinstance(out, dict) and isinstance(out.get("tests"), dict):
+    summary = out.get("summary")
     out = out["tests"]
 if not isinstance(out, dict):
     raise TypeError(f"parse() returned {type(out).__name__}, not dict")
@@ -59,7 +65,11 @@ for k, v in out.items():
     if v not in ("passed", "failed", "skipped", "error"):
         raise ValueError(f"status {v!r} for {k!r} is not passed/failed/skipped/error")
     clean[str(k)] = v
-sys.stdout.write("\n@@RESULT@@" + json.dumps(clean))
+if summary is not None and summary is not True:
+    if not isinstance(summary, dict):
+        raise TypeError(f"summary is {type(summary).__name__}, not a dict of totals, True or None")
+    summary = {k: int(summary.get(k) or 0) for k in ("passed", "failed", "skipped", "error")}
+sys.stdout.write("\n@@RESULT@@" + json.dumps({"tests": clean, "summary": summary}))
 '''
 
 
@@ -81,7 +91,16 @@ def _isolation_prefix() -> tuple[str, ...]:
 
 
 def run_parser(code: str, log: str, timeout_s: float = 10.0, memory_mb: int = 512) -> dict[str, str]:
-    """Run a candidate on one log in the sandboxed child; raise ParserRunError on crash / loop / bad output."""
+    """The statuses a candidate parses from one log (see ``run_parser_full``)."""
+    return run_parser_full(code, log, timeout_s, memory_mb)[0]
+
+
+def run_parser_full(code: str, log: str, timeout_s: float = 10.0,
+                    memory_mb: int = 512) -> tuple[dict[str, str], dict[str, int] | bool | None]:
+    """(statuses, summary) of a candidate on one log, run in the sandboxed child.
+
+    summary: None (no end-of-run summary seen), True (seen, no totals) or the stated totals.
+    Raises ParserRunError on crash / loop / bad output."""
     spec = json.dumps({"code": code, "log": log, "timeout_s": timeout_s, "memory_mb": memory_mb})
     cmd = [*_isolation_prefix(), sys.executable, "-I", "-c", CHILD]
     try:
@@ -94,7 +113,8 @@ def run_parser(code: str, log: str, timeout_s: float = 10.0, memory_mb: int = 51
         err = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
         kind = "cpu_limit" if proc.returncode in (-24, 152) else "crash"
         raise ParserRunError(kind, err[:300])
-    return json.loads(out.rsplit("@@RESULT@@", 1)[1])
+    result = json.loads(out.rsplit("@@RESULT@@", 1)[1])
+    return result["tests"], result["summary"]
 
 
 @dataclass
@@ -103,16 +123,34 @@ class Verdict:
     reasons: list[str] = field(default_factory=list)
 
 
+def truth_size(cases: list[tuple[str, dict[str, str]]]) -> tuple[int, int]:
+    """(failing, passing) tests over every case's truth."""
+    failing = sum(1 for _, t in cases for s in t.values() if s in (FAILED, ERROR))
+    return failing, sum(1 for _, t in cases for s in t.values() if s == PASSED)
+
+
 def check_parser(code: str, cases: list[tuple[str, dict[str, str]]], cfg: LLMParserConfig) -> Verdict:
-    """Accept only if the candidate reproduces every known truth exactly."""
+    """Accept only if the candidate reproduces every known truth exactly and passes the fake-pass guards."""
     if not cases:
         return Verdict(False, ["no log with known statuses to check the parser against"])
+    failing, passing = truth_size(cases)
+    if failing < cfg.min_truth_failing or passing < cfg.min_truth_passing:
+        # a truth without a failing test cannot tell a parser from `return {t: "passed" ...}`
+        return Verdict(False, [f"the known statuses hold {failing} failing and {passing} passing test(s); "
+                               f"at least {cfg.min_truth_failing} failing and {cfg.min_truth_passing} passing "
+                               "are needed to check a parser"])
     reasons = []
     for i, (log, truth) in enumerate(cases, 1):
+        if not truth:
+            reasons.append(f"log {i}: no known status to check against")
+            continue
         try:
-            got = run_parser(code, log, cfg.timeout_s, cfg.memory_mb)
+            got, summary = run_parser_full(code, log, cfg.timeout_s, cfg.memory_mb)
         except ParserRunError as err:
             reasons.append(f"log {i}: parser {err.kind}: {err.message}")
+            continue
+        if not got:
+            reasons.append(f"log {i}: empty result (no test parsed)")
             continue
         if got != truth:
             missing = sorted(set(truth) - set(got))[:5]
@@ -121,12 +159,38 @@ def check_parser(code: str, cases: list[tuple[str, dict[str, str]]], cfg: LLMPar
             parts = [f"missing {missing}" if missing else "", f"unexpected {extra}" if extra else "",
                      "wrong status for " + ", ".join(f"{t} ({got[t]} != {truth[t]})" for t in wrong) if wrong else ""]
             reasons.append(f"log {i}: " + "; ".join(p for p in parts if p))
+            continue
+        reasons += [f"log {i}: {why}" for why in _summary_problems(code, log, got, summary, cfg)]
     return Verdict(not reasons, reasons)
+
+
+def _summary_problems(code: str, log: str, got: dict[str, str], summary, cfg: LLMParserConfig) -> list[str]:
+    """The built-in parsers' fake-pass guards, applied to a candidate's summary detection."""
+    if summary is None:
+        return ["no runner summary detected (return {'tests': ..., 'summary': totals or None})"]
+    out = []
+    if isinstance(summary, dict):
+        tally = {s: sum(1 for v in got.values() if v == s) for s in STATUSES}
+        if (tally[PASSED], tally[FAILED] + tally[ERROR], tally[SKIPPED]) != (
+                summary["passed"], summary["failed"] + summary["error"], summary["skipped"]):
+            out.append(f"summary totals {summary} disagree with the parsed statuses {tally}")
+    lines = log.splitlines()
+    if cfg.check_truncated and len(lines) >= 4:
+        try:
+            _, cut_summary = run_parser_full(code, "\n".join(lines[: len(lines) // 2]), cfg.timeout_s, cfg.memory_mb)
+        except ParserRunError as err:
+            return out + [f"parser {err.kind} on the log cut in half: {err.message}"]
+        if cut_summary is not None:
+            out.append("claims a runner summary on the log cut in half (a suite that did not finish)")
+    return out
 
 
 SYSTEM = "You write small, correct Python functions that parse test-runner logs. Reply with one ```python block."
 PROMPT = """Write a Python function `parse(log: str) -> dict[str, str]` for the test runner "{runner}".
-It must return every test in the log mapped to one of "passed", "failed", "skipped", "error".
+It must return {{"tests": {{test id: status}}, "summary": totals}}: every test in the log mapped to one of
+"passed", "failed", "skipped", "error"; "summary" is None when the runner's end-of-run summary line is absent
+(a run cut short), otherwise a dict {{"passed": n, "failed": n, "skipped": n, "error": n}} of the totals that
+line states (or True when it states none).
 Use only the standard library (re, json). No I/O, no network, no subprocesses.
 {examples}
 Here is a real log from this runner:
@@ -174,6 +238,11 @@ def synthesize_parser(client: LLMClient, runner: str, cases: list[tuple[str, dic
     if not cases:
         res.error = "no log with known statuses: a generated parser could not be checked"
         return res
+    failing, passing = truth_size(cases)
+    if failing < cfg.min_truth_failing or passing < cfg.min_truth_passing:
+        res.error = (f"the known statuses hold {failing} failing and {passing} passing test(s): too few to check "
+                     "a generated parser (llm_parser.min_truth_failing / min_truth_passing)")
+        return res
     log, truth = cases[0]
     sample = dict(list(sorted(truth.items()))[:3])
     examples = f"For this log the expected result includes: {json.dumps(sample)}" if sample else ""
@@ -208,26 +277,42 @@ def save_parser(result: SynthResult, path: Path) -> None:
 def run_parser_file(path: str | Path, log: str, cfg: LLMParserConfig | None = None) -> ParseResult:
     """A saved parser as a runner (``--runner file:PATH``); it runs sandboxed like any candidate.
 
-    A generated parser states no summary line, so a non-empty parse stands for it."""
+    Its summary detection and totals feed the same fake-pass guards as a built-in parser's."""
     cfg = cfg or LLMParserConfig()
-    statuses = run_parser(Path(path).read_text(encoding="utf-8"), log, cfg.timeout_s, cfg.memory_mb)
+    statuses, summary = run_parser_full(Path(path).read_text(encoding="utf-8"), log, cfg.timeout_s, cfg.memory_mb)
     res = ParseResult(f"file:{path}")
     for k, v in statuses.items():
         if v in STATUSES:
             res.add(k, v)
-    res.summary_seen = bool(res.statuses)
+    res.summary_seen = summary is not None
+    res.counts = summary if isinstance(summary, dict) else None
     return res
 
 
 def truth_from_single_runs(sandbox, image: str, command_template: str, test_ids: list[str],
-                           timeout_s: float = 120.0) -> dict[str, str]:
-    """Each test run alone (``{test}`` in the template): exit code 0 = passed, anything else = failed."""
+                           timeout_s: float = 120.0, patches: list[tuple[str, str]] | None = None,
+                           network: str | None = None) -> dict[str, str]:
+    """Each test run alone (``{test}`` in the template, after ``patches``): exit 0 = passed, else failed.
+
+    A run that timed out or did not start gives no status for its test."""
     import shlex
 
     truth = {}
     for test_id in test_ids:
-        res = sandbox.run(image, command_template.replace("{test}", shlex.quote(test_id)), [], runs=1,
-                          timeout_s=timeout_s)
-        if res.runs and not res.runs[0].timed_out:
-            truth[test_id] = "passed" if res.runs[0].rc == 0 else "failed"
+        res = sandbox.run(image, command_template.replace("{test}", shlex.quote(test_id)), patches or [], runs=1,
+                          timeout_s=timeout_s, network=network)
+        if res.runs and not res.runs[0].timed_out and not res.patch_failed:
+            truth[test_id] = PASSED if res.runs[0].rc == 0 else FAILED
     return truth
+
+
+def pick_single_tests(statuses: dict[str, str], limit: int) -> list[str]:
+    """Up to ``limit`` ids to run alone: failing ones and passing ones alternately, in name order."""
+    failing = sorted(t for t, s in statuses.items() if s in (FAILED, ERROR))
+    passing = sorted(t for t, s in statuses.items() if s == PASSED)
+    out = []
+    while (failing or passing) and len(out) < limit:
+        for group in (failing, passing):
+            if group and len(out) < limit:
+                out.append(group.pop(0))
+    return out

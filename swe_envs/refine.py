@@ -3,11 +3,15 @@
 Round 1 is the deterministic recipe from the repository's files (``languages.recipe``).
 A round fails at ``build`` (docker build error) or at ``collect`` (the built image runs the
 test command and no test is parsed: missing modules, compile errors, wrong layout). The next
-recipe comes from a rule when one applies (a missing Python / Node / Ruby module -> its Debian
-package), otherwise, with an endpoint configured, from the LLM, which sees the failure log and
-the Dockerfile; up to ``refine_rounds`` rounds in all. Every attempt is kept
-(recipe, stage, error, seconds, full log on disk). An image is tagged under its final name
-only after the collect check passed, so a tag that exists is a verified environment.
+recipe comes from a rule when one applies (``swe_envs.rules``: a missing module, a compiler,
+setuptools-scm, build isolation, unsatisfiable era pins; a removed stdlib name switches to an
+older interpreter, i.e. another toolchain image), otherwise, with an endpoint configured,
+from the LLM, which sees the failure log and the Dockerfile; up to ``refine_rounds`` rounds in
+all, rules alone included. Every attempt is kept (recipe, stage, error, seconds, full log on
+disk). The toolchain version and its evidence (``swe_envs.era``), the era cut-off, the
+registry access handed in and the resolved dependency set are recorded in the environment
+spec. An image is tagged under its final name only after the collect check passed, so a tag
+that exists is a verified environment.
 """
 
 from __future__ import annotations
@@ -19,11 +23,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from core.llm import LLMClient, LLMError
-from swe_envs import languages
+from swe_envs import era, languages
 from swe_envs.config import SweEnvsConfig
 from swe_envs.images import Images, env_dockerfile, sha, slug
 from swe_envs.parsers import parse_log
 from swe_envs.repos import Snapshot
+from swe_envs.rules import rule_fix
 from swe_envs.sandbox import Sandbox
 
 
@@ -37,6 +42,7 @@ class Attempt:
     error: str = ""
     seconds: float = 0.0
     log_path: str | None = None
+    rule: str = ""  # the rule that produced this recipe (source "rule")
 
 
 @dataclass
@@ -57,6 +63,13 @@ class Environment:
     cached: bool = False
     image_bytes: int = 0  # the whole image, toolchain layers included
     env_layer_bytes: int = 0  # what this repo-version adds on top of its (shared) toolchain image
+    # the spec: toolchain version + evidence, era cut-off, network at test time, registry access,
+    # resolved dependency set
+    toolchain: dict = field(default_factory=dict)
+    exclude_newer: str | None = None
+    network: str = "none"
+    registry: dict = field(default_factory=dict)
+    resolved: list[str] = field(default_factory=list)
 
     def record(self) -> dict:
         return asdict(self)
@@ -80,27 +93,6 @@ It failed at the {stage} step (test command: `{test_command}`). End of the log:
 {log}
 ```
 Reply with the complete revised recipe: at most {max_lines} commands, one per line, in one ```sh block."""
-
-
-# a missing module named in a failure log -> the Debian package that usually provides it; tried
-# before the LLM (and without one), since it is cheap and often right for Python / Node / Ruby
-_MISSING = {
-    "python": (re.compile(r"No module named '([A-Za-z0-9_]+)"), "python3-{}"),
-    "javascript": (re.compile(r"Cannot find module '([a-z0-9][a-z0-9._-]*)'"), "node-{}"),
-    "ruby": (re.compile(r"cannot load such file -- ([a-z0-9_-]+)"), "ruby-{}"),
-}
-
-
-def rule_fix(language: str, recipe: list[str], log: str) -> list[str] | None:
-    """The recipe plus ``apt-get install`` of the package a missing-module error names, or None."""
-    if language not in _MISSING:
-        return None
-    rx, pattern = _MISSING[language]
-    names = sorted({m.lower().replace("_", "-") for m in rx.findall(log)})
-    pkgs = [pattern.format(n) for n in names if not any(pattern.format(n) in line for line in recipe)]
-    if not pkgs:
-        return None
-    return recipe + [f"apt-get install -y --no-install-recommends {' '.join(pkgs)}"]
 
 
 def extract_recipe(text: str, max_lines: int) -> list[str]:
@@ -137,100 +129,150 @@ class EnvBuilder:
         return str(path)
 
     def build(self, repo: str, path: Path, commit: str, language: str | None = None,
-              test_command: str | None = None, runner: str | None = None) -> Environment:
+              test_command: str | None = None, runner: str | None = None, created_at: list[str] | None = None,
+              version: str | None = None, network: str | None = None,
+              collect_files: list[str] | None = None) -> Environment:
+        """Build (or find) the environment of one repo-version.
+
+        created_at / version: of the instances sharing it (era and setuptools-scm version);
+        collect_files: test files the collect check runs (the instances' touched tests), else all."""
         t0 = time.monotonic()
-        env = Environment(repo, commit, None, False)
+        env = Environment(repo, commit, None, False, network=network or self.cfg.sandbox.network)
+        env.registry = self.images.access.record()
         try:
-            self._build(env, Snapshot(path, commit), language, test_command, runner)
+            self._build(env, Snapshot(path, commit), language, test_command, runner, created_at or [], version,
+                        collect_files or [])
         finally:
             env.seconds = time.monotonic() - t0
         return env
 
+    def _toolchain(self, env: Environment, choice: era.Choice) -> tuple[object, str] | None:
+        tc = self.images.toolchain(env.language, self.cfg.toolchain(env.language), choice.base_image)
+        env.toolchain = choice.record() | {"image": tc.tag}
+        if not tc.ok:
+            path = self._save_log(env, f"toolchain-{choice.version or 'default'}", tc.log)
+            rnd = env.attempts[-1].round if env.attempts else 0
+            env.attempts.append(Attempt(rnd, "template", [], "toolchain", False, tc.error, tc.seconds, path))
+            env.reason = f"toolchain image for {env.language} {choice.version or ''} failed: {tc.error}"
+            return None
+        # a repo-version verified before, whatever recipe it took (a refined one included)
+        return tc, sha(env.repo, env.commit, tc.image_id, env.test_command)[:24]
+
+    def _cached(self, env: Environment, tc, version: str) -> bool:
+        found = self.images.find_verified(version)
+        if not found:
+            return False
+        env.ok, env.cached, env.image, env.image_id = True, True, found[0], found[1]
+        env.recipe = json.loads(found[2])
+        env.attempts.append(Attempt(0, "cache", env.recipe, "ok", True, "cached"))
+        return True
+
     def _build(self, env: Environment, snap: Snapshot, language: str | None, test_command: str | None,
-               runner: str | None) -> None:
+               runner: str | None, created_at: list[str], task_version: str | None,
+               collect_files: list[str]) -> None:
         env.language = language or languages.detect_language(snap)
         if env.language is None:
             env.reason = "cannot detect the repository's language"
             return
-        tc = self.images.toolchain(env.language, self.cfg.toolchain(env.language))
-        if not tc.ok:
-            path = self._save_log(env, "toolchain", tc.log)
-            env.attempts.append(Attempt(0, "template", [], "toolchain", False, tc.error, tc.seconds, path))
-            env.reason = f"toolchain image for {env.language} failed: {tc.error}"
-            return
+        tc_cfg = self.cfg.toolchain(env.language)
+        choice = era.choose(env.language, snap, tc_cfg.versions, tc_cfg.base_image, created_at)
+        env.exclude_newer = choice.era_date if self.cfg.build.exclude_newer else None
         plan = languages.test_plan(env.language, snap)
         env.test_command = test_command or plan.command
         env.runner = runner or (plan.runner if not test_command else "auto")
         env.custom_command = bool(test_command)
-        recipe, source = languages.recipe(env.language, snap), "template"
-        # a repo-version verified before, whatever recipe it took (a refined one included)
-        version = sha(env.repo, snap.tree, tc.image_id, env.test_command)[:24]
-        found = self.images.find_verified(version)
-        if found:
-            env.ok, env.cached, env.image, env.image_id = True, True, found[0], found[1]
-            env.recipe = json.loads(found[2])
-            env.attempts.append(Attempt(0, "cache", env.recipe, "ok", True, "cached"))
-            env.image_bytes = self.images.size(env.image)
-            env.env_layer_bytes = max(env.image_bytes - self.images.size(tc.tag), 0)
+        collect = [f for f in collect_files if snap.has(f) and languages.is_test_path(env.language, f)]
+        collect_command = (languages.test_plan(env.language, snap, collect).command
+                           if collect and not test_command else env.test_command)
+        recipe, source, rule = languages.recipe(env.language, snap, languages.RecipeOptions(
+            env.exclude_newer, task_version)), "template", ""
+        got = self._toolchain(env, choice)
+        if got is None:
             return
-        rounds = self.cfg.build.refine_rounds
-        for rnd in range(1, rounds + 1):
+        tc, version = got
+        excluded: set[str] = set()
+        rounds, rnd = self.cfg.build.refine_rounds, 0
+        while not env.ok and rnd < rounds:
+            if self._cached(env, tc, version):
+                break
+            rnd += 1
             env.recipe = recipe
             dockerfile = env_dockerfile(tc.tag, recipe)
             tag = self.images.env_tag(env.repo, tc.image_id, dockerfile + env.test_command, snap.tree)
             if self.images.image_id(tag):  # only verified images carry the final tag
                 env.ok, env.cached, env.image, env.image_id = True, True, tag, self.images.image_id(tag)
-                env.attempts.append(Attempt(rnd, source, recipe, "ok", True, "cached"))
+                env.attempts.append(Attempt(rnd, source, recipe, "ok", True, "cached", rule=rule))
                 break
-            candidate = tag + "-candidate"
-            built = self.images.build(candidate, dockerfile, snap.archive(),
-                                      labels={"swe_envs.repo": env.repo, "swe_envs.commit": env.commit,
-                                              "swe_envs.version": version, "swe_envs.recipe": json.dumps(recipe)})
-            if not built.ok:
-                path = self._save_log(env, f"round{rnd}-build", dockerfile + "\n" + built.log)
-                env.attempts.append(Attempt(rnd, source, recipe, "build", False, built.error, built.seconds, path))
-                failure, stage = built.log, "build"
-            else:
-                t1 = time.monotonic()
-                run = self.sandbox.run(candidate, env.test_command, [], runs=1)
-                log = run.runs[0].log if run.runs else run.error
-                path = self._save_log(env, f"round{rnd}-collect", log)
-                try:
-                    parsed = parse_log(env.runner, log)
-                except Exception as err:  # a broken parser is this environment's failure, recorded
-                    env.attempts.append(Attempt(rnd, source, recipe, "collect", False,
-                                                f"log parser {env.runner} failed: {type(err).__name__}: {err}",
-                                                time.monotonic() - t1, path))
-                    self.images.remove(candidate)
-                    break
-                if parsed.statuses:
-                    self.images.tag(built.image_id, tag)
-                    self.images.remove(candidate)
-                    env.ok, env.image, env.image_id = True, tag, built.image_id
-                    env.attempts.append(Attempt(rnd, source, recipe, "ok", True, "", built.seconds + time.monotonic() - t1, path))
-                    break
-                self.images.remove(candidate)
-                why = run.error or ("test run timed out" if run.runs and run.runs[0].timed_out
-                                    else f"no test collected (exit code {run.runs[0].rc if run.runs else '?'})")
-                env.attempts.append(Attempt(rnd, source, recipe, "collect", False, why, time.monotonic() - t1, path))
-                failure, stage = log, "collect"
-            if rnd == rounds:
+            failure, stage = self._round(env, snap, tc, version, rnd, source, rule, recipe, dockerfile, tag,
+                                         collect_command)
+            if env.ok or stage == "parser" or rnd == rounds:
                 break
+            # a removed stdlib name: an older interpreter (another toolchain), same recipe
+            removed = era.older_wanted(failure) if choice.version else None
+            newer = {v for v in tc_cfg.versions if choice.version and era.vkey(v) >= era.vkey(choice.version)}
+            if removed and set(tc_cfg.versions) - excluded - newer:
+                excluded |= newer
+                choice = era.choose(env.language, snap, tc_cfg.versions, tc_cfg.base_image, created_at, excluded)
+                choice.evidence["refined"] = f"{removed!r} in the {stage} log: an older interpreter"
+                got = self._toolchain(env, choice)
+                if got is None:
+                    return
+                tc, version = got
+                source, rule = "rule", "older interpreter"
+                continue
             fixed = rule_fix(env.language, recipe, failure)
             if fixed is not None:
-                recipe, source = fixed, "rule"
+                (recipe, rule), source = fixed, "rule"
                 continue
             proposal = self._propose(env, snap, dockerfile, stage, failure) if self.llm is not None else None
             if proposal is None:
                 break
-            recipe, source = proposal, "llm"
+            recipe, source, rule = proposal, "llm", ""
         if env.ok:
             env.image_bytes = self.images.size(env.image)
             env.env_layer_bytes = max(env.image_bytes - self.images.size(tc.tag), 0)
-        else:
+            resolved = self.images.read_file(env.image, "/opt/swe-resolved.txt")
+            env.resolved = [line for line in (resolved or "").splitlines() if line.strip()]
+        elif not env.reason:
             last = next((a for a in reversed(env.attempts) if a.stage in ("build", "collect")), None)
             detail = f"{last.stage}: {last.error}" if last else "no attempt"
             env.reason = f"environment did not build after {sum(a.stage in ('build', 'collect') for a in env.attempts)} round(s); last {detail}"
+
+    def _round(self, env: Environment, snap: Snapshot, tc, version: str, rnd: int, source: str, rule: str,
+               recipe: list[str], dockerfile: str, tag: str, collect_command: str) -> tuple[str, str]:
+        """One build + collect check; (failure log, stage) — stage "ok" when the image is verified."""
+        candidate = tag + "-candidate"
+        built = self.images.build(candidate, dockerfile, snap.archive(),
+                                  labels={"swe_envs.repo": env.repo, "swe_envs.commit": env.commit,
+                                          "swe_envs.version": version, "swe_envs.recipe": json.dumps(recipe)})
+        if not built.ok:
+            path = self._save_log(env, f"round{rnd}-build", dockerfile + "\n" + built.log)
+            env.attempts.append(Attempt(rnd, source, recipe, "build", False, built.error, built.seconds, path, rule))
+            return built.log, "build"
+        t1 = time.monotonic()
+        run = self.sandbox.run(candidate, collect_command, [], runs=1, network=env.network)
+        log = run.runs[0].log if run.runs else run.error
+        path = self._save_log(env, f"round{rnd}-collect", log)
+        try:
+            parsed = parse_log(env.runner, log)
+        except Exception as err:  # a broken parser is this environment's failure, recorded
+            env.attempts.append(Attempt(rnd, source, recipe, "collect", False,
+                                        f"log parser {env.runner} failed: {type(err).__name__}: {err}",
+                                        time.monotonic() - t1, path, rule))
+            self.images.remove(candidate)
+            return log, "parser"
+        if parsed.statuses:
+            self.images.tag(built.image_id, tag)
+            self.images.remove(candidate)
+            env.ok, env.image, env.image_id = True, tag, built.image_id
+            env.attempts.append(Attempt(rnd, source, recipe, "ok", True, "", built.seconds + time.monotonic() - t1,
+                                        path, rule))
+            return "", "ok"
+        self.images.remove(candidate)
+        why = run.error or ("test run timed out" if run.runs and run.runs[0].timed_out
+                            else f"no test collected (exit code {run.runs[0].rc if run.runs else '?'})")
+        env.attempts.append(Attempt(rnd, source, recipe, "collect", False, why, time.monotonic() - t1, path, rule))
+        return log, "collect"
 
     def _propose(self, env: Environment, snap: Snapshot, dockerfile: str, stage: str, log: str) -> list[str] | None:
         bcfg = self.cfg.build

@@ -1,6 +1,6 @@
 """Running test commands in throwaway containers.
 
-Each run: no network, CPU / memory / pids limits, the image's non-root user, all
+Each run: no network (unless the environment spec asks for one), CPU / memory / pids limits, the image's non-root user, all
 capabilities dropped, no host mounts except the task directory (read-only at /task). Inside,
 ``run.sh`` applies the patches, then runs the test command ``runs`` times, each under
 ``timeout`` (the whole process group is killed at the limit); the host kills the container
@@ -36,7 +36,9 @@ cd /testbed || exit 90
 mkdir -p /tmp/swe-out
 for p in /task/patches/*.diff; do
   [ -s "$p" ] || continue
-  if ! git apply --whitespace=nowarn "$p" >/tmp/swe-out/apply.log 2>&1; then
+  # git apply first; then GNU patch with fuzz, as SWE-bench's harness does for model patches
+  if ! git apply --whitespace=nowarn "$p" >/tmp/swe-out/apply.log 2>&1 &&
+     ! patch --batch --fuzz=5 -p1 -i "$p" >>/tmp/swe-out/apply.log 2>&1; then
     echo "$p" > /tmp/swe-out/patch_failed
     exit {patch_rc}
   fi
@@ -86,7 +88,8 @@ class Sandbox:
             _quiet(lambda cid=cid: self.client.api.remove_container(cid, force=True))
 
     def run(self, image: str, test_command: str, patches: list[tuple[str, str]], runs: int = 1,
-            timeout_s: float | None = None) -> SandboxResult:
+            timeout_s: float | None = None, network: str | None = None) -> SandboxResult:
+        """``network``: "none" (default: sandbox.network) or a Docker network such as "bridge"."""
         timeout_s = timeout_s or self.cfg.test_timeout_s
         t0 = time.monotonic()
         with tempfile.TemporaryDirectory(prefix="swe-task-") as tmp:
@@ -103,17 +106,18 @@ class Sandbox:
             for p in task.rglob("*"):  # readable by the container's unprivileged user
                 p.chmod(0o755 if p.is_dir() else 0o644)
             task.chmod(0o755)
-            result = self._run_container(image, task, runs * (timeout_s + 10) + self.cfg.container_margin_s)
+            result = self._run_container(image, task, runs * (timeout_s + 10) + self.cfg.container_margin_s,
+                                         network or self.cfg.network)
         result.seconds = time.monotonic() - t0
         return result
 
-    def _run_container(self, image: str, task: Path, wall_s: float) -> SandboxResult:
+    def _run_container(self, image: str, task: Path, wall_s: float, network: str) -> SandboxResult:
         res = SandboxResult()
         container = None
         try:
             container = self.client.containers.create(
                 image, ["sh", "/task/run.sh"], user=self.cfg.user, working_dir="/testbed",
-                network_mode="none", nano_cpus=int(self.cfg.cpus * 1e9),
+                network_mode=network, nano_cpus=int(self.cfg.cpus * 1e9),
                 mem_limit=f"{self.cfg.memory_mb}m", memswap_limit=f"{self.cfg.memory_mb}m",
                 pids_limit=self.cfg.pids, cap_drop=["ALL"], security_opt=["no-new-privileges"],
                 volumes={str(task): {"bind": "/task", "mode": "ro"}}, init=True,

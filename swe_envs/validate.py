@@ -13,12 +13,15 @@ missing test is not a pass, before or after). P2P: passed in every run of both p
 from __future__ import annotations
 
 import json
+import re
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from swe_envs import languages
+from swe_envs.config import SweEnvsConfig
 from swe_envs.parsers import FAILED, PASSED, ParseResult, parse_log
 from swe_envs.refine import Environment
 from swe_envs.repos import Snapshot, diff, patch_paths
@@ -85,27 +88,64 @@ class PhaseResult:
     seconds: float
 
 
+# a test that fails for want of a network (the sandbox has none unless the spec says "bridge")
+NETWORK_ERRORS = re.compile(r"Temporary failure in name resolution|Name or service not known|Network is unreachable|"
+                            r"nodename nor servname|getaddrinfo (?:ENOTFOUND|EAI_AGAIN|failed)|Could not resolve host|"
+                            r"NewConnectionError|Failed to establish a new connection|urlopen error|"
+                            r"dial tcp: lookup|Connection refused")
+
+
+def network_needed(logs: list[str]) -> str | None:
+    for log in logs:
+        if m := NETWORK_ERRORS.search(log):
+            return m.group(0)
+    return None
+
+
+def gold_comparison(inst: dict[str, Any], f2p: list[str], p2p: list[str]) -> dict[str, Any] | None:
+    """How our lists compare with FAIL_TO_PASS / PASS_TO_PASS the input already carries (e.g. SWE-bench's)."""
+    out: dict[str, Any] = {}
+    for key, ours in (("FAIL_TO_PASS", f2p), ("PASS_TO_PASS", p2p)):
+        gold = inst.get(key)
+        try:
+            gold = json.loads(gold) if isinstance(gold, str) else gold
+        except json.JSONDecodeError:
+            gold = None
+        if not isinstance(gold, list) or (key == "FAIL_TO_PASS" and not gold):
+            return None
+        out[key] = {"match": sorted(gold) == sorted(ours), "missing": sorted(set(gold) - set(ours))[:50],
+                    "extra": sorted(set(ours) - set(gold))[:50]}
+    out["exact"] = all(v["match"] for v in out.values())
+    return out
+
+
 class Validator:
     def __init__(self, sandbox: Sandbox, runs: int, select_touched: bool, log_dir: Path | None,
-                 before_may_fail_to_build: bool = False):
+                 before_may_fail_to_build: bool = False, cfg: SweEnvsConfig | None = None):
         self.sandbox, self.runs, self.select_touched, self.log_dir = sandbox, runs, select_touched, log_dir
         self.before_may_fail_to_build = before_may_fail_to_build
+        self.cfg = cfg or SweEnvsConfig()
+        self._parser_checked: dict[tuple[str, str], str | None] = {}
+        self._lock = threading.Lock()
+
+    def network(self, inst: dict[str, Any], env: Environment) -> str:
+        return self.cfg.validation.network.get(inst["instance_id"]) or env.network or "none"
 
     def validate(self, inst: dict[str, Any], env: Environment, repo_path: Path) -> dict[str, Any]:
         t0 = time.monotonic()
         base, env_commit = inst["base_commit"], env.commit
         patches = [("base", diff(repo_path, env_commit, base)), ("test", inst.get("test_patch") or ""),
                    ("fix", inst.get("patch") or "")]
-        command = env.test_command
-        if self.select_touched and not env.custom_command:
-            # SWE-bench's test directives: only the test files the test patch touches, where safe
-            touched = [p for p in patch_paths(inst.get("test_patch") or "") if languages.is_test_path(env.language, p)]
-            if touched:
-                command = languages.test_plan(env.language, Snapshot(repo_path, base), touched).command
-        before = self._phase(inst, "before", env, command, patches[:2])
-        after = self._phase(inst, "after", env, command, patches)
+        command = self.command(inst, env, repo_path)
+        network = self.network(inst, env)
+        before = self._phase(inst, "before", env, command, patches[:2], network)
+        after = self._phase(inst, "after", env, command, patches, network)
         result = classify([p.statuses for p in before.parsed], [p.statuses for p in after.parsed])
         if not result.f2p:
+            needs = network_needed([r.log for r in after.runs]) if network == "none" else None
+            if needs:
+                raise InstanceFailure("network", f"FAIL_TO_PASS needs network ({needs!r} in the after-run log); "
+                                      f"set validation.network[{inst['instance_id']!r}] = bridge to run it with one")
             raise InstanceFailure("validate", "no FAIL_TO_PASS test: the fix makes no test pass that failed before"
                                   + (f" ({len(result.flaky)} flaky excluded)" if result.flaky else ""))
         out = dict(inst)
@@ -113,19 +153,33 @@ class Validator:
         out["PASS_TO_PASS"] = json.dumps(result.p2p)
         out["image"], out["image_id"] = env.image, env.image_id  # one image per repo-version
         out["environment"] = {"image": env.image, "image_id": env.image_id, "language": env.language,
-                              "runner": env.runner, "test_command": command,
-                              "environment_setup_commit": env_commit}
+                              "runner": env.runner, "test_command": command, "network": network,
+                              "environment_setup_commit": env_commit, "toolchain": env.toolchain,
+                              "exclude_newer": env.exclude_newer}
         out["validation"] = {"flaky": result.flaky, "runs_per_phase": self.runs,
                              "seconds": round(time.monotonic() - t0, 2),
                              "before": _tally(before), "after": _tally(after),
                              "exit_codes": {"before": [r.rc for r in before.runs], "after": [r.rc for r in after.runs]}}
+        gold = gold_comparison(inst, result.f2p, result.p2p)
+        if gold is not None:
+            out["validation"]["gold"] = gold
+            if network == "none" and not gold["FAIL_TO_PASS"]["match"]:
+                out["validation"]["needs_network"] = network_needed([r.log for r in after.runs])
         out["logs"] = self._save_logs(inst["instance_id"], before, after)
         return out
 
+    def command(self, inst: dict[str, Any], env: Environment, repo_path: Path) -> str:
+        """The environment's test command; SWE-bench's test directives (touched test files) where safe."""
+        if self.select_touched and not env.custom_command:
+            touched = [p for p in patch_paths(inst.get("test_patch") or "") if languages.is_test_path(env.language, p)]
+            if touched:
+                return languages.test_plan(env.language, Snapshot(repo_path, inst["base_commit"]), touched).command
+        return env.test_command
+
     def _phase(self, inst: dict[str, Any], name: str, env: Environment, command: str,
-               patches: list[tuple[str, str]]) -> PhaseResult:
+               patches: list[tuple[str, str]], network: str = "none") -> PhaseResult:
         t0 = time.monotonic()
-        res = self.sandbox.run(env.image, command, patches, runs=self.runs)
+        res = self.sandbox.run(env.image, command, patches, runs=self.runs, network=network)
         phase = PhaseResult(name, res.runs, [], time.monotonic() - t0)
         if res.error:
             raise InstanceFailure(name, res.error)
@@ -141,6 +195,8 @@ class Validator:
             except Exception as err:  # a parser bug must cost one instance, not the batch
                 raise InstanceFailure(name, f"log parser {env.runner} crashed: {type(err).__name__}: {err}") from None
             phase.parsed.append(parsed)
+            if name == "before" and i == 1 and env.runner.startswith("file:"):
+                self._check_llm_parser(inst, env, command, patches, run.log, parsed, network)
             why = check_run(run, parsed)
             if why and name == "before" and self.before_may_fail_to_build and not parsed.statuses and run.rc != 0:
                 continue  # nothing compiled before the fix: every test counts as failing
@@ -148,6 +204,41 @@ class Validator:
                 self._save_logs(inst["instance_id"], phase)
                 raise InstanceFailure(name, f"run {i}: {why}")
         return phase
+
+    def _check_llm_parser(self, inst: dict[str, Any], env: Environment, command: str,
+                          patches: list[tuple[str, str]], log: str, parsed: ParseResult, network: str) -> None:
+        """An LLM-written parser is trusted per environment only after it reproduced a known truth:
+        the JUnit XML the run wrote, else the exit codes of single-test runs (the failing tests of
+        the before-run among them)."""
+        key = (env.image_id, env.runner)
+        with self._lock:
+            if key not in self._parser_checked:
+                self._parser_checked[key] = self._parser_problem(inst, env, command, patches, log, parsed, network)
+            why = self._parser_checked[key]
+        if why:
+            raise InstanceFailure("parser", why)
+
+    def _parser_problem(self, inst, env, command, patches, log, parsed, network) -> str | None:
+        from swe_envs.llm_parser import check_parser, pick_single_tests, truth_from_single_runs
+
+        pcfg = self.cfg.llm_parser
+        xml = parse_log("junit-xml", log)
+        if xml.statuses:
+            truth, source = xml.statuses, "the JUnit XML of the same run"
+        else:
+            template = self.cfg.validation.single_test_commands.get(inst["repo"])
+            if not template:
+                return (f"the LLM-written parser {env.runner} cannot be checked: the log has no JUnit XML and "
+                        f"validation.single_test_commands[{inst['repo']!r}] is not set")
+            ids = pick_single_tests(parsed.statuses, pcfg.max_single_tests)
+            truth = truth_from_single_runs(self.sandbox, env.image, template, ids, pcfg.single_test_timeout_s,
+                                           patches, network)
+            source = f"exit codes of {len(truth)} single-test run(s)"
+        code = Path(env.runner[5:]).read_text(encoding="utf-8")
+        verdict = check_parser(code, [(log, truth)], pcfg)
+        if not verdict.accepted:
+            return f"the LLM-written parser {env.runner} disagrees with {source}: {'; '.join(verdict.reasons)[:500]}"
+        return None
 
     def _save_logs(self, instance_id: str, *phases: PhaseResult) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}

@@ -29,7 +29,8 @@ def parse(log):
     for m in re.finditer(r"^\s*\d+/\d+ Test\s+#\d+: (\S+) \.+\s*\**(\w+)", log, re.M):
         word = m.group(2)
         out[m.group(1)] = "passed" if word == "Passed" else "skipped" if word == "Skipped" else "failed"
-    return out
+    summary = True if re.search(r"tests passed, \d+ tests? failed out of \d+", log) else None
+    return {"tests": out, "summary": summary}
 ```'''
 BAD_ALL_PASSED = "```python\nimport re\n\ndef parse(log):\n    return {n: 'passed' for n in re.findall(r'Test\\s+#\\d+: (\\S+)', log)}\n```"
 LOOPING = "```python\ndef parse(log):\n    while True:\n        pass\n```"
@@ -43,7 +44,8 @@ def parse(log):
     out = {}
     for m in re.finditer(r"^(\S+?)\.py::(\S+) (PASSED|FAILED|SKIPPED|ERROR)", log, re.M):
         out[m.group(1).replace("/", ".") + "." + m.group(2).replace("::", ".")] = kinds[m.group(3)]
-    return out
+    summary = True if re.search(r"^=+ .* in [\d.]+s", log, re.M) else None
+    return {"tests": out, "summary": summary}
 ```'''
 
 
@@ -96,7 +98,7 @@ def test_a_parser_must_hold_on_every_known_log(scripted):
     """Right on one log is not enough: the cargo log is not CTest's format."""
     cases = [_case("ctest"), _case("cargo")]
     verdict = check_parser(GOOD_CTEST.split("```python\n")[1].rstrip("`\n"), cases, CFG)
-    assert not verdict.accepted and verdict.reasons[0].startswith("log 2: missing")
+    assert not verdict.accepted and verdict.reasons[0] == "log 2: empty result (no test parsed)"
 
 
 def test_make_parser_cli_with_junit_xml_truth(scripted, tmp_path):

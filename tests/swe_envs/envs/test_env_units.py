@@ -11,8 +11,9 @@ from swe_envs.batch import read_instances
 from swe_envs.config import SweEnvsConfig
 from swe_envs.docker_setup import apt_mirror
 from swe_envs.images import env_dockerfile, toolchain_dockerfile
-from swe_envs.refine import extract_recipe, rule_fix
+from swe_envs.refine import extract_recipe
 from swe_envs.repos import Snapshot, check_patches, patch_paths
+from swe_envs.rules import rule_fix
 from tests.swe_envs.envs.fixture_projects import SUREFIRE
 from tests.swe_envs.envs.lang_repos import ALL, make_repo
 from tests.swe_envs.envs.regen_fixtures import make_git
@@ -43,12 +44,20 @@ def test_detection_recipe_and_plan(repos, language):
 def test_manifest_driven_recipes(tmp_path):
     repo, head = make_git(tmp_path / "py", {"requirements.txt": "requests\n", "pyproject.toml": "[project]\nname='x'\n",
                                             "x/__init__.py": ""})
-    assert languages.recipe("python", Snapshot(repo, head)) == ["pip install -r requirements.txt",
-                                                                "pip install --no-build-isolation -e ."]
+    uv = "uv pip install --python /opt/venv/bin/python --exclude-newer 2019-05-14T23:59:59Z"
+    opts = languages.RecipeOptions("2019-05-14", "5.4")
+    assert languages.recipe("python", Snapshot(repo, head), opts) == [
+        f"{uv} -r requirements.txt", f"{uv} -e .", f"python -c 'import pytest' 2>/dev/null || {uv} pytest",
+        "uv pip freeze --python /opt/venv/bin/python > /opt/swe-resolved.txt"]
+    # setuptools-scm cannot read a version from an exported tree: the task's version stands in
+    repo, head = make_git(tmp_path / "scm", {"setup.py": "setup(use_scm_version=True, setup_requires=['setuptools_scm'])"})
+    assert f"SETUPTOOLS_SCM_PRETEND_VERSION=5.4.0 {uv} -e ." in languages.recipe("python", Snapshot(repo, head), opts)
     repo, head = make_git(tmp_path / "js", {"package.json": json.dumps({"devDependencies": {"jest": "^29"},
                                                                        "scripts": {"test": "jest"}})})
     snap = Snapshot(repo, head)
     assert languages.recipe("javascript", snap)[-1] == "npm install --no-audit --no-fund"
+    # without a lockfile, only what had been published by the era's date
+    assert languages.recipe("javascript", snap, opts)[-1] == "npm install --no-audit --no-fund --before=2019-05-14"
     assert languages.test_plan("javascript", snap).runner == "jest"
     assert "--verbose" in languages.test_plan("javascript", snap).command
     repo, head = make_git(tmp_path / "mvn", SUREFIRE.files)
@@ -104,11 +113,14 @@ def test_recipe_extraction_and_rules():
     assert extract_recipe(reply, 10) == ["apt-get install -y python3-yaml", "pip install ."]
     assert extract_recipe("apt-get install -y a\nmake", 1) == ["apt-get install -y a"]
     log = "E   ModuleNotFoundError: No module named 'yaml'\nNo module named 'dateutil'"
-    assert rule_fix("python", [], log) == ["apt-get install -y --no-install-recommends python3-dateutil python3-yaml"]
-    assert rule_fix("python", ["apt-get install -y --no-install-recommends python3-yaml"], "No module named 'yaml'") is None
+    uv = "uv pip install --python /opt/venv/bin/python --exclude-newer 2020-01-01T23:59:59Z"
+    recipe = [f"{uv} pytest", "uv pip freeze --python /opt/venv/bin/python > /opt/swe-resolved.txt"]
+    # the era-pinned install of the distributions the import names stand for, before the freeze
+    assert rule_fix("python", recipe, log) == ([recipe[0], f"{uv} PyYAML python-dateutil", recipe[1]], "missing module")
+    assert rule_fix("python", [f"{uv} PyYAML"], "No module named 'yaml'") is None
     assert rule_fix("c", [], "No module named 'yaml'") is None
-    assert rule_fix("javascript", [], "Error: Cannot find module 'chalk'") == [
-        "apt-get install -y --no-install-recommends node-chalk"]
+    assert rule_fix("javascript", [], "Error: Cannot find module 'chalk'") == (
+        ["apt-get install -y --no-install-recommends node-chalk"], "missing module")
 
 
 def test_read_instances_keeps_going(tmp_path):

@@ -1,0 +1,135 @@
+"""Rule-based recipe repairs: what a failed build or test collection says, and the fix it wants.
+
+Tried before the LLM and without one, every refine round: each rule reads the failure log and
+returns the revised recipe (or None when it does not apply, or its fix is already there), so
+the loop keeps going for all ``refine_rounds``. The interpreter switch (a removed stdlib name
+-> an older Python) is the builder's, since it changes the toolchain image (``era.older_wanted``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from swe_envs.languages import UV_PIP
+
+# import name -> distribution name, where they differ (the common cases)
+PY_DISTRIBUTIONS = {
+    "yaml": "PyYAML", "attr": "attrs", "dateutil": "python-dateutil", "PIL": "Pillow", "sklearn": "scikit-learn",
+    "cv2": "opencv-python", "bs4": "beautifulsoup4", "Crypto": "pycryptodome", "OpenSSL": "pyOpenSSL",
+    "jwt": "PyJWT", "magic": "python-magic", "dotenv": "python-dotenv", "git": "GitPython", "serial": "pyserial",
+    "google.protobuf": "protobuf", "pkg_resources": "setuptools", "setuptools_scm": "setuptools-scm",
+    "_cffi_backend": "cffi", "mpl_toolkits": "matplotlib", "docutils": "docutils", "hamcrest": "PyHamcrest",
+}
+_PY_MISSING = re.compile(r"No module named '([A-Za-z0-9_.]+)'")
+_JS_MISSING = re.compile(r"Cannot find module '([a-z0-9@][a-z0-9@/._-]*)'")
+_RB_MISSING = re.compile(r"cannot load such file -- ([a-z0-9_-]+)")
+_COMPILER = re.compile(r"(gcc|cc|x86_64-linux-gnu-gcc|g\+\+)'? (failed|not found)|command '[^']*gcc' failed|"
+                       r"Python\.h: No such file|error: command 'cc'|No such file or directory: 'gcc'|"
+                       r"unable to execute '[^']*gcc'")
+_SCM = re.compile(r"setuptools-scm was unable to detect version|LookupError: .*setuptools_scm|"
+                  r"unable to detect version for")
+_BUILD_ISOLATION = re.compile(r"Failed to build `[^`]+`|Failed to (build|prepare) .*metadata|"
+                              r"error: subprocess-exited-with-error|Getting requirements to build")
+_UNSOLVABLE = re.compile(r"No solution found when resolving dependencies|Because there are no versions of|"
+                         r"no versions? of .* (?:are|is) available")
+
+
+def _python_missing(recipe: list[str], log: str) -> list[str] | None:
+    uv = next((_uv_prefix(line) for line in recipe if UV_PIP in line), UV_PIP)
+    names = []
+    for mod in _PY_MISSING.findall(log):
+        top = mod if mod in PY_DISTRIBUTIONS else mod.split(".")[0]
+        dist = PY_DISTRIBUTIONS.get(top, top.replace("_", "-"))
+        if dist not in names and not any(re.search(rf"\s{re.escape(dist)}(\s|$)", line) for line in recipe):
+            names.append(dist)
+    if not names:
+        return None
+    # before the freeze line, so the resolved set records them
+    return _before_freeze(recipe, f"{uv} {' '.join(names)}")
+
+
+def _uv_prefix(line: str) -> str:
+    """``uv pip install --python P [--exclude-newer D]`` of an existing recipe line."""
+    m = re.search(re.escape(UV_PIP) + r"(?: --exclude-newer \S+)?", line)
+    return m.group(0) if m else UV_PIP
+
+
+def _before_freeze(recipe: list[str], cmd: str) -> list[str]:
+    idx = next((i for i, line in enumerate(recipe) if line.startswith("uv pip freeze")), len(recipe))
+    return recipe[:idx] + [cmd] + recipe[idx:]
+
+
+def _compiler(recipe: list[str], log: str) -> list[str] | None:
+    if not _COMPILER.search(log) or any("build-essential" in line for line in recipe):
+        return None
+    return ["apt-get install -y --no-install-recommends build-essential pkg-config"] + recipe
+
+
+def _scm_version(recipe: list[str], log: str) -> list[str] | None:
+    if not _SCM.search(log) or any("SETUPTOOLS_SCM_PRETEND_VERSION" in line for line in recipe):
+        return None
+    return [f"SETUPTOOLS_SCM_PRETEND_VERSION=0.0.0 {line}" if " -e ." in line else line for line in recipe]
+
+
+def _no_build_isolation(recipe: list[str], log: str) -> list[str] | None:
+    """An isolated build env that fails to resolve (era build deps): build with the venv's own tools."""
+    if not _BUILD_ISOLATION.search(log) or any("--no-build-isolation" in line for line in recipe):
+        return None
+    out, changed = [], False
+    for line in recipe:
+        if " -e ." in line and UV_PIP in line:
+            uv = _uv_prefix(line)
+            out.append(f"{uv} setuptools wheel")
+            out.append(line.replace(" -e .", " --no-build-isolation -e ."))
+            changed = True
+        else:
+            out.append(line)
+    return out if changed else None
+
+
+def _drop_exclude_newer(recipe: list[str], log: str) -> list[str] | None:
+    """Pins newer than the era cut-off (or nothing that old for this interpreter): resolve without it."""
+    if not _UNSOLVABLE.search(log) or not any("--exclude-newer" in line for line in recipe):
+        return None
+    return [re.sub(r" --exclude-newer \S+", "", line) for line in recipe]
+
+
+def _python_rules(recipe: list[str], log: str) -> tuple[list[str], str] | None:
+    for name, rule in (("compiler", _compiler), ("setuptools-scm version", _scm_version),
+                       ("missing module", _python_missing), ("no build isolation", _no_build_isolation),
+                       ("drop exclude-newer", _drop_exclude_newer)):
+        fixed = rule(recipe, log)
+        if fixed is not None and fixed != recipe:
+            return fixed, name
+    return None
+
+
+def _apt_missing(rx: re.Pattern, pattern: str) -> Callable[[list[str], str], tuple[list[str], str] | None]:
+    def rule(recipe: list[str], log: str) -> tuple[list[str], str] | None:
+        names = sorted({m.lower().replace("_", "-").lstrip("@").replace("/", "-") for m in rx.findall(log)})
+        pkgs = [pattern.format(n) for n in names if not any(pattern.format(n) in line for line in recipe)]
+        if not pkgs:
+            return None
+        return recipe + [f"apt-get install -y --no-install-recommends {' '.join(pkgs)}"], "missing module"
+    return rule
+
+
+def _cargo_rules(recipe: list[str], log: str) -> tuple[list[str], str] | None:
+    if "--locked" in " ".join(recipe) and re.search(r"lock file .* needs to be updated|--locked was passed", log):
+        return [line.replace(" --locked", "") for line in recipe], "stale Cargo.lock"
+    return None
+
+
+RULES: dict[str, Callable[[list[str], str], tuple[list[str], str] | None]] = {
+    "python": _python_rules,
+    "javascript": _apt_missing(_JS_MISSING, "node-{}"),
+    "ruby": _apt_missing(_RB_MISSING, "ruby-{}"),
+    "rust": _cargo_rules,
+}
+
+
+def rule_fix(language: str, recipe: list[str], log: str) -> tuple[list[str], str] | None:
+    """(revised recipe, rule name), or None when no rule applies."""
+    rule = RULES.get(language)
+    return rule(recipe, log) if rule else None

@@ -40,6 +40,9 @@ SHARD_SCHEMA = pa.schema(
         pa.field("source", pa.string(), nullable=False),
     ]
 )
+# SFT shards add a per-token loss mask (1 = trained token), as long as ``tokens``
+LOSS_MASK_FIELD = pa.field("loss_mask", pa.list_(pa.int8()), nullable=False)
+SFT_SHARD_SCHEMA = SHARD_SCHEMA.append(LOSS_MASK_FIELD)
 
 
 class TokenizerInfo(StrictModel):
@@ -115,6 +118,7 @@ class ShardWriter:
         stage: str,
         sequences_per_shard: int = 4096,
         config: dict[str, Any] | None = None,
+        loss_mask: bool = False,
     ):
         if sequences_per_shard <= 0:
             raise ValueError("sequences_per_shard must be positive")
@@ -129,6 +133,9 @@ class ShardWriter:
         self._tokens: list[np.ndarray] = []
         self._doc_lens: list[Sequence[int]] = []
         self._sources: list[str] = []
+        # loss_mask=True writes SFT shards (SFT_SHARD_SCHEMA): every add() then passes a mask
+        self.schema = SFT_SHARD_SCHEMA if loss_mask else SHARD_SCHEMA
+        self._masks: list[np.ndarray] = []
 
     # -- context ----------------------------------------------------------------------------
     def __enter__(self) -> ShardWriter:
@@ -155,9 +162,17 @@ class ShardWriter:
     def add_dropped_tokens(self, source: str, n: int) -> None:
         self._counts(source).tokens_dropped += n
 
-    def add(self, tokens: np.ndarray, doc_lens: Sequence[int], source: str) -> None:
+    def add(
+        self, tokens: np.ndarray, doc_lens: Sequence[int], source: str, loss_mask: np.ndarray | None = None
+    ) -> None:
         if tokens.shape != (self.seq_len,):
             raise ValueError(f"sequence has shape {tokens.shape}, expected ({self.seq_len},)")
+        if (loss_mask is not None) != (self.schema is SFT_SHARD_SCHEMA):
+            raise ValueError("pass a loss_mask exactly when the writer was opened with loss_mask=True")
+        if loss_mask is not None:
+            if np.shape(loss_mask) != (self.seq_len,):
+                raise ValueError(f"loss_mask has shape {np.shape(loss_mask)}, expected ({self.seq_len},)")
+            self._masks.append(np.asarray(loss_mask, dtype=np.int8))
         if sum(doc_lens) != self.seq_len or any(n <= 0 for n in doc_lens):
             raise ValueError(f"doc_lens {list(doc_lens)} must be positive and sum to seq_len={self.seq_len}")
         self._tokens.append(np.asarray(tokens, dtype=np.int32))
@@ -180,14 +195,15 @@ class ShardWriter:
         lens_off = np.zeros(n + 1, dtype=np.int32)
         np.cumsum([len(dl) for dl in self._doc_lens], out=lens_off[1:])
         doc_lens = pa.ListArray.from_arrays(pa.array(lens_off), pa.array(lens_flat, pa.int32()))
-        table = pa.Table.from_arrays(
-            [tokens, doc_lens, pa.array(self._sources, pa.string())], schema=SHARD_SCHEMA
-        )
+        columns = [tokens, doc_lens, pa.array(self._sources, pa.string())]
+        if self._masks:
+            columns.append(pa.ListArray.from_arrays(pa.array(offsets), pa.array(np.concatenate(self._masks))))
+        table = pa.Table.from_arrays(columns, schema=self.schema)
 
         name = f"shard-{len(self.shards):05d}.arrow"
         final = self.out_dir / name
         tmp = self.out_dir / f".{name}.tmp-{os.getpid()}"
-        with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, SHARD_SCHEMA) as writer:
+        with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, self.schema) as writer:
             # several record batches so readers can stream; each is a zero-copy slice
             writer.write_table(table, max_chunksize=1024)
         os.replace(tmp, final)
@@ -200,7 +216,7 @@ class ShardWriter:
                 tokens=n * self.seq_len,
             )
         )
-        self._tokens, self._doc_lens, self._sources = [], [], []
+        self._tokens, self._doc_lens, self._sources, self._masks = [], [], [], []
 
     def write_manifest(self) -> Manifest:
         totals = Counts()
@@ -257,7 +273,7 @@ def map_shard(path: str | Path) -> tuple[pa.MemoryMappedFile, pa.Table]:
         table = pa.ipc.open_file(source).read_all()
     except pa.ArrowInvalid as err:
         raise ShardError(f"{path}: not a readable Arrow IPC file: {err}") from None
-    if not table.schema.equals(SHARD_SCHEMA):
+    if not (table.schema.equals(SHARD_SCHEMA) or table.schema.equals(SFT_SHARD_SCHEMA)):
         raise ShardError(f"{path}: schema {table.schema} does not match the shard schema")
     return source, table
 

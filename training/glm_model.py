@@ -175,12 +175,14 @@ class GLMModel(nn.Module):
             return logits, hidden, aux, (seg, positions, mask)
         return logits
 
-    def loss(self, tokens: torch.Tensor, doc_lens: list[torch.Tensor]) -> dict[str, torch.Tensor]:
+    def loss(
+        self, tokens: torch.Tensor, doc_lens: list[torch.Tensor], loss_mask: torch.Tensor | None = None
+    ) -> dict[str, torch.Tensor]:
         """{'loss': total to minimize, 'lm_loss', 'mtp_loss', 'aux_loss'}; no target crosses a
         document boundary."""
         logits, hidden, aux, (seg, positions, mask) = self(tokens, doc_lens, return_hidden=True)
         tokens = tokens.long()
-        lm = _shifted_ce(logits, tokens, seg, 1)
+        lm = _shifted_ce(logits, tokens, seg, 1, loss_mask)
         out = {"lm_loss": lm, "aux_loss": aux}
         total = lm + aux
         if self.mtp is not None:
@@ -191,7 +193,7 @@ class GLMModel(nn.Module):
                 # token t+d feeds position t; positions past the end are masked by the targets
                 emb = self.embedding.word_embeddings(torch.roll(tokens, -d, dims=1))
                 h, a = self.mtp(h, emb, positions, mask)
-                mtp_total = mtp_total + _shifted_ce(self.output_layer(h), tokens, seg, d + 1)
+                mtp_total = mtp_total + _shifted_ce(self.output_layer(h), tokens, seg, d + 1, loss_mask)
                 total = total + a
             out["mtp_loss"] = mtp_total / depths
             total = total + self.cfg.mtp_loss_scaling_factor * out["mtp_loss"]
@@ -224,13 +226,19 @@ class GLMModel(nn.Module):
         return self.output_layer(self.decoder.final_layernorm(x)), new
 
 
-def _shifted_ce(logits: torch.Tensor, tokens: torch.Tensor, seg: torch.Tensor, shift: int) -> torch.Tensor:
-    """Cross-entropy of position t predicting token t+shift, only inside one document."""
+def _shifted_ce(
+    logits: torch.Tensor, tokens: torch.Tensor, seg: torch.Tensor, shift: int, loss_mask: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Cross-entropy of position t predicting token t+shift, only inside one document and,
+    with a ``loss_mask`` (SFT: 1 on trained tokens), only where the target token is trained;
+    the mean is over those targets (token-level)."""
     L = tokens.shape[1]
     if L <= shift:
         return logits.sum() * 0
     targets = tokens[:, shift:].clone()
     targets[seg[:, shift:] != seg[:, :-shift]] = -100
+    if loss_mask is not None:
+        targets[loss_mask[:, shift:] == 0] = -100
     if not (targets != -100).any():  # every document shorter than the shift
         return logits.sum() * 0
     return F.cross_entropy(

@@ -46,6 +46,8 @@ class Batch:
     doc_counts: list[int]
     sources: list[str]
     indices: np.ndarray  # global sequence indices (which rows of the dataset these are)
+    # (B, seq_len) int8, 1 = trained token; only for SFT shards (those with a loss_mask column)
+    loss_mask: torch.Tensor | None = None
 
     @property
     def doc_lens(self) -> list[torch.Tensor]:
@@ -85,6 +87,10 @@ class _Chunk:
         self.lens_offsets, self.lens_values = _list_views(batch.column(1), path)
         self.sources = np.asarray(batch.column(2).to_pylist(), dtype=object)
         self.rows = n
+        self.loss_mask = None
+        if batch.num_columns > 3:  # SFT shards: loss_mask, laid out exactly like tokens
+            m_off, m_values = _list_views(batch.column(3), path)
+            self.loss_mask = m_values[m_off[0] : m_off[0] + n * seq_len].reshape(n, seq_len)
 
     def doc_lens(self, row: int) -> np.ndarray:
         return self.lens_values[self.lens_offsets[row] : self.lens_offsets[row + 1]]
@@ -112,6 +118,8 @@ class ShardLoader:
             for batch in table.to_batches():
                 if len(batch):
                     self._chunks.append(_Chunk(batch, self.seq_len, path))
+        if len({c.loss_mask is None for c in self._chunks}) > 1:
+            raise ShardError(f"{self.dir}: mixes shards with and without a loss_mask column")
         self._starts = np.cumsum([0] + [c.rows for c in self._chunks])
         # doc_lens and sources are a few bytes per sequence: one in-memory index over all
         # shards makes their gather a single vectorised step instead of a loop per chunk
@@ -176,12 +184,17 @@ class ShardLoader:
                 tokens[i] = chunks[c].tokens[r]
         flat = plan.lens_flat[plan.lens_bounds[b0] : plan.lens_bounds[b1]]
         sources = [self._source_names[k] for k in plan.source_codes[b0:b1].tolist()]
+        mask = None
+        if self._chunks[0].loss_mask is not None:
+            mask = np.stack([self._chunks[c].loss_mask[r] for c, r in zip(chunk_ids.tolist(), rows.tolist(), strict=True)])
+            mask = torch.from_numpy(mask)
         return Batch(
             torch.from_numpy(tokens),
             torch.from_numpy(flat),
             plan.counts[b0:b1].tolist(),
             sources,
             plan.indices[b0:b1],
+            mask,
         )
 
     def gather(self, indices: np.ndarray) -> Batch:

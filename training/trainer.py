@@ -184,7 +184,7 @@ def _train(cfg, shards, metrics_path, log, stop_after, resume) -> TrainResult:
                 for group in opt.param_groups:
                     group["lr"] = lr
                 with autocast:
-                    out = model.loss(batch.tokens, batch.doc_lens)
+                    out = model.loss(batch.tokens, batch.doc_lens, loss_mask=batch.loss_mask)
                 opt.zero_grad(set_to_none=True)
                 out["loss"].backward()
                 grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)

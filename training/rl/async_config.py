@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from core.config import StrictModel
 from training.model_config import ModelConfig
 from training.optimizers import OptimizerConfig
-from training.rl.losses import PolicyLossConfig
 from training.rl.orchestrator_config import OrchestratorConfig
+from training.rl.update import UpdateConfig
 
 
 class AsyncTrainerConfig(StrictModel):
@@ -27,11 +27,10 @@ class AsyncTrainerConfig(StrictModel):
     mask_old_tokens: bool = False  # finish: train only on tokens of a trajectory's newest version
     batch_timeout_s: float = Field(default=300.0, gt=0)  # waiting longer than this for a batch is an error
     threads: int = Field(default=1, ge=0)
-    grad_clip: float = Field(default=1.0, gt=0)
     keep_checkpoints: int = Field(default=3, gt=1)
     max_restarts: int = Field(default=2, ge=0)  # trainer process restarts from its checkpoint
     optimizer: OptimizerConfig = OptimizerConfig(name="adamw", lr=1e-3, weight_decay=0.0)
-    loss: PolicyLossConfig = PolicyLossConfig()
+    update: UpdateConfig = UpdateConfig()  # loss, epochs, minibatches, grad clip, temperature
 
 
 class RLAsyncConfig(StrictModel):
@@ -41,3 +40,11 @@ class RLAsyncConfig(StrictModel):
     model: ModelConfig = ModelConfig()
     trainer: AsyncTrainerConfig = AsyncTrainerConfig()
     orchestrator: OrchestratorConfig = OrchestratorConfig()
+
+    @model_validator(mode="after")
+    def _same_temperature(self) -> RLAsyncConfig:
+        # the trainer's logprobs must be of the distribution the servers sampled from
+        t_sample, t_train = self.orchestrator.sampling.temperature, self.trainer.update.temperature
+        if t_sample != t_train:
+            raise ValueError(f"orchestrator.sampling.temperature ({t_sample}) != trainer.update.temperature ({t_train})")
+        return self

@@ -41,9 +41,9 @@ def resolve_tokenizer(cfg: RLAsyncConfig, out: Path) -> Path:
             raise ConfigError(f"tokenizer: not found: {cfg.tokenizer}")
         shutil.copy(cfg.tokenizer, dest)
     elif not dest.is_file():
-        from training.rl.toy_tasks import build_tokenizer
+        from training.rl.task_backends import toy_tokenizer
 
-        build_tokenizer().save(str(dest))
+        toy_tokenizer().save(str(dest))
     return dest
 
 

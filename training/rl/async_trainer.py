@@ -3,7 +3,7 @@
 Loop: ask the orchestrator for ``batch_groups`` finished groups (the time spent waiting is the
 trainer's idle time); drop (or keep with truncated importance weights) every trajectory more
 than ``staleness`` versions behind the weights being trained; one group-wise policy step
-(``training.rl.losses``: group-normalised advantages, clipped token-level loss, TIS against the
+(``training.rl.update``: group-normalised advantages, clipped token-level loss, TIS against the
 rollout logprobs; loss only on sampled tokens, optionally only on a partial rollout's newest-
 version tokens); every ``push_every`` updates save a checkpoint, push it to the rollout servers
 as the next ``weight_version`` (aborting their in-flight requests if configured), reset the
@@ -35,7 +35,9 @@ from training.glm_model import GLMModel
 from training.metrics_log import MetricsSink
 from training.optimizers import build_optimizer
 from training.rl.async_config import RLAsyncConfig
-from training.rl.losses import group_advantages, masked_mean, pad_rows, policy_loss, token_logprobs
+from training.rl.losses import group_advantages
+from training.rl.rollouts import Trajectory
+from training.rl.update import policy_update
 from training.serving.http_json import CallFailure, call
 
 CRASH_EXIT = 75  # a deliberate crash (fault injection): the supervisor restarts the trainer
@@ -48,22 +50,16 @@ def _orch(url: str, route: str, body: dict[str, Any] | None = None, timeout_s: f
     return res
 
 
-def build_batch(trajs: list[dict], mask_old: bool) -> dict[str, Any]:
-    """Right-padded rows prompt + output; loss mask on sampled tokens only; rollout logprobs in
-    place (position t = log p(token t | < t))."""
-    rows, masks, lps = [], [], []
-    for t in trajs:
-        p, o = t["prompt_ids"], t["output_ids"]
-        newest = max(t["token_versions"], default=0)
-        keep = [int(not mask_old or v == newest) for v in t["token_versions"]]
-        rows.append(p + o)
-        masks.append([0] * len(p) + keep)
-        lps.append([0.0] * len(p) + list(t["logprobs"]))
-    tokens, doc_lens = pad_rows(rows)
-    width = tokens.shape[1]
-    mask = torch.tensor([m + [0] * (width - len(m)) for m in masks], dtype=torch.float32)
-    logp_rollout = torch.tensor([lp + [0.0] * (width - len(lp)) for lp in lps], dtype=torch.float32)
-    return {"tokens": tokens, "doc_lens": doc_lens, "mask": mask, "logp_rollout": logp_rollout}
+def to_trajectory(t: dict, index: int, mask_old: bool) -> Trajectory:
+    """A delivered trajectory as ``training.rl.rollouts.Trajectory`` (prompt + everything after it,
+    loss only on sampled tokens — and, with ``mask_old``, only on those of its newest version)."""
+    p, o = t["prompt_ids"], t["output_ids"]
+    sampled = [v for v, m in zip(t["token_versions"], t["loss_mask"], strict=True) if m]
+    newest = max(sampled, default=0)
+    mask = [int(m and (not mask_old or v == newest)) for m, v in zip(t["loss_mask"], t["token_versions"], strict=True)]
+    return Trajectory(t["task"], len(p), p + o, [0] * len(p) + mask, [0.0] * len(p) + list(t["logprobs"]), index,
+                      turns=t.get("turns") or [], reward=float(t["reward"]), finish_reason=t["finish_reason"],
+                      weight_version=int(t["weight_version"]))
 
 
 class AsyncTrainer:
@@ -84,9 +80,6 @@ class AsyncTrainer:
         self.pending_groups: list[str] = []
         self.log(f"[trainer] start at update {self.update}, weight_version {self.version} ({found.name})")
 
-    def _temperature(self) -> float:
-        return self.cfg.orchestrator.sampling.temperature or 1.0
-
     def _filter(self, groups: list[dict]) -> tuple[list[list[dict]], list[dict]]:
         kept, dropped = [], []
         for g in groups:
@@ -105,23 +98,16 @@ class AsyncTrainer:
         return kept, dropped
 
     def _step(self, groups: list[list[dict]]) -> dict[str, float]:
-        trajs = [t for g in groups for t in g]
-        batch = build_batch(trajs, self.tc.mask_old_tokens)
-        adv = torch.cat([group_advantages(torch.tensor([t["reward"] for t in g]), len(g),
-                                          self.tc.loss.std_normalize, self.tc.loss.eps) for g in groups])
-        self.model.train()
-        logp = token_logprobs(self.model, batch["tokens"], batch["doc_lens"], self._temperature())
-        # one step per batch: the trainer's "old" policy is the current weights; TIS against the
-        # rollout logprobs corrects the rollout/trainer mismatch and, for kept stale samples, staleness
-        out = policy_loss(logp, logp.detach(), adv, batch["mask"], self.tc.loss, logp_rollout=batch["logp_rollout"])
-        self.opt.zero_grad(set_to_none=True)
-        out.loss.backward()
-        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.tc.grad_clip)
-        self.opt.step()
-        with torch.no_grad():
-            mismatch = masked_mean((logp.detach() - batch["logp_rollout"]).abs(), batch["mask"])
-        return {"loss": round(float(out.loss), 6), "grad_norm": round(float(grad_norm), 6),
-                "logprob_mismatch": round(float(mismatch), 6), **{k: round(v, 6) for k, v in out.stats.items()}}
+        """One group-wise policy update (``training.rl.update``). Groups may have lost members to
+        failures, so advantages are normalised per group at its own size. Truncated importance
+        sampling against the rollout logprobs corrects rollout/trainer mismatch and, for stale
+        samples kept under ``stale_policy: importance``, their staleness."""
+        trajs = [to_trajectory(t, gi, self.tc.mask_old_tokens) for gi, g in enumerate(groups) for t in g]
+        loss = self.tc.update.loss
+        adv = torch.cat([group_advantages(torch.tensor([t["reward"] for t in g], dtype=torch.float32), len(g),
+                                          loss.std_normalize, loss.eps) for g in groups])
+        stats = policy_update(self.model, self.opt, trajs, adv, self.tc.update)
+        return {k: round(float(v), 6) for k, v in stats.items()}
 
     def _push(self) -> None:
         self.version += 1

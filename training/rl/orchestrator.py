@@ -12,11 +12,7 @@ it is dropped with ``failed:<stage>:<kind>``. An aborted generation (weights pus
 ``abort_inflight``) is resubmitted without charge. When the registry declares a server
 unhealthy, trajectories waiting on it are resubmitted at once (a late answer from it is ignored).
 
-Trainer protocol (HTTP): ``POST /batch {"groups": B, "timeout_s"}`` returns up to B ready groups
-(waiting until B are ready — the buffer's release threshold); ``POST /commit`` writes their final
-ledger rows once the update that used them is checkpointed; ``POST /trainer_start`` puts groups
-delivered but never committed (a trainer that died) back in the buffer; ``POST /weights`` pushes
-a checkpoint to every rollout server and managed servers restart from it.
+The trainer's side of the HTTP API is ``training.rl.trainer_protocol``.
 """
 
 from __future__ import annotations
@@ -32,6 +28,7 @@ from training.rl.faults import FaultInjector
 from training.rl.ledger import Ledger
 from training.rl.orchestrator_config import OrchestratorConfig
 from training.rl.registry import Registry, Slot
+from training.rl.trainer_protocol import TrainerProtocol
 from training.serving import rollout_client
 from training.serving.codec import Codec
 from training.serving.http_json import CallFailure, HttpError, call, serve_json
@@ -39,24 +36,40 @@ from training.serving.http_json import CallFailure, HttpError, call, serve_json
 
 @dataclass
 class Traj:
+    """One episode: model turns (sampled, trained) and environment observations (context only)
+    after the group's prompt, token-in/token-out."""
+
     id: str
     group: Group
-    stage: str = "generate"  # generate | grade | done | dropped
+    stage: str = "generate"  # generate | step | grade | done | dropped
     attempts: int = 0
     epoch: int = 0  # bumped on resubmission; a reply for an older epoch is ignored
     slot: str | None = None  # server the current call went to (None when not calling)
-    gen: rollout_client.Generation | None = None
-    message: dict | None = None
+    output_ids: list[int] = field(default_factory=list)  # everything after the prompt
+    loss_mask: list[int] = field(default_factory=list)  # 1 = sampled by the policy
+    logprobs: list[float] = field(default_factory=list)  # rollout logprob (0 on observations)
+    versions: list[int] = field(default_factory=list)  # weight version per token
+    turns: list[list[int]] = field(default_factory=list)
+    messages: list[dict] = field(default_factory=list)  # the unified message list after the prompt
+    finish_reason: str = ""
     reward: float | None = None
     info: dict = field(default_factory=dict)
 
+    def reset(self) -> None:
+        """Start the episode over (its server died or aborted it): partial tokens are not kept."""
+        self.stage, self.finish_reason = "generate", ""
+        self.output_ids, self.loss_mask, self.logprobs, self.versions = [], [], [], []
+        self.turns, self.messages = [], []
+
     def payload(self) -> dict[str, Any]:
-        g, gen = self.group, self.gen
+        g = self.group
+        sampled = [v for v, m in zip(self.versions, self.loss_mask, strict=True) if m]
         return {"id": self.id, "group": g.id, "task": g.task, "prompt_ids": g.prompt_ids,
-                "output_ids": gen.output_ids, "logprobs": gen.logprobs, "token_versions": gen.versions,
-                "weight_version": min(gen.versions, default=g.version), "finish_reason": gen.finish_reason,
+                "output_ids": self.output_ids, "loss_mask": self.loss_mask, "logprobs": self.logprobs,
+                "token_versions": self.versions, "turns": self.turns,
+                "weight_version": min(sampled, default=g.version), "finish_reason": self.finish_reason,
                 "reward": self.reward, "reward_info": self.info, "attempts": self.attempts,
-                "messages": g.messages + [self.message]}
+                "messages": g.messages + self.messages}
 
 
 @dataclass
@@ -68,10 +81,12 @@ class Group:
     prompt_ids: list[int]
     sampling: dict
     version: int
+    max_turns: int = 1
+    token_level: bool = False  # the service gave prompt ids (no chat template)
     trajs: list[Traj] = field(default_factory=list)
 
 
-class Orchestrator:
+class Orchestrator(TrainerProtocol):
     def __init__(self, cfg: OrchestratorConfig, out_dir: str | Path, codec: Codec, mode: str = "async",
                  log=print):
         self.cfg, self.codec, self.mode, self.log = cfg, codec, mode, log
@@ -199,16 +214,25 @@ class Orchestrator:
             self.counters["task_fetch:garbled"] += 1
             return None
         try:
-            prompt_ids = self.codec.chat_prompt(inst["messages"], thinking=self.cfg.thinking)
+            token_level = "prompt_ids" in inst
+            if token_level:
+                prompt_ids = [int(t) for t in inst["prompt_ids"]]
+                if not prompt_ids:
+                    raise ValueError("empty prompt_ids")
+            else:
+                prompt_ids = self.codec.chat_prompt(inst["messages"], thinking=self.cfg.thinking)
+            s = self.cfg.sampling
+            stops = inst.get("stop_token_ids", self.codec.stop_ids)
+            sampling = {"temperature": s.temperature, "top_p": s.top_p, "stop_token_ids": [int(t) for t in stops],
+                        "max_tokens": int(inst.get("max_tokens") or s.max_tokens)}
+            max_turns = int(inst.get("max_turns", 1))
         except Exception as err:  # noqa: BLE001 - a bad instance is the service's fault: count it
-            self.counters["task_fetch:bad_messages"] += 1
+            self.counters["task_fetch:bad_instance"] += 1
             self.log(f"[orchestrator] {task}: instance refused: {err}")
             return None
-        s = self.cfg.sampling
-        sampling = {"temperature": s.temperature, "top_p": s.top_p,
-                    "max_tokens": int(inst.get("max_tokens") or s.max_tokens), "stop_token_ids": self.codec.stop_ids}
         gid = f"g{self.seq:06d}"
-        group = Group(gid, task, inst, inst["messages"], prompt_ids, sampling, self.weight_version)
+        group = Group(gid, task, inst, inst["messages"], prompt_ids, sampling, self.weight_version,
+                      max_turns, token_level)
         for i in range(self.cfg.group_size):
             t = Traj(f"{gid}-{i}", group)
             self.ledger.issue(t.id, task, gid)
@@ -226,6 +250,8 @@ class Orchestrator:
                 traj = self.jobs.popleft()
             if traj.stage == "generate":
                 self._generate(traj)
+            elif traj.stage == "step":
+                self._step(traj)
             elif traj.stage == "grade":
                 self._grade(traj)
 
@@ -249,32 +275,71 @@ class Orchestrator:
         slot, epoch = self._call_slot(traj, "rollout", None)
         if slot is None:
             return self._requeue(traj, delay=0.05)
-        res = rollout_client.generate(slot.endpoint, self.cfg.rollout.backend, g.prompt_ids, g.sampling,
-                                      f"{traj.id}.{traj.attempts}.{epoch}", self.cfg.request_timeout_s,
+        budget = dict(g.sampling, max_tokens=g.sampling["max_tokens"] - sum(map(len, traj.turns)))
+        if budget["max_tokens"] <= 0:  # the episode used its whole token budget
+            traj.stage = "grade"
+            return self._grade(traj)
+        res = rollout_client.generate(slot.endpoint, self.cfg.rollout.backend, g.prompt_ids + traj.output_ids,
+                                      budget, f"{traj.id}.{traj.attempts}.{epoch}", self.cfg.request_timeout_s,
                                       self.weight_version, self.cfg.rollout.model)
         self.registry.release(slot)
         if not self._current(traj, epoch):
             return
         if isinstance(res, CallFailure):
+            traj.reset()
             return self._fail(traj, res.kind)
         if res.finish_reason == "abort":
             self.counters["aborted_resubmitted"] += 1
+            traj.reset()
             return self._requeue(traj, front=True)
-        traj.gen, traj.stage = res, "grade"
+        traj.output_ids += res.output_ids
+        traj.loss_mask += [1] * len(res.output_ids)
+        traj.logprobs += res.logprobs
+        traj.versions += res.versions
+        traj.turns.append(res.output_ids)
+        traj.finish_reason = res.finish_reason
+        traj.messages.append(self._assistant(g, res.output_ids))
+        more = res.finish_reason == "stop" and len(traj.turns) < g.max_turns
+        traj.stage = "step" if more else "grade"
+        return self._step(traj) if more else self._grade(traj)
+
+    def _assistant(self, g: Group, ids: list[int]) -> dict:
+        if g.token_level:
+            return {"role": "assistant", "content": self.codec.decode(ids, skip_special=False)}
+        return self.codec.chat_reply(ids, thinking=self.cfg.thinking)
+
+    def _step(self, traj: Traj) -> None:
+        """Ask the task's environment for the observation after a model turn (multi-turn tasks)."""
+        g = traj.group
+        slot, epoch = self._call_slot(traj, "task", g.task)
+        if slot is None:
+            return self._requeue(traj, delay=0.05)
+        res = call(f"{slot.endpoint}/step", {"instance": g.instance, "turns": traj.turns}, self.cfg.request_timeout_s)
+        self.registry.release(slot)
+        if not self._current(traj, epoch):
+            return
+        obs = res.get("observation", "missing") if isinstance(res, dict) else "missing"
+        if isinstance(res, CallFailure) or not (obs is None or (isinstance(obs, list)
+                                                               and all(isinstance(t, int) for t in obs))):
+            return self._fail(traj, res.kind if isinstance(res, CallFailure) else "garbled")
+        if obs:
+            traj.output_ids += obs
+            traj.loss_mask += [0] * len(obs)  # environment tokens: context, never trained
+            traj.logprobs += [0.0] * len(obs)
+            traj.versions += [traj.versions[-1] if traj.versions else g.version] * len(obs)
+            traj.messages.append({"role": "tool", "content": self.codec.decode(obs, skip_special=False)})
+            traj.stage = "generate"
+            return self._requeue(traj, front=True)
+        traj.stage = "grade"
         self._grade(traj)
 
     def _grade(self, traj: Traj) -> None:
         g = traj.group
-        try:
-            traj.message = self.codec.chat_reply(traj.gen.output_ids)
-        except Exception as err:  # noqa: BLE001 - an unparsable reply is graded as text
-            traj.message = {"role": "assistant", "content": self.codec.decode(traj.gen.output_ids)}
-            traj.info["parse_error"] = str(err)
         slot, epoch = self._call_slot(traj, "task", g.task)
         if slot is None:
             return self._requeue(traj, delay=0.05)
-        res = call(f"{slot.endpoint}/reward", {"instance": g.instance, "messages": g.messages + [traj.message]},
-                   self.cfg.request_timeout_s)
+        res = call(f"{slot.endpoint}/reward", {"instance": g.instance, "messages": g.messages + traj.messages,
+                                               "turns": traj.turns}, self.cfg.request_timeout_s)
         self.registry.release(slot)
         if not self._current(traj, epoch):
             return
@@ -331,73 +396,6 @@ class Orchestrator:
                 self.jobs.appendleft(t)
             self.counters["resubmitted_unhealthy"] += len(hit)
             self.cond.notify_all()
-
-    # -- trainer protocol --------------------------------------------------------------------------
-    def take_batch(self, n_groups: int, timeout_s: float) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout_s
-        with self.cond:
-            if self.mode == "sync":
-                self.demand = max(self.demand, n_groups)
-                self.cond.notify_all()
-            while len(self.ready) < n_groups and not self.stopping.is_set():
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                self.cond.wait(min(left, 0.5))
-            taken = [self.ready.popleft() for _ in range(min(n_groups, len(self.ready)))]
-            for g in taken:
-                self.delivered[g.id] = g
-            if self.mode == "sync":
-                self.demand = max(0, self.demand - len(taken))
-            return {"groups": [{"group": g.id, "task": g.task, "trajectories": [t.payload() for t in g.trajs]}
-                               for g in taken], "weight_version": self.weight_version}
-
-    def commit(self, body: dict[str, Any]) -> dict[str, Any]:
-        done = 0
-        for row in body.get("trained", []):
-            self.ledger.record(row["id"], "trained", None, **{k: v for k, v in row.items() if k != "id"})
-            done += 1
-        for row in body.get("dropped", []):
-            self.ledger.record(row["id"], "dropped", row["reason"], **{k: v for k, v in row.items()
-                                                                        if k not in ("id", "reason")})
-            done += 1
-        with self.cond:
-            for gid in body.get("groups", []):
-                self.delivered.pop(gid, None)
-        return {"committed": done}
-
-    def trainer_start(self, body: dict[str, Any]) -> dict[str, Any]:
-        with self.cond:
-            back = [g for g in self.delivered.values()
-                    if any(t.id not in self.ledger.final for t in g.trajs)]
-            self.delivered.clear()
-            for g in reversed(back):
-                g.trajs = [t for t in g.trajs if t.id not in self.ledger.final]
-                self.ready.appendleft(g)
-            self.counters["groups_redelivered"] += len(back)
-            self.cond.notify_all()
-        return {"requeued": len(back), "weight_version": self.weight_version, "weights_path": self.weights_path}
-
-    def push_weights(self, body: dict[str, Any]) -> dict[str, Any]:
-        version, path = int(body["version"]), str(body["path"])
-        abort_inflight = bool(body.get("abort_inflight", False))
-        self.weight_version, self.weights_path = version, path
-        slots = self.registry.healthy("rollout")
-        results: dict[str, Any] = {}
-
-        def push(s: Slot) -> None:
-            results[s.key] = rollout_client.update_weights(s.endpoint, self.cfg.rollout.backend, path, version,
-                                                           abort_inflight)
-
-        threads = [threading.Thread(target=push, args=(s,)) for s in slots]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
-        failed = {k: str(v) for k, v in results.items() if isinstance(v, CallFailure)}
-        self.counters["weight_pushes"] += 1
-        self.counters["weight_push_failures"] += len(failed)
-        return {"pushed": len(results) - len(failed), "failed": failed, "weight_version": version}
 
     # -- HTTP --------------------------------------------------------------------------------------
     def _register(self, body: dict[str, Any]) -> dict[str, Any]:

@@ -1,11 +1,13 @@
 """What each task service serves: instances to roll out, and the reward of a finished trajectory.
 
-A backend has ``instance(seed) -> dict`` (``id``, prompt ``messages``, optional ``max_tokens``; the
-dict travels back with the reward request, so a service replica that never saw it can grade it)
-and ``reward(instance, messages) -> (float, info)``. Rewards come from the project's real graders
+A backend has ``instance(seed) -> dict`` (``id``, prompt ``messages`` — or ``prompt_ids`` for a
+token-level task —, optional ``max_tokens``, ``max_turns``, ``stop_token_ids``; the dict travels
+back with every request, so a service replica that never saw it can serve it), optionally
+``step(instance, turns) -> observation ids | None`` (multi-turn tasks), and
+``reward(instance, messages, turns) -> (float, info)``. Rewards come from the project's real graders
 and harnesses, never from the service itself:
 
-* ``toy``      — ``training.rl.toy_tasks`` (verifiable arithmetic/sorting/copying, programmatic reward)
+* ``toy``      — ``training.rl.toy_tasks`` (copy/sort/reverse/lookup, programmatic reward, token-level)
 * ``search``   — deep-search tasks from ``python -m synth.search generate``, ``synth.search.grade.score``
 * ``swe``      — SWE instances; the reply's diff is evaluated by ``python -m swe_envs evaluate``
                  (reward = the instance is in ``resolved_ids``)
@@ -20,6 +22,7 @@ unavailable reward is never scored 0.
 from __future__ import annotations
 
 import json
+import math
 import random
 import re
 import shutil
@@ -61,22 +64,59 @@ def _harness(cmd: list[str], timeout_s: float, cwd: str | None = None) -> subpro
 
 
 class ToyBackend:
-    def __init__(self, task: str = "arithmetic", max_tokens: int | None = None, **kw: Any):
-        from training.rl import toy_tasks
+    """``training.rl.toy_tasks`` served token-level: the instance carries ``prompt_ids`` in the
+    toy vocabulary, rewards are computed from the model's turns (token ids), and the ``lookup``
+    task's tool observations come from ``step``. ``lengths`` (heavy-tailed workloads): each
+    instance's token budget is drawn from a lognormal with ``{"median", "sigma", "max"}`` and the
+    stop tokens are ignored, so rollouts run to their drawn length; the reward reads the answer
+    positions at the start of the final turn, as always."""
 
-        self.task = toy_tasks.get_task(task, **kw)
-        self.max_tokens = max_tokens
+    def __init__(self, kind: str = "copy", digits: int = 3, seed: int = 0, max_tokens: int | None = None,
+                 lengths: dict | None = None):
+        from training.rl.toy_tasks import ToyTask, ToyTaskConfig
+
+        self.task = ToyTask(kind, ToyTaskConfig(kind=kind, digits=digits, seed=seed))
+        self.max_tokens = max_tokens or 2 * digits + 4
+        self.lengths = lengths
+
+    def _problem(self, seed: int):
+        import numpy as np
+
+        return self.task.problems(1, np.random.default_rng([seed, 11]))[0]
 
     def instance(self, seed: int) -> dict:
-        inst = self.task.make(random.Random(seed))
-        out = {"id": f"{self.task.name}-{seed}", "seed": seed, "messages": inst["messages"]}
-        if self.max_tokens:
-            out["max_tokens"] = self.max_tokens
+        from training.rl.toy_tasks import STOP_TOKENS, decode
+
+        p = self._problem(seed)
+        out = {"id": f"{self.task.name}-{seed}", "seed": seed, "prompt_ids": p.prompt,
+               "messages": [{"role": "user", "content": decode(p.prompt)}], "max_turns": self.task.max_turns,
+               "stop_token_ids": STOP_TOKENS, "max_tokens": self.max_tokens}
+        if self.lengths:
+            rng = random.Random(seed)
+            n = rng.lognormvariate(math.log(self.lengths.get("median", 16)), self.lengths.get("sigma", 1.0))
+            out["max_tokens"] = max(len(p.answer) + 1, min(int(n), int(self.lengths.get("max", 512))))
+            out["stop_token_ids"] = []
         return out
 
-    def reward(self, instance: dict, messages: list[dict]) -> tuple[float, dict]:
-        ref = self.task.make(random.Random(int(instance["seed"])))
-        return float(self.task.reward(_last_text(messages), ref)), {}
+    def step(self, instance: dict, turns: list[list[int]]) -> list[int] | None:
+        return self.task.observe(self._problem(int(instance["seed"])), turns[-1])
+
+    def reward(self, instance: dict, messages: list[dict], turns: list[list[int]] | None = None) -> tuple[float, dict]:
+        if not turns:
+            raise ValueError("toy tasks are graded on the model's turns (token ids)")
+        return float(self.task.reward(self._problem(int(instance["seed"])), turns)), {}
+
+
+def toy_tokenizer():
+    """A word-level ``tokenizers`` tokenizer whose ids are the toy vocabulary's own, so the
+    rollout server and the orchestrator decode toy tokens like any other model's."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    from training.rl.toy_tasks import VOCAB
+
+    tok = Tokenizer(models.WordLevel({t: i for i, t in enumerate(VOCAB)}, unk_token="<pad>"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    return tok
 
 
 class SearchBackend:
@@ -95,7 +135,7 @@ class SearchBackend:
             out["max_tokens"] = self.max_tokens
         return out
 
-    def reward(self, instance: dict, messages: list[dict]) -> tuple[float, dict]:
+    def reward(self, instance: dict, messages: list[dict], turns=None) -> tuple[float, dict]:
         from synth.search.grade import answers_of, score
 
         task = self.tasks[int(instance["index"])]
@@ -122,7 +162,7 @@ class SweBackend:
             out["max_tokens"] = self.max_tokens
         return out
 
-    def reward(self, instance: dict, messages: list[dict]) -> tuple[float, dict]:
+    def reward(self, instance: dict, messages: list[dict], turns=None) -> tuple[float, dict]:
         text = _last_text(messages)
         found = _DIFF.findall(text)
         patch = found[-1] if found else text
@@ -177,7 +217,7 @@ class TerminalBackend:
         found = _SCRIPT.findall(_last_text(messages))
         return found[-1] if found else _last_text(messages)
 
-    def reward(self, instance: dict, messages: list[dict]) -> tuple[float, dict]:
+    def reward(self, instance: dict, messages: list[dict], turns=None) -> tuple[float, dict]:
         task = self.tasks[int(instance["index"])]
         with tempfile.TemporaryDirectory(prefix="term-reward-") as tmp:
             copy = Path(tmp) / task.name  # the reply becomes this copy's solution; the task is untouched

@@ -1,8 +1,9 @@
 """A task service: one task's instances and rewards as an HTTP process on 127.0.0.1.
 
 Routes: ``GET /health`` (``warming`` with 503 until the backend is loaded, then ``ok``),
-``POST /task {"seed"}`` -> ``{"instance"}``, ``POST /reward {"instance", "messages"}`` ->
-``{"reward", "info"}``. The server answers before the backend is built, so the orchestrator's
+``POST /task {"seed"}`` -> ``{"instance"}``, ``POST /step {"instance", "turns"}`` ->
+``{"observation": ids | null}`` (multi-turn tasks), ``POST /reward {"instance", "messages", "turns"}``
+-> ``{"reward", "info"}``. The server answers before the backend is built, so the orchestrator's
 heartbeat sees a live-but-warming service and does not kill it during a slow start (a search
 corpus to load, a harness to check). ``--register URL`` announces it to an orchestrator.
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -74,8 +76,9 @@ class TaskService:
             raise HttpError(400, "reward needs instance (object) and messages (non-empty list)")
         with self.lock:
             self.inflight += 1
+        turns = body.get("turns")
         try:
-            value, info = backend.reward(inst, messages)
+            value, info = backend.reward(inst, messages, turns)
         except RewardUnavailable as err:
             self.served["reward_unavailable"] += 1
             raise HttpError(503, f"reward unavailable: {err}") from None
@@ -87,9 +90,21 @@ class TaskService:
         self.served["reward"] += 1
         return {"reward": value, "info": info}
 
+    def step(self, body: dict) -> dict:
+        backend = self._ready()
+        inst, turns = body.get("instance"), body.get("turns")
+        if not isinstance(inst, dict) or not isinstance(turns, list) or not turns:
+            raise HttpError(400, "step needs instance (object) and turns (non-empty list of token lists)")
+        if not hasattr(backend, "step"):
+            return {"observation": None}  # single-turn task: the episode ends after one turn
+        try:
+            return {"observation": backend.step(inst, turns)}
+        except (KeyError, ValueError, TypeError, IndexError) as err:
+            raise HttpError(400, f"cannot step this request: {type(err).__name__}: {err}") from None
+
     def routes(self) -> dict:
         return {"GET /health": self.health, "POST /task": self.faults.wrap(self.task),
-                "POST /reward": self.faults.wrap(self.reward)}
+                "POST /step": self.faults.wrap(self.step), "POST /reward": self.faults.wrap(self.reward)}
 
 
 app = typer.Typer(add_completion=False, help="Serve one task's instances and rewards over HTTP.")
@@ -112,6 +127,7 @@ def main(
     garble_prob: float = typer.Option(0.0, help="fault injection: share of replies that are not JSON"),
     fault_log: str = typer.Option(None, help="append one JSON line per injected fault here"),
     seed: int = typer.Option(0, help="fault injection seed"),
+    port_file: str = typer.Option(None, help="write the bound port here once listening"),
 ) -> None:
     try:
         backend_args = json.loads(args)
@@ -121,6 +137,8 @@ def main(
     svc = TaskService(kind, name, backend_args, capacity, faults, warmup_s)
     server = serve_json(svc.routes(), host, port)
     endpoint = f"http://{host}:{server.server_address[1]}"
+    if port_file:
+        Path(port_file).write_text(str(server.server_address[1]))
     if register:  # announce first: the heartbeat then watches the warm-up
         res = call(f"{register.rstrip('/')}/register", {"key": key, "role": "task", "name": name,
                                                          "endpoint": endpoint, "capacity": capacity})

@@ -75,7 +75,7 @@ def generate(endpoint: str, backend: str, prompt_ids: list[int], sampling: dict[
     url = f"{base}/generate"
     sp = {"max_new_tokens": sampling["max_tokens"], "temperature": sampling["temperature"],
           "top_p": sampling["top_p"]}
-    if sampling.get("stop_token_ids"):
+    if sampling.get("stop_token_ids") is not None:  # [] = no stop tokens (run to max_tokens)
         sp["stop_token_ids"] = sampling["stop_token_ids"]
     res = call(url, {"input_ids": prompt_ids, "sampling_params": sp, "return_logprob": True, "rid": rid},
                timeout_s)

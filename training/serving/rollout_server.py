@@ -62,7 +62,7 @@ def _params(sp: dict[str, Any], default_stops: list[int]) -> SamplingParams:
             temperature=float(sp.get("temperature", 1.0)),
             top_p=float(sp.get("top_p", 1.0)),
             max_tokens=int(sp.get("max_new_tokens", sp.get("max_tokens", 16))),
-            stop_token_ids=tuple(sp.get("stop_token_ids") or default_stops),
+            stop_token_ids=tuple(sp["stop_token_ids"] if sp.get("stop_token_ids") is not None else default_stops),
         ).check()
     except (TypeError, ValueError, UserError) as err:
         raise HttpError(400, f"bad sampling params: {err}") from None

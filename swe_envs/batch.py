@@ -122,16 +122,6 @@ def run_batch(instances_path: Path, repos_dir: Path, out: Path, cfg: SweEnvsConf
         for f in failures:
             writer.write("failures.jsonl", f)
         groups = _group(instances, repos_dir, writer, stats)
-        envs: dict[tuple[str, str], Environment] = {}
-        for (repo, commit), (path, members) in groups.items():
-            env = build_group(builder, cfg, repo, path, commit, members)
-            envs[(repo, commit)] = env
-            rec = env.record() | {"instances": [m["instance_id"] for m in members]}
-            writer.write("environments.jsonl", rec)
-            stats["environments"].append(rec)
-            state = "cached" if env.cached else ("ok" if env.ok else "FAILED")
-            log(f"environment {repo}@{commit[:12]} ({env.language}): {state} in {env.seconds:.1f}s"
-                + (f" — {env.reason}" if not env.ok else ""))
 
         def one(inst: dict[str, Any], path: Path, env: Environment) -> None:
             iid = inst["instance_id"]
@@ -157,17 +147,36 @@ def run_batch(instances_path: Path, repos_dir: Path, out: Path, cfg: SweEnvsConf
                                                 "reason": f"{type(err).__name__}: {err}", "language": env.language})
                 log(f"  {iid}: internal error: {type(err).__name__}: {err}")
 
-        jobs = [(m, path, envs[key]) for key, (path, members) in groups.items() for m in members]
-        pool = ThreadPoolExecutor(max_workers=cfg.validation.workers)
+        def build(key: tuple[str, str]) -> list:
+            (repo, commit), (path, members) = key, groups[key]
+            try:
+                env = build_group(builder, cfg, repo, path, commit, members)
+            except Exception as err:  # one broken repo-version never takes the batch down
+                env = Environment(repo, commit, None, False, reason=f"internal: {type(err).__name__}: {err}")
+            rec = env.record() | {"instances": [m["instance_id"] for m in members]}
+            writer.write("environments.jsonl", rec)
+            stats["environments"].append(rec)
+            state = "cached" if env.cached else ("ok" if env.ok else "FAILED")
+            log(f"environment {repo}@{commit[:12]} ({env.language}): {state} in {env.seconds:.1f}s"
+                + (f" — {env.reason}" if not env.ok else ""))
+            # a repo-version's instances start as soon as its image is verified
+            return [run_pool.submit(one, m, path, env) for m in members]
+
+        # environments build side by side; instances of built ones run meanwhile
+        build_pool = ThreadPoolExecutor(max_workers=cfg.validation.workers)
+        run_pool = ThreadPoolExecutor(max_workers=cfg.validation.workers)
         try:
-            for fut in [pool.submit(one, *job) for job in jobs]:
-                fut.result()
+            for fut in [build_pool.submit(build, key) for key in groups]:
+                for job in fut.result():
+                    job.result()
         except BaseException:
             # interrupted: kill the running containers first, so the workers return at once
             sandbox.close()
-            pool.shutdown(wait=True, cancel_futures=True)
+            build_pool.shutdown(wait=True, cancel_futures=True)
+            run_pool.shutdown(wait=True, cancel_futures=True)
             raise
-        pool.shutdown()
+        build_pool.shutdown()
+        run_pool.shutdown()
     finally:
         sandbox.close()  # no container outlives the batch
         writer.close()
@@ -205,8 +214,8 @@ def _group(instances: list[dict[str, Any]], repos_dir: Path, writer: _Writer,
         iid = inst["instance_id"]
         try:
             path = find_repo(repos_dir, inst["repo"])
-            for c in {inst["base_commit"], inst.get("environment_setup_commit") or inst["base_commit"]}:
-                git(path, "cat-file", "-e", f"{c}^{{commit}}")
+            git(path, "cat-file", "-e", f"{inst['base_commit']}^{{commit}}")
+            commit = environment_commit(path, inst)
         except InputError as err:
             writer.write("failures.jsonl", {"instance_id": iid, "repo": inst["repo"], "stage": "repository",
                                             "reason": str(err)})
@@ -217,9 +226,21 @@ def _group(instances: list[dict[str, Any]], repos_dir: Path, writer: _Writer,
                                             "reason": f"commit not found: {str(err)[:200]}"})
             stats["instances"][iid] = {"language": None, "env_ok": False}
             continue
-        key = (inst["repo"], inst.get("environment_setup_commit") or inst["base_commit"])
-        groups.setdefault(key, (path, []))[1].append(inst)
+        groups.setdefault((inst["repo"], commit), (path, []))[1].append(inst)
     return groups
+
+
+def environment_commit(path: Path, inst: dict[str, Any]) -> str:
+    """The commit a repo-version's image is built at: ``environment_setup_commit`` when the clone
+    has it (a shallow clone or a bundle may not), else the instance's own base commit."""
+    env_commit = inst.get("environment_setup_commit")
+    if env_commit and env_commit != inst["base_commit"]:
+        try:
+            git(path, "cat-file", "-e", f"{env_commit}^{{commit}}")
+            return env_commit
+        except Exception:
+            pass  # recorded: the environment spec names the commit it was built at
+    return inst["base_commit"]
 
 
 def summarize(stats: dict[str, Any], out: Path, seconds: float) -> dict[str, Any]:

@@ -134,15 +134,26 @@ class Evaluator:
         self._envs: dict[tuple[str, str], Any] = {}
         self._lock = threading.Lock()
 
+    def group_key(self, inst: dict[str, Any]) -> tuple[str, str]:
+        """(repo, the commit its environment is built at), the way validate groups instances."""
+        from swe_envs.batch import environment_commit
+
+        spec = inst.get("environment") if isinstance(inst.get("environment"), dict) else {}
+        if spec.get("environment_setup_commit"):
+            return inst["repo"], spec["environment_setup_commit"]
+        path = self._clone(inst)
+        return inst["repo"], (environment_commit(path, inst) if path else
+                              inst.get("environment_setup_commit") or inst["base_commit"])
+
     def environment(self, inst: dict[str, Any], members: list[dict[str, Any]]) -> tuple[Any, Path | None]:
-        """(environment, clone path); the environment is None with .reason when there is none."""
+        """(environment, clone path); a failed environment carries its reason."""
         from swe_envs.batch import build_group
         from swe_envs.refine import Environment
 
-        commit = inst.get("environment_setup_commit") or inst["base_commit"]
+        key = self.group_key(inst)
+        commit = key[1]
         spec = inst.get("environment") if isinstance(inst.get("environment"), dict) else {}
         path = self._clone(inst)
-        key = (inst["repo"], commit)
         with self._lock:
             if key in self._envs:
                 return self._envs[key], path
@@ -263,10 +274,10 @@ def evaluate(instances_path: Path, predictions: str, out: Path, cfg: SweEnvsConf
     builder = make_builder(client, cfg, out, log)
     evaluator = Evaluator(cfg, builder, repos_dir, out, log)
     groups: dict[tuple[str, str], list[dict]] = {}
+    keys = {inst["instance_id"]: evaluator.group_key(inst) for inst in good}
     for inst in good:
-        groups.setdefault((inst["repo"], inst.get("environment_setup_commit") or inst["base_commit"]), []).append(inst)
-    todo = [(instances[i], preds[i], groups[(instances[i]["repo"], instances[i].get("environment_setup_commit")
-                                             or instances[i]["base_commit"])]) for i in sorted(preds) if i in instances]
+        groups.setdefault(keys[inst["instance_id"]], []).append(inst)
+    todo = [(instances[i], preds[i], groups[keys[i]]) for i in sorted(preds) if i in instances]
     outcomes: list[Outcome] = []
     lock = threading.Lock()
 

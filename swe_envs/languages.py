@@ -242,7 +242,8 @@ def _python_plan(snap: Snapshot, selected: list[str]) -> TestPlan:
     installed = any(snap.has(n) for n in ("pyproject.toml", "setup.py", "setup.cfg"))
     if not installed and any(f.startswith("src/") and f.endswith(".py") for f in snap.files):
         cmd = "PYTHONPATH=/testbed/src${PYTHONPATH:+:$PYTHONPATH} " + cmd  # src layout, nothing installs it
-    return TestPlan(f"{cmd} {_q(files)}".strip(), "pytest")
+    # test ids as SWE-bench's harness writes them, so F2P/P2P compare with its datasets
+    return TestPlan(f"{cmd} {_q(files)}".strip(), "pytest-swebench")
 
 
 def _js_plan(snap: Snapshot, selected: list[str]) -> TestPlan:

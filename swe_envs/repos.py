@@ -36,12 +36,47 @@ def git(repo: Path, *args: str, input_bytes: bytes | None = None, env: dict | No
 
 
 def find_repo(repos_dir: Path, repo: str) -> Path:
-    """``owner/name`` under DIR as ``owner/name``, ``owner__name`` or ``name`` (first that exists)."""
+    """``owner/name`` under DIR as a clone ``owner/name``, ``owner__name`` or ``name`` (first that exists),
+    else a git bundle ``owner__name.bundle`` / ``owner/name.bundle``, cloned once into a cache."""
     owner, _, name = repo.partition("/")
     for cand in (repos_dir / owner / name, repos_dir / f"{owner}__{name}", repos_dir / (name or owner)):
         if (cand / ".git").exists() or (cand / "HEAD").is_file():
             return cand
-    raise InputError(f"repository {repo} not found under {repos_dir} (as {owner}/{name} or {owner}__{name})")
+    for bundle in (repos_dir / f"{owner}__{name}.bundle", repos_dir / owner / f"{name}.bundle"):
+        if bundle.is_file():
+            return clone_bundle(bundle, repo)
+    raise InputError(f"repository {repo} not found under {repos_dir} (as {owner}/{name}, {owner}__{name} "
+                     f"or {owner}__{name}.bundle)")
+
+
+def bundle_cache() -> Path:
+    return Path(os.environ.get("SWE_ENVS_CACHE") or Path.home() / ".cache" / "swe_envs") / "bundles"
+
+
+def clone_bundle(bundle: Path, repo: str) -> Path:
+    """A bare clone of ``bundle`` (read-only inputs stay untouched), keyed by its path, size and mtime."""
+    import fcntl
+    import hashlib
+    import shutil
+
+    st = bundle.stat()
+    key = hashlib.sha256(f"{bundle.resolve()}:{st.st_size}:{st.st_mtime_ns}".encode()).hexdigest()[:16]
+    dest = bundle_cache() / key / repo.replace("/", "__")
+    if (dest / "HEAD").is_file():
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with open(dest.parent / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # two workers asking for one bundle clone it once
+        if not (dest / "HEAD").is_file():
+            tmp = dest.with_name(dest.name + ".tmp")
+            shutil.rmtree(tmp, ignore_errors=True)
+            proc = subprocess.run([*_GIT, "clone", "--bare", "--quiet", str(bundle), str(tmp)], capture_output=True,
+                                  text=True, env={**os.environ, **_ENV})
+            if proc.returncode != 0:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise InputError(f"cannot clone bundle {bundle}: {proc.stderr.strip()[-300:]}")
+            tmp.rename(dest)
+    return dest
 
 
 class Snapshot:

@@ -36,6 +36,7 @@ class InstanceFailure(Exception):
 
 def check_run(run: RunLog, parsed: ParseResult) -> str | None:
     """Why a run cannot be trusted, or None."""
+    parsed = parsed.guard or parsed
     if run.timed_out:
         return f"test run hit its time limit and was killed (exit code {run.rc})"
     if not parsed.statuses:

@@ -13,13 +13,14 @@ from swe_envs.parsers.base import ERROR, FAILED, PASSED, SKIPPED, STATUSES, Pars
 from swe_envs.parsers.js import parse_jest, parse_mocha, parse_tap, parse_vitest
 from swe_envs.parsers.jvm import parse_gradle, parse_junit_xml, parse_surefire
 from swe_envs.parsers.native import parse_cargo, parse_ctest, parse_go_test, parse_gtest
-from swe_envs.parsers.python import parse_pytest, parse_unittest
+from swe_envs.parsers.python import parse_pytest, parse_pytest_swebench, parse_unittest
 from swe_envs.parsers.scripting import parse_minitest, parse_phpunit, parse_rspec
 
 # dict order is the tie-break of ``auto``: JUnit XML, when a log carries it, is the most exact
 RUNNERS: dict[str, Callable[[str], ParseResult]] = {
     "junit-xml": parse_junit_xml,
     "pytest": parse_pytest,
+    "pytest-swebench": parse_pytest_swebench,
     "unittest": parse_unittest,
     "jest": parse_jest,
     "mocha": parse_mocha,
@@ -46,10 +47,16 @@ def runner_names() -> list[str]:
     return sorted(RUNNERS)
 
 
+# id conventions of one runner, not runners of their own: never picked by ``auto``
+NOT_AUTO = {"pytest-swebench"}
+
+
 def detect_runner(log: str) -> str | None:
     """The built-in runner whose parser recognises ``log`` best (summary seen, most tests)."""
     best, key = None, (False, 0)
     for name, fn in RUNNERS.items():
+        if name in NOT_AUTO:
+            continue
         try:
             res = fn(log)
         except Exception:

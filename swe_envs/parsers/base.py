@@ -21,6 +21,9 @@ class ParseResult:
     summary_seen: bool = False
     # totals the summary states, when it states them: cross-checked against the parse
     counts: dict[str, int] | None = None
+    # where the ids follow another tool's convention (SWE-bench's truncated pytest ids), the
+    # full parse of the same log that the fake-pass guards check instead
+    guard: ParseResult | None = None
 
     def add(self, test_id: str, status: str) -> None:
         test_id = test_id.strip()

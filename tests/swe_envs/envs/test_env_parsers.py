@@ -155,3 +155,18 @@ def test_validate_without_a_daemon_says_how_to_start_it(tmp_path):
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "Docker daemon is not reachable" in lines[0] and "dockerd" in lines[0]
+
+
+def test_pytest_swebench_ids_follow_the_harness():
+    """SWE-bench's parser: the token after the status word (cut at whitespace), XFAIL passes, XPASS ignored."""
+    log = (FIX / "pytest.log").read_text()
+    extra = "PASSED testing/t.py::test_x[a b]\nXFAIL testing/t.py::test_y - reason\nXPASS testing/t.py::test_z\n"
+    res = parse_log("pytest-swebench", extra + log)
+    assert res.statuses["testing/t.py::test_x[a"] == "passed" and res.statuses["testing/t.py::test_y"] == "passed"
+    assert "testing/t.py::test_z" not in res.statuses
+    assert res.statuses["tests/test_mix.py::test_fail"] == "failed" and res.statuses["[1]"] == "skipped"
+    # the guards look at the full parse of the same log: summary, totals, exit code
+    assert res.guard is not None and check_run(RunLog(log, 1, False), parse_log("pytest-swebench", log)) is None
+    cut = "\n".join(log.splitlines()[:30])
+    assert "summary line is missing" in check_run(RunLog(cut, 1, False), parse_log("pytest-swebench", cut))
+    assert parse_log("auto", log).runner == "pytest"  # an id convention, never picked by auto

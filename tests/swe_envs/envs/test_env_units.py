@@ -32,7 +32,7 @@ def test_detection_recipe_and_plan(repos, language):
     snap = Snapshot(path, inst["base_commit"])
     assert languages.detect_language(snap) == language or (language == "c" and languages.detect_language(snap) == "c")
     plan = languages.test_plan(language, snap)
-    expected_runner = {"python": "pytest", "javascript": "tap", "java": "junit-xml", "go": "go-test", "rust": "cargo",
+    expected_runner = {"python": "pytest-swebench", "javascript": "tap", "java": "junit-xml", "go": "go-test", "rust": "cargo",
                        "c": "ctest", "cpp": "ctest", "php": "phpunit", "ruby": "rspec"}[language]
     assert plan.runner == expected_runner
     assert isinstance(languages.recipe(language, snap), list)

@@ -1,0 +1,57 @@
+"""On-policy cross-stage distillation (GLM-5's last post-training stage).
+
+The student samples its own responses (group size 1); each sample's teacher is the final
+checkpoint of the stage that owns the sample's task type (registered by the stage pipeline:
+SFT, reasoning RL, agentic RL, general RL). The per-token advantage is
+``sg[log pi_teacher(y_t) - log pi_theta(y_t)]`` on the student's tokens, masked like RL (only
+model-generated tokens), and the update is the same clipped token-level policy loss — the
+reverse-KL gradient of slime's on-policy distillation. Where the student already matches its
+teacher the advantage is zero, so skills the later stages did not touch are left alone.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from core.errors import ConfigError
+from training.checkpoint import load_checkpoint
+from training.glm_model import GLMModel
+from training.model_config import ModelConfig
+from training.rl.rollouts import Trajectory
+from training.rl.update import batch_tensors, logprobs_of
+
+
+class TeacherSet:
+    """Teacher models by task type, each loaded once from its checkpoint (eval mode, frozen)."""
+
+    def __init__(self, model_cfg: ModelConfig, checkpoints: dict[str, str | Path]):
+        if not checkpoints:
+            raise ConfigError("distillation needs at least one teacher (task type -> checkpoint)")
+        self.checkpoints = {task: Path(p) for task, p in checkpoints.items()}
+        self._models: dict[Path, GLMModel] = {}
+        for path in set(self.checkpoints.values()):
+            m = GLMModel(model_cfg)
+            load_checkpoint(path, m)
+            m.eval().requires_grad_(False)
+            self._models[path] = m
+
+    def for_task(self, task: str) -> GLMModel:
+        if task not in self.checkpoints:
+            raise ConfigError(f"no teacher registered for task type {task!r} (have {sorted(self.checkpoints)})")
+        return self._models[self.checkpoints[task]]
+
+    def logprobs(self, trajs: list[Trajectory], temperature: float) -> torch.Tensor:
+        """[B, L] teacher logprobs of each trajectory's tokens, each under its own task's
+        teacher (trajectories grouped by teacher so each teacher runs once)."""
+        b = batch_tensors(trajs)
+        out = torch.zeros_like(b["mask"])
+        by_model: dict[int, list[int]] = {}
+        for i, t in enumerate(trajs):
+            by_model.setdefault(id(self.for_task(t.task)), []).append(i)
+        for idx in by_model.values():
+            teacher = self.for_task(trajs[idx[0]].task)
+            sub = {"tokens": b["tokens"][idx], "doc_lens": [b["doc_lens"][i] for i in idx]}
+            out[idx] = logprobs_of(teacher, sub, temperature)
+        return out

@@ -1,0 +1,93 @@
+"""Config of the post-training stage pipeline (``training.rl.stages``), loaded from YAML.
+
+A pipeline is data: the model, the optimizer, rollout and update settings, the tasks, and an
+ordered list of stages, e.g. SFT -> reasoning RL -> agentic RL -> general RL -> distillation.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from core.config import StrictModel
+from training.model_config import ModelConfig
+from training.optimizers import OptimizerConfig
+from training.rl.toy_tasks import ToyTaskConfig
+from training.rl.update import UpdateConfig
+from training.schedules import ScheduleConfig
+
+
+class RolloutConfig(StrictModel):
+    group_size: int = Field(default=8, gt=0)  # G samples per prompt (distillation uses 1)
+    prompts_per_step: int = Field(default=16, gt=0)
+    temperature: float = Field(default=1.0, gt=0)  # the update recomputes logprobs at this temperature
+    top_p: float = Field(default=1.0, gt=0, le=1)
+    max_tokens: int = Field(default=8, gt=0)  # per model turn
+
+
+class EvalConfig(StrictModel):
+    prompts: int = Field(default=64, gt=0)  # a fixed held-out set per task
+    temperature: float = Field(default=0.0, ge=0)  # 0 = greedy
+    every: int = Field(default=1, gt=0)  # evaluate every N steps of a stage (and at its end)
+    seed: int = 1234
+
+
+class SFTToyConfig(StrictModel):
+    """SFT stages on the toy tasks' reference answers, trained by ``training.trainer``."""
+
+    examples: int = Field(default=512, gt=0)  # reference samples, split over the stage's tasks by weight
+    seq_len: int = Field(default=64, gt=1)
+    batch_size: int = Field(default=8, gt=0)
+    schedule: ScheduleConfig = ScheduleConfig(kind="constant", warmup_steps=0)
+
+
+class StageSpec(StrictModel):
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    kind: Literal["sft", "rl", "distill"]
+    steps: int = Field(gt=0)
+    tasks: dict[str, float]  # task -> share of the stage's prompts (or SFT examples)
+    lr: float | None = Field(default=None, gt=0)  # default: optimizer.lr
+    # register this stage's final checkpoint as the teacher of these task types
+    teacher_for: list[str] = []
+    # distill: task type -> the stage whose registered teacher to use (default: the registry)
+    teachers: dict[str, str] = {}
+    group_size: int | None = Field(default=None, gt=0)  # default rollout.group_size (distill: 1)
+
+    @model_validator(mode="after")
+    def _check(self) -> StageSpec:
+        if not self.tasks or any(w <= 0 for w in self.tasks.values()):
+            raise ValueError(f"stage {self.name}: tasks needs at least one task with a positive weight")
+        return self
+
+
+class PipelineConfig(StrictModel):
+    seed: int = 0
+    threads: int = Field(default=1, ge=0)  # torch intra-op threads; 0 = torch's default
+    model: ModelConfig = ModelConfig()
+    optimizer: OptimizerConfig = OptimizerConfig(name="adamw", lr=3e-3)
+    schedule: ScheduleConfig = ScheduleConfig(kind="constant", warmup_steps=0)  # per RL stage
+    rollout: RolloutConfig = RolloutConfig()
+    update: UpdateConfig = UpdateConfig()
+    sft: SFTToyConfig = SFTToyConfig()
+    eval: EvalConfig = EvalConfig()
+    tasks: dict[str, ToyTaskConfig]
+    stages: list[StageSpec]
+
+    @model_validator(mode="after")
+    def _check(self) -> PipelineConfig:
+        names = [s.name for s in self.stages]
+        if len(set(names)) != len(names):
+            raise ValueError("stages: names must be unique")
+        for i, s in enumerate(self.stages):
+            unknown = (set(s.tasks) | set(s.teacher_for) | set(s.teachers)) - set(self.tasks)
+            if unknown:
+                raise ValueError(f"stage {s.name}: unknown tasks {sorted(unknown)}")
+            if s.kind == "sft" and i > 0:
+                raise ValueError(f"stage {s.name}: an sft stage must come first (it starts the model)")
+            for task, src in s.teachers.items():
+                if src not in names[:i]:
+                    raise ValueError(f"stage {s.name}: teacher of {task} must be an earlier stage, got {src!r}")
+            if s.kind == "distill" and s.group_size not in (None, 1):
+                raise ValueError(f"stage {s.name}: on-policy distillation samples one response per prompt")
+        return self

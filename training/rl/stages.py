@@ -1,0 +1,266 @@
+"""The post-training stage pipeline: SFT -> reasoning RL -> agentic RL -> general RL ->
+on-policy cross-stage distillation, from one config (``training.rl.stage_config``).
+
+Each stage starts from the previous stage's final checkpoint (weights only: a fresh optimizer
+per stage), runs, saves its final checkpoint under ``OUT/stages/<name>/`` and, when it lists
+``teacher_for``, registers that checkpoint as the teacher of those task types.
+``OUT/pipeline.json`` records completed stages, their checkpoints, the teacher registry and
+the reward curves, written atomically after each stage.
+
+Resume is at stage boundaries and bit-exact: a stage's result depends only on its starting
+checkpoint, its config and its seeds (sampling uses a generator seeded by (seed, stage
+index); prompts come from a NumPy generator seeded the same way), and even an uninterrupted
+run reloads each stage's start from the checkpoint on disk — so a run stopped after stage k
+and started again produces the same bytes as one that never stopped. SFT stages run through
+``training.trainer`` (same model, loader, checkpoints) on SFT shards with loss masks.
+
+Rewards are measured on a fixed held-out prompt set per task after every ``eval.every``
+steps; ``curves`` in pipeline.json holds them per stage and step.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import typer
+
+from core.cli import user_errors
+from core.config import load_config
+from core.errors import ConfigError
+from core.shards import TokenizerInfo, atomic_write_text
+from training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from training.glm_model import GLMModel
+from training.optimizers import build_optimizer
+from training.rl.distill import TeacherSet
+from training.rl.rollouts import Trajectory, rollout
+from training.rl.sampler import SamplingParams
+from training.rl.stage_config import PipelineConfig, StageSpec
+from training.rl.toy_tasks import EOS, PAD, STOP_TOKENS, VOCAB, ToyTask, build_tasks
+from training.rl.update import policy_update, rl_advantages
+from training.schedules import lr_at
+from training.sft.pack import write_sft_shards
+
+STATE = "pipeline.json"
+
+
+def _split(total: int, weights: dict[str, float]) -> dict[str, int]:
+    """``total`` items over tasks by weight (largest remainders), every task at least one."""
+    names = list(weights)
+    w = np.array([weights[n] for n in names], dtype=float)
+    raw = total * w / w.sum()
+    counts = np.maximum(1, np.floor(raw).astype(int))
+    for i in np.argsort(-(raw - np.floor(raw)))[: max(0, total - counts.sum())]:
+        counts[i] += 1
+    return dict(zip(names, counts.tolist(), strict=True))
+
+
+class Pipeline:
+    def __init__(self, cfg: PipelineConfig, out: str | Path, log: Callable[[str], None] = print):
+        self.cfg, self.out, self.log = cfg, Path(out), log
+        vocab = cfg.model.vocab_size or len(VOCAB)
+        if vocab < len(VOCAB):
+            raise ConfigError(f"model.vocab_size: {vocab} < the toy vocabulary's {len(VOCAB)}")
+        self.model_cfg = cfg.model.model_copy(update={"vocab_size": vocab}).check("model")
+        self.tasks = build_tasks(cfg.tasks)
+        self.eval_sets = {
+            name: task.problems(cfg.eval.prompts, np.random.default_rng([cfg.eval.seed, i]))
+            for i, (name, task) in enumerate(self.tasks.items())
+        }
+        self.update_cfg = cfg.update.model_copy(update={"temperature": cfg.rollout.temperature})
+
+    # -- state -----------------------------------------------------------------------------
+    def load_state(self) -> dict[str, Any]:
+        path = self.out / STATE
+        state = json.loads(path.read_text()) if path.is_file() else {"completed": [], "teachers": {}}
+        for done, spec in zip(state["completed"], self.cfg.stages, strict=False):
+            if done["name"] != spec.name:
+                raise ConfigError(
+                    f"{path}: completed stage {done['name']!r} is not the config's stage {spec.name!r} "
+                    "(use a new --out for a changed pipeline)"
+                )
+        return state
+
+    def save_state(self, state: dict[str, Any]) -> None:
+        self.out.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(self.out / STATE, json.dumps(state, indent=1))
+
+    # -- evaluation ------------------------------------------------------------------------------
+    def evaluate(self, model: GLMModel) -> dict[str, float]:
+        params = SamplingParams(
+            temperature=self.cfg.eval.temperature, max_tokens=self.cfg.rollout.max_tokens, stop_token_ids=STOP_TOKENS
+        )
+        gen = torch.Generator().manual_seed(self.cfg.eval.seed)
+        return {
+            name: round(float(np.mean([t.reward for t in rollout(model, task, self.eval_sets[name], 1, params, gen)])), 4)
+            for name, task in self.tasks.items()
+        }
+
+    # -- run ---------------------------------------------------------------------------------------
+    def run(self, stop_after: int | None = None) -> dict[str, Any]:
+        """Run the stages not yet completed (at most ``stop_after`` of them in this call)."""
+        threads = torch.get_num_threads()
+        if self.cfg.threads:
+            torch.set_num_threads(self.cfg.threads)
+        try:
+            state = self.load_state()
+            ran = 0
+            for idx, spec in enumerate(self.cfg.stages):
+                if idx < len(state["completed"]):
+                    continue
+                if stop_after is not None and ran >= stop_after:
+                    break
+                start = state["completed"][-1]["checkpoint"] if state["completed"] else None
+                t0 = time.monotonic()
+                self.log(f"── stage {idx + 1}/{len(self.cfg.stages)}: {spec.name} ({spec.kind}, {spec.steps} steps) ──")
+                if spec.kind == "sft":
+                    ckpt, curve = self.run_sft(idx, spec)
+                else:
+                    ckpt, curve = self.run_rl(idx, spec, start, state["teachers"])
+                state["completed"].append(
+                    {"name": spec.name, "kind": spec.kind, "checkpoint": str(ckpt), "curve": curve,
+                     "seconds": round(time.monotonic() - t0, 1)}
+                )  # fmt: skip
+                for task in spec.teacher_for:
+                    state["teachers"][task] = str(ckpt)
+                self.save_state(state)
+                ran += 1
+            return state
+        finally:
+            torch.set_num_threads(threads)
+
+    def _model_from(self, checkpoint: str | None) -> GLMModel:
+        torch.manual_seed(self.cfg.seed)
+        model = GLMModel(self.model_cfg)
+        if checkpoint is not None:
+            load_checkpoint(checkpoint, model)
+        return model
+
+    def run_rl(self, idx: int, spec: StageSpec, start: str | None, teachers: dict[str, str]) -> tuple[Path, list]:
+        cfg = self.cfg
+        model = self._model_from(start)
+        lr = spec.lr or cfg.optimizer.lr
+        opt = build_optimizer(model, cfg.optimizer.model_copy(update={"lr": lr}))
+        distill = spec.kind == "distill"
+        teacher_set = None
+        if distill:
+            by_stage = {d["name"]: d["checkpoint"] for d in self.load_state()["completed"]}
+            ckpts = {t: by_stage[s] for t, s in spec.teachers.items()}
+            ckpts = {t: ckpts.get(t, teachers.get(t)) for t in spec.tasks}
+            missing = [t for t, c in ckpts.items() if c is None]
+            if missing:
+                raise ConfigError(f"stage {spec.name}: no teacher registered for {missing}")
+            teacher_set = TeacherSet(self.model_cfg, ckpts)
+        ref = self._model_from(start).eval().requires_grad_(False) if cfg.update.loss.kl_coef > 0 else None
+        group = 1 if distill else (spec.group_size or cfg.rollout.group_size)
+        params = SamplingParams(cfg.rollout.temperature, cfg.rollout.top_p, cfg.rollout.max_tokens, STOP_TOKENS)
+        gen = torch.Generator().manual_seed(cfg.seed * 1000 + idx)
+        rng = np.random.default_rng([cfg.seed, idx])
+        # distillation samples once per prompt: as many prompts as RL has samples per step
+        per_task = _split(cfg.rollout.prompts_per_step * (cfg.rollout.group_size if distill else 1), spec.tasks)
+        curve = [{"step": 0, "reward": self.evaluate(model)}]
+        self.log(f"  step 0  eval {curve[0]['reward']}")
+        for step in range(spec.steps):
+            for g in opt.param_groups:
+                g["lr"] = lr_at(step, spec.steps, cfg.schedule, lr)
+            trajs: list[Trajectory] = []
+            for name, n in per_task.items():  # groups stay contiguous: advantages are per group
+                task: ToyTask = self.tasks[name]
+                trajs += rollout(model, task, task.problems(n, rng), group, params, gen, weight_version=step)
+            if distill:
+                teacher_logp = teacher_set.logprobs(trajs, self.update_cfg.temperature)
+                stats = policy_update(model, opt, trajs, None, self.update_cfg, ref, teacher_logp=teacher_logp)
+            else:
+                adv = rl_advantages(trajs, group, cfg.update.loss)
+                stats = policy_update(model, opt, trajs, adv, self.update_cfg, ref)
+            point: dict[str, Any] = {
+                "step": step + 1,
+                "train_reward": round(float(np.mean([t.reward for t in trajs])), 4),
+                **{k: round(v, 5) for k, v in stats.items()},
+            }
+            if (step + 1) % cfg.eval.every == 0 or step + 1 == spec.steps:
+                point["reward"] = self.evaluate(model)
+            curve.append(point)
+            self.log(
+                f"  step {step + 1:3d}  train reward {point['train_reward']:.3f}  loss {stats['loss']:+.4f}"
+                + (f"  eval {point['reward']}" if "reward" in point else "")
+            )
+        ckpt = save_checkpoint(self.out / "stages" / spec.name, spec.steps, model, opt, {"stage": spec.name})
+        return ckpt, curve
+
+    def run_sft(self, idx: int, spec: StageSpec) -> tuple[Path, list]:
+        from training.trainer import TrainerConfig, train
+
+        cfg, sft = self.cfg, self.cfg.sft
+        stage_dir = self.out / "stages" / spec.name
+        rng = np.random.default_rng([cfg.seed, idx])
+        samples = []
+        for name, n in _split(sft.examples, spec.tasks).items():
+            task = self.tasks[name]
+            samples += [(*task.reference(p), name) for p in task.problems(n, rng)]
+        info = TokenizerInfo(id="toy-vocab", vocab_size=len(VOCAB), eos_id=EOS)
+        write_sft_shards(samples, stage_dir / "shards", info, sft.seq_len, PAD, stage=spec.name)
+        tcfg = TrainerConfig.model_validate(
+            {
+                "seed": cfg.seed, "steps": spec.steps, "threads": cfg.threads,
+                "loader": {"batch_size": sft.batch_size, "seed": cfg.seed},
+                "model": self.model_cfg.model_dump(),
+                "optimizer": cfg.optimizer.model_copy(update={"lr": spec.lr or cfg.optimizer.lr}).model_dump(),
+                "schedule": sft.schedule.model_dump(),
+                "checkpoint": {"dir": str(stage_dir / "trainer")},
+            }
+        )  # fmt: skip
+        curve = [{"step": 0, "reward": self.evaluate(self._model_from(None))}]
+        done = 0
+        while done < spec.steps:  # the trainer resumes from its own checkpoints between evaluations
+            chunk = min(cfg.eval.every, spec.steps - done)
+            result = train(tcfg, stage_dir / "shards", stop_after=chunk, log=lambda _msg: None)
+            done = result.step
+            point = {"step": done, "loss": result.metrics[-1]["loss"], "reward": self.evaluate(result.model)}
+            curve.append(point)
+            self.log(f"  step {done:3d}  sft loss {point['loss']:.4f}  eval {point['reward']}")
+        return latest_checkpoint(stage_dir / "trainer"), curve
+
+
+def curves_of(state: dict[str, Any]) -> dict[str, Any]:
+    """Reward per step per stage (the demo's curves.json)."""
+    stages, offset = [], 0
+    for d in state["completed"]:
+        points = [
+            {"step": p["step"], "global_step": offset + p["step"], "reward": p["reward"],
+             **({"train_reward": p["train_reward"]} if "train_reward" in p else {})}
+            for p in d["curve"] if "reward" in p
+        ]  # fmt: skip
+        stages.append({"name": d["name"], "kind": d["kind"], "points": points})
+        offset += d["curve"][-1]["step"]
+    return {"stages": stages, "teachers": state["teachers"]}
+
+
+def load_pipeline_config(path: str | Path, overrides: list[str] | None = None) -> PipelineConfig:
+    return load_config(PipelineConfig, path, overrides)
+
+
+app = typer.Typer(add_completion=False, help="Run a post-training stage pipeline from a config.")
+
+
+@app.command()
+@user_errors
+def main(
+    config: Path = typer.Option(Path("configs/rl_stages_demo.yaml"), help="pipeline YAML"),
+    out: Path = typer.Option(Path("out/rl_stages"), help="output directory (re-run to resume at the next stage)"),
+    stop_after: int = typer.Option(None, help="run at most this many stages in this call"),
+    override: list[str] = typer.Option([], "--set", help="override a config key, e.g. --set rollout.group_size=4"),
+) -> None:
+    cfg = load_pipeline_config(config, override)
+    state = Pipeline(cfg, out).run(stop_after)
+    atomic_write_text(out / "curves.json", json.dumps(curves_of(state), indent=1))
+    typer.echo(f"{len(state['completed'])}/{len(cfg.stages)} stages done; curves: {out / 'curves.json'}")
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,112 @@
+"""One policy update from a batch of trajectories: the trainer side of group-wise RL and of
+on-policy distillation.
+
+The same model, optimizer factory (Muon/MuonSplit/AdamW), gradient clipping and aux-loss-free
+expert-bias update as pre-training (``training.trainer``); what differs is the loss. Per
+update: logprobs of the old policy (this model before the update, no grad) and, when
+configured, of the reference policy; then ``epochs`` passes over ``minibatches`` slices,
+each a forward with grad, the clipped token-level loss, backward, clip, optimizer step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from pydantic import Field
+
+from core.config import StrictModel
+from training.glm_model import GLMModel
+from training.rl.losses import (
+    PolicyLossConfig,
+    group_advantages,
+    masked_mean,
+    pad_rows,
+    policy_loss,
+    token_logprobs,
+)
+from training.rl.rollouts import Trajectory
+
+
+class UpdateConfig(StrictModel):
+    loss: PolicyLossConfig = PolicyLossConfig()
+    epochs: int = Field(default=1, gt=0)  # passes over one batch (>1: off-policy steps, clipped)
+    minibatches: int = Field(default=1, gt=0)
+    grad_clip: float = Field(default=1.0, gt=0)
+    temperature: float = Field(default=1.0, ge=0)  # must match the sampler's
+
+
+def batch_tensors(trajs: list[Trajectory]) -> dict[str, Any]:
+    tokens, doc_lens = pad_rows([t.tokens for t in trajs])
+    mask = torch.zeros_like(tokens, dtype=torch.float32)
+    rollout_lp = torch.zeros_like(tokens, dtype=torch.float32)
+    for i, t in enumerate(trajs):
+        mask[i, : len(t.tokens)] = torch.tensor(t.loss_mask, dtype=torch.float32)
+        rollout_lp[i, : len(t.tokens)] = torch.tensor(t.logprobs, dtype=torch.float32)
+    return {"tokens": tokens, "doc_lens": doc_lens, "mask": mask, "rollout_logp": rollout_lp}
+
+
+def rl_advantages(trajs: list[Trajectory], group_size: int, cfg: PolicyLossConfig) -> torch.Tensor:
+    rewards = torch.tensor([t.reward for t in trajs], dtype=torch.float32)
+    return group_advantages(rewards, group_size, cfg.std_normalize, cfg.eps)
+
+
+@torch.no_grad()
+def logprobs_of(model: GLMModel, b: dict[str, Any], temperature: float) -> torch.Tensor:
+    was = model.training
+    model.eval()
+    try:
+        return token_logprobs(model, b["tokens"], b["doc_lens"], temperature)
+    finally:
+        model.train(was)
+
+
+def policy_update(
+    model: GLMModel,
+    opt: torch.optim.Optimizer,
+    trajs: list[Trajectory],
+    advantages: torch.Tensor | None,
+    cfg: UpdateConfig,
+    ref_model: GLMModel | None = None,
+    teacher_logp: torch.Tensor | None = None,
+    distill_coef: float = 1.0,
+) -> dict[str, float]:
+    """Update ``model`` on ``trajs``. ``advantages``: one per trajectory (RL), or None with
+    ``teacher_logp`` [B, L] for on-policy distillation, whose per-token advantage is
+    sg[log pi_teacher - log pi_old] (``training.rl.distill``)."""
+    b = batch_tensors(trajs)
+    logp_old = logprobs_of(model, b, cfg.temperature)
+    logp_ref = logprobs_of(ref_model, b, cfg.temperature) if ref_model is not None else None
+    if teacher_logp is not None:
+        adv = distill_coef * (teacher_logp - logp_old) * b["mask"]
+    elif advantages is not None:
+        adv = advantages
+    else:
+        raise ValueError("policy_update needs advantages or teacher logprobs")
+    model.train()
+    n = len(trajs)
+    stats: dict[str, float] = {}
+    for _ in range(cfg.epochs):
+        for chunk in torch.arange(n).chunk(cfg.minibatches):
+            sel = chunk.tolist()
+            sub = {"tokens": b["tokens"][sel], "doc_lens": [b["doc_lens"][i] for i in sel]}
+            logp = token_logprobs(model, sub["tokens"], sub["doc_lens"], cfg.temperature)
+            out = policy_loss(
+                logp,
+                logp_old[sel],
+                adv[sel],
+                b["mask"][sel],
+                cfg.loss,
+                logp_rollout=b["rollout_logp"][sel],
+                logp_ref=None if logp_ref is None else logp_ref[sel],
+            )
+            opt.zero_grad(set_to_none=True)
+            out.loss.backward()
+            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+            opt.step()
+            model.update_expert_bias()
+            stats = {**out.stats, "loss": float(out.loss.detach()), "grad_norm": float(grad_norm)}
+    stats["rollout_trainer_logp_diff"] = float(masked_mean((logp_old - b["rollout_logp"]).abs(), b["mask"]))
+    if teacher_logp is not None:
+        stats["teacher_minus_student"] = float(masked_mean(teacher_logp - logp_old, b["mask"]))
+    return stats

@@ -2,7 +2,7 @@
 
 Same inputs (the real sample corpus, bounded), same step objects, run side by side in one
 process; prints docs/s and MB/s for each engine and their ratio, and checks that both kept
-the same documents. Run: `python benchmarks/engines.py [--pages N]`.
+the same documents. Writes out/bench/engines.json. Run: `python benchmarks/engines.py [--pages N]`.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import duckdb
+from _report import Result, write
 
 from pipelines.documents_job import DocumentStepsConfig, build_document_steps
 from pipelines.job import DocJob
@@ -63,6 +64,14 @@ def main() -> None:
     print(
         f"ratio spark/datatrove docs/s: {base / results['spark local[2]']:.2f}; identical kept documents: {same}"
     )
+    write(
+        __file__,
+        Result("demo steps spark vs datatrove", n / results["spark local[2]"], n / base, "docs/s",
+               ours_label="Spark local[2], steps in mapInArrow", baseline_label="datatrove LocalPipelineExecutor, 2 workers",
+               extra={"identical_kept_documents": same}),
+        {"documents": n, "mb": round(mb, 2), "pages": args.pages, "books": args.books,
+         "spark_startup_s": round(startup, 1)},
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

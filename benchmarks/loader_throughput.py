@@ -2,7 +2,8 @@
 
 Both sides deliver the same shuffled batches of token rows: the baseline gathers them with
 numpy fancy indexing from an in-memory array; the loader gathers them from memory-mapped
-Arrow shards and also builds doc_lens and source lists. Run: `python benchmarks/loader_throughput.py`.
+Arrow shards and also builds doc_lens and source lists. Writes out/bench/loader_throughput.json.
+Run: `python benchmarks/loader_throughput.py`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _report import Result, write
 
 from core.shards import ShardWriter, TokenizerInfo
 from training.loader import LoaderConfig, ShardLoader
@@ -87,6 +89,16 @@ def main() -> None:
         f"  ShardLoader, mapped pages:             {gbps(t_loader):6.2f} GB/s  ratio {t_numpy / t_loader:.2f}"
     )
     print(f"ratio loader/numpy: {t_numpy / t_loader:.2f}  (goal >= 0.5)")
+    write(
+        __file__,
+        Result("shard loader", gbps(t_loader), gbps(t_numpy), "GB/s", goal=0.5,
+               ours_label="ShardLoader over memory-mapped Arrow shards (mapped pages)",
+               baseline_label="numpy fancy-index gather from an in-memory array"),
+        {"batches": n_batches, "batch_size": bs, "seq_len": L, "mb": round(nbytes / 1e6, 1),
+         "shards": str(args.shards) if args.shards else "synthetic"},
+        [Result("shard loader first pass", gbps(t_cold), gbps(t_numpy), "GB/s",
+                ours_label="ShardLoader, first pass (page faults)", baseline_label="numpy gather")],
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ and write them with the same ShardWriter. Baseline: the pretraining packer
 Ours: ``pipelines.longctx_pack.StreamPacker`` (one preallocated int32 buffer). Each runs in
 a fresh process so its peak RSS (``ru_maxrss``) is its own.
 Linux keeps ``ru_maxrss`` across fork+exec, so the figure includes the parent's start-up
-(reported as "over start"). Run: `python benchmarks/longctx_packing.py [--seqs 48 --seq-len 200000]`.
+(reported as "over start"). Writes out/bench/longctx_packing.json. Run: `python benchmarks/longctx_packing.py [--seqs 48 --seq-len 200000]`.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _report import Result, write
 
 from core.shards import ShardWriter, TokenizerInfo
 
@@ -121,6 +122,14 @@ def main() -> None:
         )
     b, o = results["baseline"], results["streampacker"]
     print(f"ratio streampacker/baseline: {o[1] / b[1]:.2f} tokens/s, {o[2] / b[2]:.2f} peak RSS")
+    write(
+        __file__,
+        Result("long-sequence packing", o[1], b[1], "tokens/s", ours_label="pipelines.longctx_pack.StreamPacker",
+               baseline_label="pipelines.pack.SequencePacker (pretraining packer)"),
+        {"seqs": args.seqs, "seq_len": args.seq_len, "text": "sample novels"},
+        [Result("long-sequence packing peak RSS", o[2], b[2], "MB", higher_is_better=False,
+                ours_label="StreamPacker", baseline_label="SequencePacker")],
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

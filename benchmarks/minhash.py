@@ -1,14 +1,15 @@
 r"""MinHash throughput, side by side on the same real text (the sample's novels, in passages):
 
-1. signature MB/s: ours (Arrow tokenising, vectorised hashing, datasketch-identical signatures)
-   vs a plain loop of datasketch ``MinHash.update_batch`` over word 5-gram shingles of
-   ``re.findall(r"\w+")`` words (sha1, its default) vs
-   datatrove's ``MinhashDedupSignature`` step — goal: ours >= 4x the datasketch loop per core;
-   that our signatures equal datasketch's given the same shingle hash is checked here too;
-2. the whole dedup (signatures, bands, connected components) on Spark local[1] vs local[2]
-   (goal >= 1.7x).
+1. signature MB/s: ours (``Signer.signatures``: Arrow/numpy tokenising, vectorised hashing) vs
+   the datasketch configuration whose signatures are *identical* to ours: a loop of
+   ``MinHash(num_perm=112, seed=1, hashfunc=shingle_hash32).update_batch`` over word 5-gram
+   shingles of ``re.findall(r"\w+")`` words (goal >= 8x). Every timed document's signature is
+   compared with ours after the run. Shown next to it, labelled: datasketch with its default
+   sha1 hash (other signatures, so not the headline) and datatrove's ``MinhashDedupSignature``;
+2. the whole dedup (signatures, bands, connected components) on Spark local[2] vs local[1]
+   (goal >= 1.7).
 
-Run: `python benchmarks/minhash.py [--mb 8] [--no-spark]`.
+Writes out/bench/minhash.json. Run: `python benchmarks/minhash.py [--mb 8] [--no-spark]`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from _report import Result, write
 from datasketch import MinHash
 from datatrove.data import Document
 
@@ -41,7 +43,7 @@ def best_of(fn, repeats: int = 3) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mb", type=float, default=8.0, help="MB of text to sign (the sample's novels hold ~9)")
     ap.add_argument("--no-spark", action="store_true")
     ap.add_argument("--spark-copies", type=int, default=4, help="copies of the text in the Spark corpus")
@@ -57,10 +59,12 @@ def main() -> None:
     mb = size / 1e6
     cfg = MinhashConfig()
     signer = Signer(cfg)
+    ours_sigs: list = []
 
     def ours():  # in Arrow-batch-sized groups, as the local and Spark dedup call it
+        ours_sigs.clear()
         for i in range(0, len(texts), 512):
-            signer.signatures(texts[i : i + 512])
+            ours_sigs.extend(signer.signatures(texts[i : i + 512]))
 
     def ours_one_by_one():  # each call compiles Arrow's split regex again: batches are the API
         for t in texts:
@@ -69,11 +73,16 @@ def main() -> None:
     def plain_words(text: str) -> list[str]:  # what a plain datasketch user writes
         return re.findall(r"\w+", text.lower())
 
-    def datasketch_loop():
+    base_sigs: list = []
+
+    def datasketch_loop(hashfunc=shingle_hash32, keep=True):
+        base_sigs.clear()
         for t in texts:
             ws = plain_words(t)
-            m = MinHash(num_perm=cfg.num_perm, seed=cfg.seed)
+            m = MinHash(num_perm=cfg.num_perm, seed=cfg.seed, hashfunc=hashfunc, scheme="affine32")
             m.update_batch([" ".join(ws[i : i + 5]).encode() for i in range(len(ws) - 4)])
+            if keep:
+                base_sigs.append(m.hashvalues)
 
     def datatrove_step():
         from datatrove.pipeline.dedup.minhash import MinhashConfig as DtConfig
@@ -83,38 +92,54 @@ def main() -> None:
             step = MinhashDedupSignature(tmp, config=DtConfig(n_grams=5, num_buckets=14, hashes_per_bucket=8))
             step.run((Document(text=t, id=str(i)) for i, t in enumerate(texts)))
 
-    # same words on this text (ours split in Arrow, the baseline with Python's re) ...
+    # same words on this text (ours split in numpy/Arrow, the baseline with Python's re)
     assert all(words(t) == plain_words(t) for t in texts)
-    # ... and same signatures: datasketch given our shingle hash agrees with ours
-    for t in texts[:20]:
-        ws = words(t)
-        ref = MinHash(num_perm=cfg.num_perm, seed=cfg.seed, hashfunc=shingle_hash32)
-        ref.update_batch([" ".join(ws[i : i + 5]).encode() for i in range(len(ws) - 4)])
-        assert np.array_equal(ref.hashvalues, signer.signature(shingle_hashes(t, 5)))
-    batched = signer.signatures(texts[:20])
-    assert all(np.array_equal(s, signer.signature(shingle_hashes(t, 5))) for s, t in zip(batched, texts, strict=False))
-    t_ours, t_one, t_ds = best_of(ours), best_of(ours_one_by_one), best_of(datasketch_loop)
+    t_ours, t_ds = best_of(ours), best_of(datasketch_loop)
+    # ... and the same signatures, document by document, for everything just timed
+    assert len(ours_sigs) == len(base_sigs) == len(texts)
+    same = all(np.array_equal(a, b) for a, b in zip(ours_sigs, base_sigs, strict=True))
+    assert same, "signatures differ from datasketch's"
+    t_sha1 = best_of(lambda: datasketch_loop(hashfunc=None, keep=False))
+    t_one = best_of(ours_one_by_one)
     t_dt = best_of(datatrove_step, 1)
     t_tok = best_of(lambda: [plain_words(t) for t in texts])  # the baseline's tokeniser alone
-    print(f"{len(texts)} passages, {mb:.1f} MB; signatures identical to datasketch's: True")
-    print(f"  ours (batches of 512 docs)     {mb / t_ours:6.2f} MB/s")
-    print(f"  ours (one document per call)   {mb / t_one:6.2f} MB/s")
-    print(f"  datasketch update_batch loop   {mb / t_ds:6.2f} MB/s")
-    print(f"  datatrove MinhashDedupSignature {mb / t_dt:6.2f} MB/s")
-    print(f"ratio ours/datasketch: {t_ds / t_ours:.2f} (goal >= 4); datasketch/datatrove: {t_dt / t_ds:.2f}")
+    print(f"{len(texts)} passages, {mb:.1f} MB; all {len(texts)} signatures identical to datasketch's: {same}")
+    print(f"  ours (batches of 512 docs)           {mb / t_ours:6.2f} MB/s")
+    print(f"  ours (one document per call)         {mb / t_one:6.2f} MB/s")
+    print(f"  datasketch, hashfunc=shingle_hash32  {mb / t_ds:6.2f} MB/s  (identical signatures: the baseline)")
+    print(f"  datasketch, default sha1             {mb / t_sha1:6.2f} MB/s  (other signatures)")
+    print(f"  datatrove MinhashDedupSignature      {mb / t_dt:6.2f} MB/s")
     print(f"  the baseline's tokenising (Python re) alone: {t_tok:.2f}s of its {t_ds:.2f}s; ours in all: {t_ours:.2f}s")
+    ds_label = "datasketch update_batch loop, hashfunc=shingle_hash32 (identical signatures)"
+    headline = Result("minhash signatures", mb / t_ours, mb / t_ds, "MB/s", goal=8.0,
+                      ours_label="Signer.signatures, batches of 512", baseline_label=ds_label)  # fmt: skip
+    also = [
+        Result("minhash vs datasketch sha1", mb / t_ours, mb / t_sha1, "MB/s",
+               ours_label="Signer.signatures", baseline_label="datasketch default sha1 (different signatures)"),
+        Result("minhash one doc per call", mb / t_one, mb / t_ds, "MB/s",
+               ours_label="Signer.signature per document", baseline_label=ds_label),
+        Result("minhash vs datatrove", mb / t_ours, mb / t_dt, "MB/s",
+               ours_label="Signer.signatures", baseline_label="datatrove MinhashDedupSignature (its own hash)"),
+    ]  # fmt: skip
+    inputs = {"passages": len(texts), "mb": round(mb, 2), "text": "sample novels, 600-word passages",
+              "num_perm": cfg.num_perm, "ngram": cfg.ngram}  # fmt: skip
 
-    if args.no_spark:
-        return
+    if not args.no_spark:
+        also += spark_scaling(texts, cfg, mb, args.spark_copies)
+        inputs["spark_copies"] = args.spark_copies
+    write(__file__, headline, inputs, also)
+
+
+def spark_scaling(texts: list[str], cfg: MinhashConfig, mb: float, copies: int) -> list[Result]:
     from filters.minhash import _key_rows, clusters_spark
     from pipelines.spark import SparkConfig, spark_session
 
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp) / "docs"
         d.mkdir()
-        # the passages --spark-copies times under new ids: each passage becomes a cluster of that
+        # the passages `copies` times under new ids: each passage becomes a cluster of that
         # many duplicates, and there is enough work for two cores to matter
-        spark_texts = texts * args.spark_copies
+        spark_texts = texts * copies
         for part in range(8):
             chunk = spark_texts[part::8]
             pq.write_table(pa.table({"id": [f"p{part}-{i}" for i in range(len(chunk))], "text": chunk,
@@ -128,10 +153,15 @@ def main() -> None:
             times[master, "keys"] = best_of(lambda keys=keys: keys.count(), 2)
             times[master, "all"] = best_of(lambda df=df: clusters_spark(df, cfg), 2)
             spark.stop()
-        print(f"Spark corpus: {len(spark_texts)} passages, {mb * args.spark_copies:.0f} MB")
-        for part, what in (("keys", "band keys (mapInArrow)"), ("all", "whole dedup (keys, joins, components)")):
-            one, two = times["local[1]", part], times["local[2]", part]
-            print(f"{what} on Spark: local[1] {one:.1f}s, local[2] {two:.1f}s; ratio {one / two:.2f} (goal >= 1.7)")
+    total = mb * copies
+    print(f"Spark corpus: {len(spark_texts)} passages, {total:.0f} MB")
+    out = []
+    for part, what in (("keys", "band keys (mapInArrow)"), ("all", "whole dedup (keys, joins, components)")):
+        one, two = times["local[1]", part], times["local[2]", part]
+        print(f"{what} on Spark: local[1] {one:.1f}s, local[2] {two:.1f}s; ratio {one / two:.2f} (goal >= 1.7)")
+        out.append(Result(f"spark {what.split(' (')[0]} local[2]/local[1]", total / two, total / one, "MB/s",
+                          goal=1.7, ours_label="local[2]", baseline_label="local[1]"))  # fmt: skip
+    return out
 
 
 if __name__ == "__main__":

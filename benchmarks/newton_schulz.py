@@ -4,7 +4,7 @@ FLOPs are counted for GLM-5's real up-projections (W_UQ: 64 heads x 256 rows x q
 W_UK/W_UV: 64 heads x (192 + 256) rows x kv_lora 512). Time is measured on the same head
 structure with every dimension divided by ``--shrink`` (full size takes minutes on a CPU).
 Baseline: plain Muon, one Newton–Schulz on each whole matrix.
-Run: `python benchmarks/newton_schulz.py [--shrink 2] [--repeat 3]`.
+Writes out/bench/newton_schulz.json. Run: `python benchmarks/newton_schulz.py [--shrink 2] [--repeat 3]`.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import argparse
 import time
 
 import torch
+from _report import Result, write
 
 from training.muon import newton_schulz, ns_flops, orthogonal_update
 
@@ -61,6 +62,15 @@ def main() -> None:
         f"time at 1/{args.shrink} size: fused (baseline) {t_fused * 1e3:.1f} ms, per-head {t_split * 1e3:.1f} ms"
     )
     print(f"ratio fused/per-head time: {t_fused / t_split:.2f}")
+    write(
+        __file__,
+        Result("muonsplit newton-schulz flops", f_split / 1e9, f_fused / 1e9, "GFLOP", goal=3.0,
+               higher_is_better=False, ours_label="MuonSplit: per-head Newton-Schulz (GLM-5 shapes)",
+               baseline_label="Muon: one Newton-Schulz per whole up-projection"),
+        {"shapes": "GLM-5 W_UQ, W_UK/W_UV", "steps": 5, "time_shrink": args.shrink, "repeat": args.repeat},
+        [Result(f"muonsplit newton-schulz time 1/{args.shrink}", t_split * 1e3, t_fused * 1e3, "ms",
+                higher_is_better=False, ours_label="per-head", baseline_label="fused")],
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

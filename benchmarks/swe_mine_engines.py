@@ -4,8 +4,9 @@ Generates N GH-Archive-style events (default 1,000,000) in hourly ``.json.gz`` f
 on the real events recorded in github3.py's test cassettes (slimmed to the fields the miner
 reads): issues opened/closed, pull requests closing issues ("Fixes #N"), comments, and the
 event types the miner skips. Both engines mine the same files side by side in one process;
-prints events/s for each, their ratio (baseline: DuckDB) and whether the outputs agree.
-Run: ``python benchmarks/swe_mine_engines.py [--events N] [--keep DIR]``.
+prints events/s for each, their ratio (baseline: DuckDB) and whether the outputs agree —
+row by row: every column of every document and reject, and every instance line. Writes
+out/bench/swe_mine_engines.json. Run: ``python benchmarks/swe_mine_engines.py [--events N] [--keep DIR]``.
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ import json
 import random
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 import duckdb
+from _report import Result, write
 
 from pipelines.spark import SparkConfig, spark_session
 from pipelines.swe_mine import SweMineConfig, run_swe_mine
@@ -180,13 +183,29 @@ def generate(out: Path, n: int, cassettes: Path, seed: int = 0) -> int:
     return n
 
 
-def outputs(out: Path) -> tuple:
+def differences(a: Path, b: Path) -> dict[str, int]:
+    """Rows found in one engine's output and not in the other's (multiset difference both ways,
+    every column compared), per dataset; {} when the outputs are identical."""
     con = duckdb.connect()
-    docs = con.execute(f"SELECT count(*) FROM read_parquet('{out}/documents/*.parquet')").fetchone()[0]
-    rej = con.execute(
-        f"SELECT stage, reason, count(*), sum(hash(id)) FROM read_parquet('{out}/rejects/*.parquet') GROUP BY ALL ORDER BY ALL"
-    ).fetchall()
-    return docs, rej
+    diff = {}
+    for ds in ("documents", "rejects"):
+        cols = [sorted(r[0] for r in con.execute(f"DESCRIBE SELECT * FROM read_parquet('{o}/{ds}/*.parquet')").fetchall())
+                for o in (a, b)]  # fmt: skip
+        if cols[0] != cols[1]:
+            diff[f"{ds}_columns"] = len(set(cols[0]) ^ set(cols[1]))
+            continue
+        sel = ", ".join(f'"{c}"' for c in cols[0])
+        n = sum(
+            con.execute(f"SELECT count(*) FROM (SELECT {sel} FROM read_parquet('{x}/{ds}/*.parquet') "
+                        f"EXCEPT ALL SELECT {sel} FROM read_parquet('{y}/{ds}/*.parquet'))").fetchone()[0]
+            for x, y in ((a, b), (b, a))
+        )  # fmt: skip
+        if n:
+            diff[ds] = n
+    inst = [Counter((o / "instances.jsonl").read_text().splitlines()) for o in (a, b)]
+    if n := sum(((inst[0] - inst[1]) + (inst[1] - inst[0])).values()):
+        diff["instances"] = n
+    return diff
 
 
 def main() -> None:
@@ -217,7 +236,10 @@ def main() -> None:
         t0 = time.perf_counter()
         sp = run_swe_mine([str(events)], [], [], Path(tmp) / "spark", cfg, spark=spark, progress=False)
         results["spark local[2]"] = time.perf_counter() - t0
-        same = outputs(duck.out_dir) == outputs(sp.out_dir) and duck.counts == sp.counts
+        diff = differences(duck.out_dir, sp.out_dir)
+        if duck.counts != sp.counts:
+            diff["stage_counts"] = 1
+        same = not diff
         spark.stop()
     n = duck.counts["parse"].docs_in
     print("phase seconds: duckdb", duck.stats.get("timings"), "spark", sp.stats.get("timings"))
@@ -229,7 +251,16 @@ def main() -> None:
         print(f"  {name:30s} {secs:7.1f}s  {args.events / secs:9,.0f} events/s")
     print(f"  (spark session startup {startup:.1f}s, not included)")
     base = results["duckdb + 2 worker processes"]
-    print(f"ratio spark/duckdb events/s: {base / results['spark local[2]']:.2f}; identical outputs: {same}")
+    print(f"ratio spark/duckdb events/s: {base / results['spark local[2]']:.2f}; identical outputs: {same}"
+          + ("" if same else f" (rows that differ: {diff})"))
+    write(
+        __file__,
+        Result("swe-mine spark vs duckdb", args.events / results["spark local[2]"], args.events / base, "events/s",
+               ours_label="Spark local[2]", baseline_label="DuckDB + 2 worker processes",
+               extra={"identical_outputs": same, "differences": diff}),
+        {"events": args.events, "mb_gzipped": round(mb, 1), "documents": duck.documents,
+         "instances": duck.instances, "spark_startup_s": round(startup, 1)},
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

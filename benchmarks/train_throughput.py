@@ -2,7 +2,7 @@
 
 Both train on the same shards (default: out/demo/shards; synthetic shards otherwise) with the
 same batch for the same steps. Baseline: ``training.tiny_lm`` (dense, MHA, AdamW) at the same
-hidden size. Run: `python benchmarks/train_throughput.py [--steps 8]`.
+hidden size. Writes out/bench/train_throughput.json. Run: `python benchmarks/train_throughput.py [--steps 8]`.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _report import Result, write
 
 from core.shards import ShardWriter, TokenizerInfo
 from training.tiny_lm import TinyLMConfig
@@ -66,6 +67,13 @@ def main() -> None:
     print(f"  TinyLM dense baseline:        {base:10.0f} tokens/s")
     print(f"  tiny GLM-5-shaped (MLA, MoE, MTP, {cfg.optimizer.name}): {ours:10.0f} tokens/s")
     print(f"ratio glm/tiny_lm tokens/s: {ours / base:.2f}")
+    write(
+        __file__,
+        Result("tiny glm-5 training", ours, base, "tokens/s",
+               ours_label=f"tiny GLM-5-shaped (MLA, MoE, MTP, {cfg.optimizer.name})",
+               baseline_label="training.tiny_lm dense TinyLM (MHA, AdamW), same hidden size"),
+        {"config": str(args.config), "shards": str(shards), "steps": args.steps, "batch": cfg.loader.batch_size},
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@
 2. fastText (DCLM) scoring docs/s;
 3. LLM edu scoring chunks/s against the local SmolLM2 server, cold vs cached.
 
-Run: `python benchmarks/web_filters.py [--docs N]` (after `python -m pipelines sample`).
+Writes out/bench/web_filters.json. Run: `python benchmarks/web_filters.py [--docs N]` (after
+`python -m pipelines sample`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import time
 from pathlib import Path
 
 import trafilatura
+from _report import Result, write
 from datatrove.data import Document
 from datatrove.pipeline.filters import (
     C4QualityFilter,
@@ -99,7 +101,8 @@ def main() -> None:
         t0 = time.perf_counter()
         for d in docs():
             scorer.filter(d)
-        print(f"fastText DCLM scoring: {n / (time.perf_counter() - t0):.0f} docs/s")
+        dclm_docs_s = n / (time.perf_counter() - t0)
+        print(f"fastText DCLM scoring: {dclm_docs_s:.0f} docs/s")
 
         server = serve(obtain_smollm2("data"), "127.0.0.1", 0)
         url = f"http://127.0.0.1:{server.server_address[1]}/v1"
@@ -116,6 +119,18 @@ def main() -> None:
         print(f"LLM edu scoring: {chunks / times[0]:.2f} chunks/s cold, {chunks / times[1]:.0f} chunks/s cached "
               f"({chunks} chunks, ratio {times[0] / times[1]:.0f}x)")
         server.shutdown()
+    write(
+        __file__,
+        Result("web heuristic stages", n / t_ours, n / t_plain, "docs/s", goal=2.0,
+               ours_label="our stage list: StepChain, one shared warm spaCy tokenizer",
+               baseline_label="the same datatrove filters chained by datatrove",
+               extra={"identical_keep_decisions": ours_kept == plain_kept, "kept": len(ours_kept),
+                      "dclm_fasttext_docs_per_s": round(dclm_docs_s, 1)}),
+        {"documents": n, "mb": round(mb, 2), "filters": "GopherRepetition, GopherQuality, C4Quality, FineWebQuality, DCLM",
+         "llm_docs": args.llm_docs},
+        [Result("llm edu scoring cached vs cold", chunks / times[1], chunks / times[0], "chunks/s",
+                ours_label="EduScore, on-disk LLM cache warm", baseline_label="EduScore, cold (SmolLM2 local server)")],
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -1,0 +1,173 @@
+"""Where every benchmark records its result, and the one table of all of them.
+
+Each script writes ``out/bench/<script>.json``::
+
+    {"name": "minhash", "ours": 21.3, "baseline": 2.4, "ratio": 8.9, "goal": 8.0, "unit": "MB/s",
+     "inputs": {...}, "ours_label": "...", "baseline_label": "...", "goal_met": true,
+     "also": [{"name": ..., "ours": ..., ...}, ...], "notes": "..."}
+
+``ratio`` is always "how many times better ours is than the baseline" (> 1: ours is better),
+whatever the direction of the unit: a rate is ours / baseline, a time or a size is
+baseline / ours. ``goal`` is the smallest ratio wanted, or null where there is none. The
+headline row answers the benchmark's question; ``also`` holds the secondary measurements of the
+same run, each a row of the same shape. A script that could not run writes
+``{"name", "status": "skipped"|"failed", "reason"}`` instead (see ``write_status``).
+
+`python benchmarks/_report.py [DIR]` prints the table of every JSON in DIR (default out/bench),
+with the previous run's ratio next to each row when ``DIR/previous/`` holds one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+# BENCH_OUT: run_all.py --out hands its folder to the scripts it starts
+OUT_DIR = Path(os.environ.get("BENCH_OUT") or ROOT / "out" / "bench")
+FIELDS = ("name", "ours", "baseline", "ratio", "goal", "unit", "inputs")
+
+
+@dataclass
+class Result:
+    """One measurement: ours and the named baseline, measured side by side in one run."""
+
+    name: str
+    ours: float
+    baseline: float
+    unit: str
+    goal: float | None = None
+    higher_is_better: bool = True  # False for seconds, bytes, FLOPs
+    ours_label: str = ""
+    baseline_label: str = ""
+    notes: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ratio(self) -> float:
+        num, den = (self.ours, self.baseline) if self.higher_is_better else (self.baseline, self.ours)
+        return float(num) / float(den) if den else math.inf
+
+    def row(self) -> dict[str, Any]:
+        r = self.ratio
+        return {
+            "name": self.name,
+            "ours": float(self.ours),
+            "baseline": float(self.baseline),
+            "ratio": round(r, 4) if math.isfinite(r) else None,
+            "goal": self.goal,
+            "unit": self.unit,
+            "higher_is_better": self.higher_is_better,
+            "ours_label": self.ours_label,
+            "baseline_label": self.baseline_label,
+            "goal_met": None if self.goal is None else bool(math.isfinite(r) and r >= self.goal),
+            **({"notes": self.notes} if self.notes else {}),
+            **self.extra,
+        }
+
+
+def _path(script: str, out_dir: Path | None) -> Path:
+    d = Path(out_dir) if out_dir is not None else OUT_DIR
+    d.mkdir(parents=True, exist_ok=True)
+    return d / f"{Path(script).stem}.json"
+
+
+def _write(path: Path, obj: dict) -> Path:
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(obj, indent=2, default=str) + "\n")
+    tmp.replace(path)  # a reader never sees half a file
+    return path
+
+
+def write(
+    script: str, headline: Result, inputs: dict[str, Any], also: list[Result] = (), out_dir: Path | None = None
+) -> Path:
+    """Write ``out/bench/<script stem>.json`` (``script`` is the caller's ``__file__``) and print
+    the headline line every benchmark ends with."""
+    obj = {**headline.row(), "inputs": inputs, "also": [r.row() for r in also]}
+    path = _write(_path(script, out_dir), obj)
+    goal = f" (goal >= {headline.goal:g})" if headline.goal is not None else ""
+    print(f"{headline.name}: ratio {_fmt(obj['ratio'])}{goal} -> {path}")
+    return path
+
+
+def write_status(script: str, status: str, reason: str, out_dir: Path | None = None) -> Path:
+    """Record that a benchmark did not produce numbers this run (no GPU, no Docker, it failed)."""
+    name = Path(script).stem
+    return _write(_path(script, out_dir), {"name": name, "status": status, "reason": reason})
+
+
+# -- the table --------------------------------------------------------------------------------
+def collect(out_dir: Path) -> list[dict[str, Any]]:
+    """Every benchmark JSON in ``out_dir``, in name order; unreadable files become failed rows."""
+    rows = []
+    for p in sorted(Path(out_dir).glob("*.json")):
+        try:
+            obj = json.loads(p.read_text())
+            if not isinstance(obj, dict):
+                raise ValueError("not a JSON object")
+        except (OSError, ValueError) as e:
+            obj = {"status": "failed", "reason": f"unreadable {p.name}: {e}"}
+        obj.setdefault("name", p.stem)
+        obj["_file"] = p.stem
+        rows.append(obj)
+    return rows
+
+
+def _fmt(x: Any) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return str(x)
+    if x == 0 or 0.01 <= abs(x) < 1e5:
+        return f"{x:.3g}" if abs(x) < 100 else f"{x:,.0f}"
+    return f"{x:.3g}"
+
+
+def _line(r: dict[str, Any], prev: dict[str, Any] | None, indent: str = "") -> list[str]:
+    if "ours" not in r or "ratio" not in r:  # a status file, or another schema (kernels_gpu)
+        why = r.get("reason") or r.get("error") or ""
+        return [indent + r["name"], "", "", "", r.get("status", "no ratio"), "", "", str(why)[:60]]
+    goal = r.get("goal")
+    met = "" if goal is None else ("yes" if r.get("goal_met") else "NO")
+    last = prev.get("ratio") if prev else None
+    unit = r.get("unit", "")
+    return [indent + r["name"], _fmt(r["ours"]), _fmt(r["baseline"]), unit, _fmt(r["ratio"]),
+            "-" if goal is None else f">= {goal:g}", met, _fmt(last)]  # fmt: skip
+
+
+def table(rows: list[dict[str, Any]], previous: list[dict[str, Any]] = ()) -> str:
+    """One text table: a line per headline and one per secondary measurement (indented)."""
+    prev = {r["name"]: r for p in previous for r in [p, *p.get("also", [])] if isinstance(r, dict)}
+    lines = [["benchmark", "ours", "baseline", "unit", "ratio", "goal", "met", "last ratio / note"]]
+    for r in rows:
+        lines.append(_line(r, prev.get(r["name"])))
+        for sub in r.get("also", []):
+            lines.append(_line(sub, prev.get(sub["name"]), "  "))
+    widths = [max(len(row[i]) for row in lines) for i in range(len(lines[0]))]
+    out = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in lines]
+    out.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args and args[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0
+    out_dir = Path(args[0]) if args else OUT_DIR
+    rows = collect(out_dir)
+    if not rows:
+        print(f"no benchmark results in {out_dir}")
+        return 0
+    print(table(rows, collect(out_dir / "previous")))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -99,9 +99,19 @@ PY_DEV_REQUIREMENTS = ("requirements-dev.txt", "requirements/dev.txt", "dev-requ
 UV_PIP = "uv pip install --python /opt/venv/bin/python"
 
 
-def uv_install(opts: RecipeOptions) -> str:
+# editable installs need a PEP 660 backend (setuptools >= 64, 2022-08): build tooling may be
+# newer than the era, the code under test and its dependencies are not
+EDITABLE_SETUPTOOLS = "2023-06-30"
+
+
+def uv_install(opts: RecipeOptions, editable: bool = False) -> str:
     # a timestamp at the end of the day: releases of that day count as available
-    return UV_PIP + (f" --exclude-newer {opts.exclude_newer}T23:59:59Z" if opts.exclude_newer else "")
+    if not opts.exclude_newer:
+        return UV_PIP
+    cmd = f"{UV_PIP} --exclude-newer {opts.exclude_newer}T23:59:59Z"
+    if editable and opts.exclude_newer < EDITABLE_SETUPTOOLS:
+        cmd += f" --exclude-newer-package setuptools={EDITABLE_SETUPTOOLS}"
+    return cmd
 
 
 def scm_version(version: str | None) -> str:
@@ -122,7 +132,7 @@ def _python_recipe(snap: Snapshot, opts: RecipeOptions) -> list[str]:
         # setuptools-scm reads the version from git metadata, which an exported tree lacks
         scm = (f"SETUPTOOLS_SCM_PRETEND_VERSION={scm_version(opts.version)} "
                if re.search(r"setuptools[_-]scm", build_files) else "")
-        cmds.append(f"{scm}{uv} -e .")
+        cmds.append(f"{scm}{uv_install(opts, editable=True)} -e .")
     # the era's pytest, unless the repository's own requirements (or the repository) gave one
     cmds.append(f"python -c 'import pytest' 2>/dev/null || {uv} pytest")
     cmds.append("uv pip freeze --python /opt/venv/bin/python > /opt/swe-resolved.txt")

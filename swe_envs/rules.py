@@ -72,6 +72,16 @@ def _scm_version(recipe: list[str], log: str) -> list[str] | None:
     return [f"SETUPTOOLS_SCM_PRETEND_VERSION=0.0.0 {line}" if " -e ." in line else line for line in recipe]
 
 
+def _editable_backend(recipe: list[str], log: str) -> list[str] | None:
+    """A backend without PEP 660 (``build_editable``): let setuptools be new enough for it."""
+    from swe_envs.languages import EDITABLE_SETUPTOOLS
+
+    if "has no attribute 'build_editable'" not in log or "--exclude-newer-package setuptools" in " ".join(recipe):
+        return None
+    return [line.replace(" -e .", f" --exclude-newer-package setuptools={EDITABLE_SETUPTOOLS} -e .")
+            if " -e ." in line and "--exclude-newer " in line else line for line in recipe]
+
+
 def _no_build_isolation(recipe: list[str], log: str) -> list[str] | None:
     """An isolated build env that fails to resolve (era build deps): build with the venv's own tools."""
     if not _BUILD_ISOLATION.search(log) or any("--no-build-isolation" in line for line in recipe):
@@ -97,6 +107,7 @@ def _drop_exclude_newer(recipe: list[str], log: str) -> list[str] | None:
 
 def _python_rules(recipe: list[str], log: str) -> tuple[list[str], str] | None:
     for name, rule in (("compiler", _compiler), ("setuptools-scm version", _scm_version),
+                       ("PEP 660 backend", _editable_backend),
                        ("missing module", _python_missing), ("no build isolation", _no_build_isolation),
                        ("drop exclude-newer", _drop_exclude_newer)):
         fixed = rule(recipe, log)

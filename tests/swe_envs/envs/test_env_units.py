@@ -47,11 +47,13 @@ def test_manifest_driven_recipes(tmp_path):
     uv = "uv pip install --python /opt/venv/bin/python --exclude-newer 2019-05-14T23:59:59Z"
     opts = languages.RecipeOptions("2019-05-14", "5.4")
     assert languages.recipe("python", Snapshot(repo, head), opts) == [
-        f"{uv} -r requirements.txt", f"{uv} -e .", f"python -c 'import pytest' 2>/dev/null || {uv} pytest",
+        f"{uv} -r requirements.txt", f"{uv} --exclude-newer-package setuptools=2023-06-30 -e .",
+        f"python -c 'import pytest' 2>/dev/null || {uv} pytest",
         "uv pip freeze --python /opt/venv/bin/python > /opt/swe-resolved.txt"]
     # setuptools-scm cannot read a version from an exported tree: the task's version stands in
     repo, head = make_git(tmp_path / "scm", {"setup.py": "setup(use_scm_version=True, setup_requires=['setuptools_scm'])"})
-    assert f"SETUPTOOLS_SCM_PRETEND_VERSION=5.4.0 {uv} -e ." in languages.recipe("python", Snapshot(repo, head), opts)
+    assert (f"SETUPTOOLS_SCM_PRETEND_VERSION=5.4.0 {uv} --exclude-newer-package setuptools=2023-06-30 -e ."
+            in languages.recipe("python", Snapshot(repo, head), opts))
     repo, head = make_git(tmp_path / "js", {"package.json": json.dumps({"devDependencies": {"jest": "^29"},
                                                                        "scripts": {"test": "jest"}})})
     snap = Snapshot(repo, head)

@@ -142,6 +142,16 @@ class GLMModel(nn.Module):
             for pname, spec in m.up_proj_blocks().items()
         }
 
+    def set_dsa_dense(self, on: bool) -> None:
+        """DSA dense warm-up (on) or the sparse stage (off); no-op without an indexer."""
+        for _, m in self.attention_modules():
+            if isinstance(m, MLA):
+                m.dsa_dense = on
+
+    def indexer_params(self) -> list[str]:
+        """Names of the DSA indexers' parameters (the only ones the dense warm-up trains)."""
+        return [n for n, _ in self.named_parameters() if ".indexer." in n]
+
     def set_record_max_logits(self, on: bool) -> None:
         for _, m in self.attention_modules():
             m.record_max_logits = on
@@ -178,8 +188,11 @@ class GLMModel(nn.Module):
     def loss(
         self, tokens: torch.Tensor, doc_lens: list[torch.Tensor], loss_mask: torch.Tensor | None = None
     ) -> dict[str, torch.Tensor]:
-        """{'loss': total to minimize, 'lm_loss', 'mtp_loss', 'aux_loss'}; no target crosses a
-        document boundary."""
+        """{'loss': total to minimize, 'lm_loss', 'mtp_loss', 'aux_loss', with DSA 'indexer_loss'};
+        no target crosses a document boundary."""
+        attn = [m for _, m in self.attention_modules() if isinstance(m, MLA) and m.indexer is not None]
+        for m in attn:
+            m.indexer_loss = None
         logits, hidden, aux, (seg, positions, mask) = self(tokens, doc_lens, return_hidden=True)
         tokens = tokens.long()
         lm = _shifted_ce(logits, tokens, seg, 1, loss_mask)
@@ -197,6 +210,12 @@ class GLMModel(nn.Module):
                 total = total + a
             out["mtp_loss"] = mtp_total / depths
             total = total + self.cfg.mtp_loss_scaling_factor * out["mtp_loss"]
+        kls = [m.indexer_loss for m in attn if m.indexer_loss is not None]
+        if kls:
+            # each indexer learns from its own layer's KL (Megatron: coeff x KL per layer, summed);
+            # the logged value is the mean per layer call
+            out["indexer_loss"] = torch.stack(kls).mean()
+            total = total + self.cfg.dsa_indexer_loss_coeff * torch.stack(kls).sum()
         out["loss"] = total
         return out
 

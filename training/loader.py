@@ -231,11 +231,21 @@ class ShardLoader:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue where ``state`` stopped. Another rank layout is fine when the global batch
+        (batch_size x world_size) is the same: global batch b of an epoch is positions
+        [b*G, (b+1)*G) of the epoch's order whatever the split, and an epoch has N // G of them,
+        so a run resumed on a different number of ranks reads exactly the same sequences."""
         mine = self.state_dict()
-        for key in ("seed", "shuffle", "batch_size", "rank", "world_size", "num_sequences"):
+        for key in ("seed", "shuffle", "num_sequences"):
             if state.get(key) != mine[key]:
                 raise ValueError(
                     f"loader state has {key}={state.get(key)!r} but this loader has {mine[key]!r}"
                 )
+        theirs = int(state.get("batch_size", 0)) * int(state.get("world_size", 0))
+        if theirs != self.cfg.batch_size * self.world_size:
+            raise ValueError(
+                f"loader state has a global batch of {theirs} (batch_size {state.get('batch_size')} x "
+                f"{state.get('world_size')} ranks) but this loader has {self.cfg.batch_size} x {self.world_size}"
+            )
         self.epoch = int(state["epoch"])
         self.batch_in_epoch = int(state["batch_in_epoch"])

@@ -4,9 +4,19 @@
 CPU; tested). ``to_megatron_state_dict`` renames our state dict to a Megatron ``GPTModel``'s
 (Transformer-Engine layer specs by default, where q/kv and dense-MLP norms are fused into the
 following linear as ``layer_norm_weight``; ``spec="local"`` for the plain-PyTorch specs).
-``build_megatron_model`` builds the GPTModel itself, which needs CUDA (megatron-core 0.16 cannot
-build MoE/MLA models on a CPU-only torch); the ``gpu``-marked test loads a converted state dict
-and compares logits with ours.
+``build_megatron_model`` builds the GPTModel itself: with ``spec="local"`` from Megatron's own
+modules plus the few pieces 0.16.1 lacks without Transformer Engine (``training/megatron_local.py``
+says which); ``tests/training/test_megatron_bridge.py`` loads a converted state dict and
+compares logits with ours (on CPU), ``make gpu-check`` does the same on a GPU.
+
+DSA (``dsa_indexer_*``) maps to Megatron's ``experimental_attention_variant="dsa"`` with the
+same field names, and our ``self_attention.indexer.*`` weights to its
+``self_attention.core_attention.indexer.*``. Megatron-core 0.16.1 builds it only through the
+local path here: its block spec does not wire "dsa", and its TE DSA spec fuses the q norm into
+``linear_q_up_proj``, so its indexer would read the pre-norm query latent (ours and
+DeepSeek-V3.2's read the normalized one). Megatron's DSA has no packed-sequence (document
+mask) support and no dense warm-up switch; its indexer loss is the same KL
+(``dsa_indexer_loss_coeff``, ``dsa_indexer_use_sparse_loss``).
 
 megatron-core 0.16 has no ``mtp_use_repeated_layer`` (0.17+): there the one shared MTP layer is
 written once per depth (``mtp.layers.{d}``), i.e. Megatron trains them as copies.
@@ -77,6 +87,15 @@ def megatron_fields(cfg: ModelConfig) -> dict[str, Any]:
             moe_grouped_gemm=True,
             moe_token_dispatcher_type="alltoall",
         )
+    if c.dsa_indexer_n_heads:
+        kw.update(
+            experimental_attention_variant="dsa",
+            dsa_indexer_n_heads=c.dsa_indexer_n_heads,
+            dsa_indexer_head_dim=c.dsa_indexer_head_dim,
+            dsa_indexer_topk=c.dsa_indexer_topk,
+            dsa_indexer_loss_coeff=c.dsa_indexer_loss_coeff,
+            dsa_indexer_use_sparse_loss=c.dsa_indexer_use_sparse_loss,
+        )
     if c.mtp_depths:
         kw.update(mtp_num_layers=c.mtp_depths, mtp_loss_scaling_factor=c.mtp_loss_scaling_factor)
         kw["mtp_use_repeated_layer"] = c.mtp_use_repeated_layer  # dropped below where unknown
@@ -100,6 +119,8 @@ def to_megatron_config(cfg: ModelConfig, **parallel: Any):
 def _layer_names(name: str, is_moe: bool, mla: bool, spec: Spec, num_experts: int) -> list[tuple[str, Any]]:
     """One layer-local name -> [(megatron name, selector)]; selector None = the whole tensor,
     an int e = expert e of a stacked expert weight."""
+    if name.startswith("self_attention.indexer."):  # DSA: Megatron's indexer lives in core_attention
+        return [(name.replace("self_attention.", "self_attention.core_attention.", 1), None)]
     if spec == "te":
         if name == "self_attention.q_layernorm.weight" and mla:
             return [("self_attention.linear_q_up_proj.layer_norm_weight", None)]
@@ -157,20 +178,33 @@ def to_megatron_state_dict(
     return out
 
 
-def build_megatron_model(cfg: ModelConfig, spec: Spec = "te", **parallel: Any):
-    """Megatron GPTModel for ``cfg`` (CUDA only; call after ``parallel_state.initialize_model_parallel``)."""
+def build_megatron_model(cfg: ModelConfig, spec: Spec = "local", **parallel: Any):
+    """Megatron GPTModel for ``cfg`` (call after ``parallel_state.initialize_model_parallel``).
+
+    ``spec="local"``: Megatron's own modules with ``training/megatron_local.py``'s substitutions
+    (no Transformer Engine needed; DSA supported). ``spec="te"``: Megatron's Transformer-Engine
+    specs (TE must be installed; no DSA in 0.16.1). ``parallel`` passes through Megatron config
+    fields (``use_cpu_initialization``, ``moe_token_dispatcher_type``, ``bf16``, ...)."""
     from megatron.core.models.gpt import GPTModel
     from megatron.core.models.gpt.gpt_layer_specs import get_gpt_decoder_block_spec, get_gpt_mtp_block_spec
 
-    if not torch.cuda.is_available():
-        raise RuntimeError("Megatron-core builds MoE/MLA GPT models only where CUDA exists")
+    from training import megatron_local
+
     mcfg = to_megatron_config(cfg, **parallel)
-    use_te = spec == "te"
-    if not use_te:
+    dsa = bool(cfg.dsa_indexer_n_heads)
+    if spec == "te":
+        if dsa:
+            raise NotImplementedError(
+                "megatron-core 0.16.1 has no TE decoder-block spec for DSA (experimental_attention_variant="
+                "'dsa' is not wired); use spec='local'"
+            )
+        block = get_gpt_decoder_block_spec(mcfg, use_transformer_engine=True)
+    else:
+        megatron_local.patch_megatron_without_te()
         mcfg.moe_grouped_gemm = False  # local spec: SequentialMLP experts (local_experts.N)
-    block = get_gpt_decoder_block_spec(mcfg, use_transformer_engine=use_te)
+        block = megatron_local.local_block_spec(mcfg, dsa)
     mtp = (
-        get_gpt_mtp_block_spec(mcfg, block.layer_specs[-1], use_transformer_engine=use_te)
+        get_gpt_mtp_block_spec(mcfg, block.layer_specs[-1], use_transformer_engine=spec == "te")
         if cfg.mtp_depths
         else None
     )

@@ -15,6 +15,12 @@ before the rotate-half rotation), so a converted state dict gives the same logit
 Decoding caches only the normalized latent c_kv and the rotated RoPE key — kv_lora + rope
 numbers per token (576 for GLM-5) — and absorbs W_UK into the query and W_UV into the
 output, so per-head keys and values are never materialized.
+
+With ``dsa_indexer_n_heads`` set, the layer owns a DSA lightning indexer (``training/dsa.py``):
+in the sparse stage every query attends to its top-``dsa_indexer_topk`` keys only (training
+and decoding, whose cache then also holds the indexer key, ``dsa_indexer_head_dim`` numbers per
+token); ``dsa_dense = True`` is the dense warm-up. The KL that trains the indexer is left in
+``indexer_loss`` (summed over the layer's calls since the model last reset it).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from training import dsa
 from training.model_config import ModelConfig
 
 
@@ -66,6 +73,7 @@ class LatentCache:
 
     c_kv: torch.Tensor
     k_rope: torch.Tensor
+    k_index: torch.Tensor | None = None  # DSA indexer keys [B, S, head_dim]
 
     @property
     def length(self) -> int:
@@ -98,6 +106,10 @@ class MLA(nn.Module):
         # largest pre-softmax logit per head of the last forward
         self.record_max_logits = False
         self.max_logits: torch.Tensor | None = None
+        self.indexer = dsa.Indexer(cfg) if cfg.dsa_indexer_n_heads else None
+        self.dsa_dense = False  # DSA dense warm-up: dense attention, indexer still trained
+        self.dsa_block = 256  # queries per block on the sparse path (bounds the gathered memory)
+        self.indexer_loss: torch.Tensor | None = None
 
     # -- pieces shared by both paths ----------------------------------------------------------
     def up_proj_blocks(self) -> dict[str, tuple[int, list[int]]]:
@@ -111,14 +123,17 @@ class MLA(nn.Module):
 
     def _queries(
         self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(q_nope, roped q_rope, the query latent the DSA indexer reads: x without q_lora)."""
         B, L, _ = x.shape
         if self.cfg.q_lora_rank is None:
+            qr = x
             q = self.linear_q_proj(x)
         else:
-            q = self.linear_q_up_proj(self.q_layernorm(self.linear_q_down_proj(x)))
+            qr = self.q_layernorm(self.linear_q_down_proj(x))
+            q = self.linear_q_up_proj(qr)
         q_nope, q_rope = q.view(B, L, self.num_heads, self.qk + self.rope).split([self.qk, self.rope], -1)
-        return q_nope, apply_rope(q_rope, cos, sin)
+        return q_nope, apply_rope(q_rope, cos, sin), qr
 
     def _latent(
         self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
@@ -136,14 +151,21 @@ class MLA(nn.Module):
         """x [B, L, hidden]; positions [B, L] (restart per document); mask [B, 1, L, L] bool."""
         B, L, _ = x.shape
         cos, sin = rope_cos_sin(positions, self.rope, self.cfg.rotary_base)
-        q_nope, q_rope = self._queries(x, cos, sin)
+        q_nope, q_rope, qr = self._queries(x, cos, sin)
         c_kv, k_rope = self._latent(x, cos, sin)
         kv = self.linear_kv_up_proj(c_kv).view(B, L, self.num_heads, self.qk + self.v)
         k_nope, v = kv.split([self.qk, self.v], -1)
         q = torch.cat((q_nope, q_rope), -1).transpose(1, 2)
         k = torch.cat((k_nope, k_rope[:, :, None].expand(-1, -1, self.num_heads, -1)), -1).transpose(1, 2)
         if self.record_max_logits:
+            # with DSA: the largest over all allowed keys, an upper bound of the selected ones
             self.max_logits = _max_logits(q, k, mask, self.scale)
+        if self.indexer is not None:
+            index = self.indexer(x.detach(), qr.detach(), lambda t: apply_rope(t, cos, sin))
+            if not self.dsa_dense:
+                return self._sparse(q_nope, q_rope, c_kv, k_rope, index, mask)
+            if self._train_indexer():
+                self._dense_indexer_loss(q.detach(), k.detach(), index, mask)
         # q/k and v widths differ in MLA, which sends SDPA to its O(L^2)-memory math kernel;
         # zero-padding them to one width (scores and outputs unchanged) selects the flash kernel
         d = max(q.shape[-1], self.v)
@@ -152,6 +174,60 @@ class MLA(nn.Module):
         v = F.pad(v, (0, d - self.v)).transpose(1, 2)
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale)[..., : self.v]
         return self.linear_proj(out.transpose(1, 2).reshape(B, L, self.num_heads * self.v))
+
+    # -- DSA --------------------------------------------------------------------------------------
+    def _train_indexer(self) -> bool:
+        return self.training and torch.is_grad_enabled() and self.cfg.dsa_indexer_loss_coeff > 0
+
+    def _add_indexer_loss(self, kl: torch.Tensor) -> None:
+        self.indexer_loss = kl if self.indexer_loss is None else self.indexer_loss + kl
+
+    def _dense_indexer_loss(self, q: torch.Tensor, k: torch.Tensor, index, mask: torch.Tensor) -> None:
+        """Warm-up KL: the indexer's distribution over all allowed keys toward the dense one."""
+        qi, ki, wi = index
+        B, _, L, _ = q.shape
+        kl = q.new_zeros((), dtype=torch.float32)
+        for t0 in range(0, L, self.dsa_block):
+            t1 = min(t0 + self.dsa_block, L)
+            allowed = mask[:, 0, t0:t1]
+            with torch.no_grad():
+                s = (q[:, :, t0:t1] @ k.transpose(-2, -1)).float() * self.scale
+                target = dsa.head_mean(s.masked_fill(~allowed[:, None], float("-inf")).softmax(-1))
+            kl = kl + dsa.kl_to_attention(target, dsa.index_scores(qi[:, t0:t1], ki, wi[:, t0:t1], allowed))
+        self._add_indexer_loss(kl / (B * L))
+
+    def _sparse(self, q_nope, q_rope, c_kv, k_rope, index, mask: torch.Tensor) -> torch.Tensor:
+        """Sparse stage: each query attends to its top-k allowed keys (absorbed MLA, query blocks)."""
+        qi, ki, wi = index
+        B, L = q_nope.shape[:2]
+        w_uk, w_uv = self._w_uk_uv()
+        q_lat = torch.einsum("blhd,hdc->blhc", q_nope, w_uk)
+        train, sparse_loss = self._train_indexer(), self.cfg.dsa_indexer_use_sparse_loss
+        outs, kl = [], q_nope.new_zeros((), dtype=torch.float32)
+        for t0 in range(0, L, self.dsa_block):
+            t1 = min(t0 + self.dsa_block, L)
+            allowed = mask[:, 0, t0:t1]
+            scores = dsa.index_scores(qi[:, t0:t1], ki, wi[:, t0:t1], allowed)
+            idx, valid = dsa.select_topk(scores.detach(), self.cfg.dsa_indexer_topk)
+            out_lat, probs = dsa.sparse_mla(
+                q_lat[:, t0:t1], q_rope[:, t0:t1], c_kv, k_rope, idx, valid, self.scale
+            )
+            outs.append(torch.einsum("bthc,hvc->bthv", out_lat, w_uv))
+            if not train:
+                continue
+            if sparse_loss:  # over the selected keys only
+                picked = scores.gather(-1, idx).masked_fill(~valid, float("-inf"))
+                kl = kl + dsa.kl_to_attention(dsa.head_mean(probs.detach()), picked)
+            else:  # over all allowed keys, against the dense distribution
+                with torch.no_grad():
+                    s = torch.einsum("bthc,bsc->bhts", q_lat[:, t0:t1], c_kv)
+                    s = (s + torch.einsum("bthr,bsr->bhts", q_rope[:, t0:t1], k_rope)).float() * self.scale
+                    target = dsa.head_mean(s.masked_fill(~allowed[:, None], float("-inf")).softmax(-1))
+                kl = kl + dsa.kl_to_attention(target, scores)
+        if train:
+            self._add_indexer_loss(kl / (B * L))
+        out = torch.cat(outs, 1)
+        return self.linear_proj(out.reshape(B, L, self.num_heads * self.v))
 
     # -- decode path ----------------------------------------------------------------------------
     def decode(
@@ -175,12 +251,17 @@ class MLA(nn.Module):
         poisoning the cache of later layers)."""
         B, T, _ = x.shape
         cos, sin = rope_cos_sin(positions, self.rope, self.cfg.rotary_base)
-        q_nope, q_rope = self._queries(x, cos, sin)
+        q_nope, q_rope, qr = self._queries(x, cos, sin)
         c_new, kr_new = self._latent(x, cos, sin)
+        ki_new = None
+        if self.indexer is not None:
+            qi, ki_new, wi = self.indexer(x, qr, lambda t: apply_rope(t, cos, sin))
         if cache is not None:
             c_new = torch.cat((cache.c_kv, c_new), 1)
             kr_new = torch.cat((cache.k_rope, kr_new), 1)
-        cache = LatentCache(c_new, kr_new)
+            if ki_new is not None:
+                ki_new = torch.cat((cache.k_index, ki_new), 1)
+        cache = LatentCache(c_new, kr_new, ki_new)
         S = cache.length
         # query t (absolute index S-T+t) sees cache positions <= its own
         causal = torch.ones(T, S, dtype=torch.bool, device=x.device).tril(diagonal=S - T)
@@ -189,7 +270,13 @@ class MLA(nn.Module):
             itself[torch.arange(T), torch.arange(S - T, S)] = True
             causal = (causal & key_mask[:, None, None, :].bool()) | itself  # [B, 1, T, S]
         w_uk, w_uv = self._w_uk_uv()
-        if absorb:
+        if self.indexer is not None and not self.dsa_dense:  # sparse: top-k of the cache per query
+            allowed = causal.expand(B, T, S) if causal.dim() == 2 else causal[:, 0]
+            idx, valid = dsa.select_topk(dsa.index_scores(qi, ki_new, wi, allowed), self.cfg.dsa_indexer_topk)
+            q_lat = torch.einsum("bthd,hdc->bthc", q_nope, w_uk)
+            out_lat, _ = dsa.sparse_mla(q_lat, q_rope, cache.c_kv, cache.k_rope, idx, valid, self.scale)
+            out = torch.einsum("bthc,hvc->bthv", out_lat.to(w_uv.dtype), w_uv)
+        elif absorb:
             q_lat = torch.einsum("bthd,hdc->bthc", q_nope, w_uk)  # [B, T, H, kv_lora]
             scores = torch.einsum("bthc,bsc->bhts", q_lat, cache.c_kv)
             scores = scores + torch.einsum("bthr,bsr->bhts", q_rope, cache.k_rope)

@@ -47,11 +47,14 @@ class ModelConfig(StrictModel):
     add_qkv_bias: bool = False
     rotary_base: float = Field(default=1_000_000.0, gt=0)
     rotary_percent: float = Field(default=1.0, gt=0, le=1)  # GQA: fraction of head dim rotated
-    # DeepSeek-sparse-attention indexer (GLM-5 has one). Counted by the calculator only: our
-    # model and the Megatron conversion use dense attention.
+    # DeepSeek sparse attention (DSA, GLM-5 has it; MLA only; Megatron's names): a lightning
+    # indexer scores every past token, each query attends to its top dsa_indexer_topk only
+    # (training/dsa.py). The indexer learns by KL toward the main attention's distribution.
     dsa_indexer_n_heads: int | None = Field(default=None, gt=0)
     dsa_indexer_head_dim: int | None = Field(default=None, gt=0)
     dsa_indexer_topk: int | None = Field(default=None, gt=0)
+    dsa_indexer_loss_coeff: float = Field(default=0.0, ge=0)  # Megatron: None = 0
+    dsa_indexer_use_sparse_loss: bool = False  # KL over the selected keys only (sparse stage)
 
     # -- MoE --------------------------------------------------------------------------------
     num_moe_experts: int | None = Field(default=8, gt=0)  # None = dense model
@@ -134,6 +137,15 @@ class ModelConfig(StrictModel):
                 )
         if (self.dsa_indexer_n_heads is None) != (self.dsa_indexer_head_dim is None):
             raise bad("dsa_indexer_head_dim", "set dsa_indexer_n_heads and dsa_indexer_head_dim together")
+        if self.dsa_indexer_n_heads is not None:
+            if self.dsa_indexer_topk is None:
+                raise bad("dsa_indexer_topk", "required with dsa_indexer_n_heads (keys kept per query)")
+            if self.dsa_indexer_head_dim <= self.qk_pos_emb_head_dim or self.qk_pos_emb_head_dim % 2:
+                raise bad(
+                    "dsa_indexer_head_dim",
+                    f"{self.dsa_indexer_head_dim} must exceed qk_pos_emb_head_dim {self.qk_pos_emb_head_dim} "
+                    "(its last qk_pos_emb_head_dim dims carry RoPE)",
+                )
 
         f = self.moe_layer_freq
         if isinstance(f, list):
@@ -174,7 +186,37 @@ class ModelConfig(StrictModel):
         if self.mtp_depths and not self.mtp_use_repeated_layer:
             # our model implements the paper's shared-parameter MTP only
             raise bad("mtp_use_repeated_layer", "only the shared-layer MTP (true) is implemented")
+        if ignored := self.ignored_fields():
+            field, why = ignored[0]
+            raise bad(field, f"set to {getattr(self, field)!r} but {why}: the model would ignore it")
         return self
+
+    def ignored_fields(self) -> list[tuple[str, str]]:
+        """Fields set to a non-default value that this architecture does not use, with why.
+
+        A YAML that sets a field the model then ignores builds a different model than its
+        author meant (e.g. GLM-5's indexer fields before DSA existed), so ``check`` refuses it."""
+        # (MoE and MTP sub-fields are not listed: num_moe_experts / mtp_num_layers = null is the
+        # explicit switch that turns those parts off, as in Megatron)
+        mla_only = ["q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim", "v_head_dim"]
+        mla_only += [f for f in type(self).model_fields if f.startswith("dsa_")]
+        gqa_only = ["num_query_groups", "kv_channels", "add_qkv_bias", "rotary_percent"]
+        groups = [
+            (gqa_only, self.multi_latent_attention, "multi_latent_attention is true (GQA-only field)"),
+            (mla_only, not self.multi_latent_attention, "multi_latent_attention is false (MLA-only field)"),
+            (
+                [f for f in type(self).model_fields if f.startswith("dsa_") and f != "dsa_indexer_n_heads"],
+                self.dsa_indexer_n_heads is None,
+                "dsa_indexer_n_heads is not set (no DSA indexer)",
+            ),
+        ]
+        out = []
+        for fields, unused, why in groups:
+            if unused:
+                out += [
+                    (f, why) for f in fields if getattr(self, f) != type(self).model_fields[f].default
+                ]
+        return out
 
 
 def mla_256(base: ModelConfig) -> ModelConfig:

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import torch
+from torch.distributed.tensor import DTensor, distribute_tensor
 
 NS_COEFFICIENTS = (3.4445, -4.7750, 2.0315)
 
@@ -144,10 +145,29 @@ class Muon(torch.optim.Optimizer):
             buf.mul_(mu).add_(p.grad)
             u = p.grad.add(buf, alpha=mu) if g["nesterov"] else buf
             spec = None if spec is None else (int(spec[0]), [int(r) for r in spec[1]])
-            update = orthogonal_update(
-                u, spec, g["ns_steps"], g["ns_coefficients"], g["rms_scale"], self.ns_dtype
-            )
+            args = (spec, g["ns_steps"], g["ns_coefficients"], g["rms_scale"], self.ns_dtype)
+            if isinstance(u, DTensor):
+                # FSDP shard: orthogonalize the whole matrix (all-gathered; every rank computes
+                # the same update), then keep this rank's slice of it
+                full = orthogonal_update(u.full_tensor(), *args)
+                update = distribute_tensor(full, u.device_mesh, u.placements, src_data_rank=None)
+            else:
+                update = orthogonal_update(u, *args)
             p.mul_(1 - lr * wd).add_(update.to(p.dtype), alpha=-lr)
+
+    @torch.no_grad()
+    def init_state(self) -> None:
+        """Create every parameter's state now (zeros, step 0), exactly what the first step would
+        create lazily, so a sharded checkpoint has tensors to load into."""
+        for g in self.param_groups:
+            for p in g["params"]:
+                state = self.state[p]
+                if g["use_muon"]:
+                    state.setdefault("momentum_buffer", torch.zeros_like(p))
+                elif "step" not in state:
+                    state["step"] = torch.zeros((), dtype=torch.float32)
+                    state["exp_avg"] = torch.zeros_like(p)
+                    state["exp_avg_sq"] = torch.zeros_like(p)
 
     def _adamw(self, g: dict[str, Any]) -> None:
         lr, wd, (b1, b2), eps = g["lr"], g["weight_decay"], g["betas"], g["eps"]

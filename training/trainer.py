@@ -7,14 +7,23 @@ sequence length and shard set come from that directory's manifest), under one LR
 over all steps. Checkpoints (``checkpoint.dir``) hold everything a run needs to continue
 bit-exactly: weights, optimizer state, RNG state, step and the loader position.
 
-Per step: forward + loss (LM + MTP + optional sequence aux loss) under optional bf16
-autocast, backward, gradient clipping, optimizer step, optional QK-clip, then the
-aux-loss-free expert-bias update from the step's expert loads.
+Per step: forward + loss (LM + MTP + optional sequence aux loss + DSA indexer KL) under
+optional bf16 autocast, backward, gradient clipping, optimizer step, optional QK-clip, then the
+aux-loss-free expert-bias update from the step's expert loads. With a DSA indexer, the first
+``dsa_warmup_steps`` steps are DeepSeek-V3.2's dense warm-up: dense attention, and only the
+indexer's parameters are updated (by its KL toward the dense attention); then sparse attention.
+
+Under ``torchrun --nproc-per-node N -m training.trainer ...`` the same loop runs data parallel
+(FSDP2) and expert parallel (``parallel.expert_model_parallel_size``) over N ranks; see
+``training/distributed.py``. ``loader.batch_size`` is the global batch either way, so N ranks
+see exactly the sequences one process would, and checkpoints (``torch.distributed.checkpoint``)
+resume on another N.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,7 +38,9 @@ from core.cli import user_errors
 from core.config import StrictModel, load_config
 from core.errors import ConfigError
 from core.shards import read_manifest
+from training import distributed
 from training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from training.dist_checkpoint import is_dcp_checkpoint, load_dcp, save_dcp
 from training.glm_model import GLMModel
 from training.loader import LoaderConfig, ShardLoader
 from training.metrics_log import MetricsSink
@@ -75,11 +86,18 @@ class TrainerConfig(StrictModel):
     stages: list[StageConfig] = []
     checkpoint: CheckpointConfig = CheckpointConfig()
     parallel: ParallelConfig = ParallelConfig()
+    # DSA (model.dsa_indexer_*): steps of dense warm-up that train only the indexer
+    dsa_warmup_steps: int = Field(default=0, ge=0)
 
 
 def load_trainer_config(path: str | Path, overrides: list[str] | None = None) -> TrainerConfig:
     cfg = load_config(TrainerConfig, path, overrides)
     cfg.model.check(f"{path}: model")
+    if cfg.dsa_warmup_steps and not (cfg.model.dsa_indexer_n_heads and cfg.model.dsa_indexer_loss_coeff > 0):
+        raise ConfigError(
+            f"{path}: dsa_warmup_steps: the warm-up trains the DSA indexer by its KL: set "
+            "model.dsa_indexer_n_heads and a positive model.dsa_indexer_loss_coeff"
+        )
     return cfg
 
 
@@ -144,17 +162,41 @@ def train(
 
 
 def _train(cfg, shards, metrics_path, log, stop_after, resume) -> TrainResult:
+    p = cfg.parallel
+    par = distributed.from_env(
+        p.tensor_model_parallel_size, p.pipeline_model_parallel_size, p.expert_model_parallel_size
+    )
+    try:
+        return _train_loop(cfg, shards, metrics_path, log, stop_after, resume, par)
+    finally:
+        if par is not None:
+            par.close()
+
+
+def _train_loop(cfg, shards, metrics_path, log, stop_after, resume, par) -> TrainResult:
     stages = resolve_stages(cfg, shards)
     total = sum(s.steps for s in stages)
     model = build_model(cfg, stages)
+    world, rank = (par.world, par.rank) if par else (1, 0)
+    if par is not None:
+        if cfg.optimizer.qk_clip_tau:
+            raise ConfigError("optimizer.qk_clip_tau: QK-clip is not implemented under torchrun (FSDP-sharded q/k)")
+        model = par.shard(model)
+        if not par.is_main:
+            log = _quiet
     opt = build_optimizer(model, cfg.optimizer)
     step, loader_state = 0, None
     ckpt_dir = Path(cfg.checkpoint.dir) if cfg.checkpoint.dir else None
     found = latest_checkpoint(ckpt_dir) if (ckpt_dir and resume) else None
     if found is not None:
-        saved = load_checkpoint(found, model, opt)
+        if par is not None or is_dcp_checkpoint(found):
+            saved = load_dcp(found, model, opt, par)
+        else:
+            saved = load_checkpoint(found, model, opt)
         step, loader_state = saved["step"], saved.get("loader")
         log(f"resumed from {found} at step {step}")
+    dsa_warmup = cfg.dsa_warmup_steps if cfg.model.dsa_indexer_n_heads else 0
+    warm_only = set(model.indexer_params()) if dsa_warmup else set()
     clip = cfg.optimizer.qk_clip_tau
     model.set_record_max_logits(bool(clip) or cfg.record_max_logits)
     autocast = (
@@ -162,7 +204,12 @@ def _train(cfg, shards, metrics_path, log, stop_after, resume) -> TrainResult:
         if cfg.precision == "bf16"
         else contextlib.nullcontext()
     )
-    sink = MetricsSink(metrics_path, append=step > 0, tensorboard_dir=cfg.tensorboard_dir, log=log)
+    sink = MetricsSink(
+        metrics_path if rank == 0 else None,
+        append=step > 0,
+        tensorboard_dir=cfg.tensorboard_dir if rank == 0 else None,
+        log=log,
+    )
     metrics: list[dict[str, Any]] = []
     done_here, last_ckpt = 0, None
     model.train()
@@ -170,10 +217,11 @@ def _train(cfg, shards, metrics_path, log, stop_after, resume) -> TrainResult:
         while step < total and (stop_after is None or done_here < stop_after):
             idx, start = stage_at(stages, step)
             stage = stages[idx]
+            global_batch = stage.batch_size or cfg.loader.batch_size
             loader_cfg = cfg.loader.model_copy(
-                update={"batch_size": stage.batch_size or cfg.loader.batch_size}
+                update={"batch_size": distributed.global_batch_split(global_batch, world)}
             )
-            loader = ShardLoader(stage.shards, loader_cfg)
+            loader = ShardLoader(stage.shards, loader_cfg, rank, world)
             if loader_state is not None and loader_state.get("stage") == idx:
                 loader.load_state_dict(loader_state["state"])
             batches = iter(loader)
@@ -183,21 +231,31 @@ def _train(cfg, shards, metrics_path, log, stop_after, resume) -> TrainResult:
                 lr = lr_at(step, total, cfg.schedule, cfg.optimizer.lr)
                 for group in opt.param_groups:
                     group["lr"] = lr
+                if dsa_warmup:
+                    model.set_dsa_dense(step < dsa_warmup)
+                tokens = batch.tokens if par is None else batch.tokens.to(par.device)
                 with autocast:
-                    out = model.loss(batch.tokens, batch.doc_lens, loss_mask=batch.loss_mask)
+                    out = model.loss(tokens, batch.doc_lens, loss_mask=batch.loss_mask)
                 opt.zero_grad(set_to_none=True)
                 out["loss"].backward()
-                grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+                if step < dsa_warmup:  # dense warm-up: only the indexer learns
+                    for name, prm in model.named_parameters():
+                        if name not in warm_only:
+                            prm.grad = None
+                if par is None:
+                    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+                else:
+                    par.finish_expert_grads(model)
+                    grad_norm = par.clip_grad_norm_(model, cfg.grad_clip)
                 opt.step()
-                rec: dict[str, Any] = {
-                    "step": step,
-                    **{k: round(float(v.detach()), 6) for k, v in out.items()},
-                }
+                values = {k: v.detach() for k, v in out.items()}
+                scalars = {k: float(v) for k, v in values.items()} if par is None else par.mean(values)
+                rec: dict[str, Any] = {"step": step, **{k: round(v, 6) for k, v in scalars.items()}}
                 if (max_logit := model.max_attention_logit()) is not None:
-                    rec["max_attn_logit"] = round(max_logit, 4)
+                    rec["max_attn_logit"] = round(max_logit if par is None else par.max(max_logit), 4)
                 if clip:
                     rec["qk_clipped_heads"] = qk_clip_(model, clip)
-                balance = model.update_expert_bias()
+                balance = model.update_expert_bias(par.group if par else None)
                 dt = time.perf_counter() - t0
                 rec.update(
                     lr=lr,
@@ -206,9 +264,11 @@ def _train(cfg, shards, metrics_path, log, stop_after, resume) -> TrainResult:
                     stage=stage.name,
                     seq_len=loader.seq_len,
                     epoch=loader.epoch,
-                    tokens=int(batch.tokens.numel()),
-                    tokens_per_s=round(batch.tokens.numel() / dt, 1),
+                    tokens=int(batch.tokens.numel()) * world,
+                    tokens_per_s=round(batch.tokens.numel() * world / dt, 1),
                 )
+                if dsa_warmup:
+                    rec["dsa"] = "dense_warmup" if step < dsa_warmup else "sparse"
                 metrics.append(rec)
                 sink.write(rec)
                 log(
@@ -219,19 +279,24 @@ def _train(cfg, shards, metrics_path, log, stop_after, resume) -> TrainResult:
                 done_here += 1
                 loader_state = {"stage": idx, "state": loader.state_dict()}
                 if ckpt_dir and cfg.checkpoint.every and step % cfg.checkpoint.every == 0:
-                    last_ckpt = _save(ckpt_dir, step, model, opt, loader_state, cfg)
+                    last_ckpt = _save(ckpt_dir, step, model, opt, loader_state, cfg, par)
             loader_state = None  # the next stage starts at its loader's beginning
         if ckpt_dir and done_here and (last_ckpt is None or not last_ckpt.name.endswith(f"{step:08d}")):
-            last_ckpt = _save(ckpt_dir, step, model, opt, {"stage": idx, "state": loader.state_dict()}, cfg)
+            last_ckpt = _save(ckpt_dir, step, model, opt, {"stage": idx, "state": loader.state_dict()}, cfg, par)
     finally:
         sink.close()
     return TrainResult(step, metrics, model, last_ckpt, stages)
 
 
-def _save(ckpt_dir: Path, step: int, model, opt, loader_state, cfg: TrainerConfig) -> Path:
-    return save_checkpoint(
-        ckpt_dir, step, model, opt, {"loader": loader_state, "config": cfg.model_dump(mode="json")}
-    )
+def _save(ckpt_dir: Path, step: int, model, opt, loader_state, cfg: TrainerConfig, par=None) -> Path:
+    extra = {"loader": loader_state, "config": cfg.model_dump(mode="json")}
+    if par is not None:
+        return save_dcp(ckpt_dir, step, model, opt, extra, par)
+    return save_checkpoint(ckpt_dir, step, model, opt, extra)
+
+
+def _quiet(msg: str) -> None:
+    """Log sink of ranks other than 0 (rank 0 speaks for the run)."""
 
 
 app = typer.Typer(add_completion=False, help="Train the GLM-5-shaped model on Arrow shards.")
@@ -246,6 +311,9 @@ def main(
     metrics: Path = typer.Option(None, help="write one JSON object per step here"),
     checkpoint_dir: Path = typer.Option(None, help="save checkpoints here (overrides checkpoint.dir)"),
     resume: bool = typer.Option(False, help="continue from the latest checkpoint in the checkpoint dir"),
+    stop_after: int = typer.Option(
+        None, help="train at most this many steps in this call, then checkpoint and exit (a time-limited job)"
+    ),
     override: list[str] = typer.Option(
         [], "--set", help="override a config key, e.g. --set optimizer.name=adamw"
     ),
@@ -255,7 +323,9 @@ def main(
         cfg.steps = steps
     if checkpoint_dir is not None:
         cfg.checkpoint.dir = str(checkpoint_dir)
-    result = train(cfg, shards, metrics, resume=resume)
+    result = train(cfg, shards, metrics, resume=resume, stop_after=stop_after)
+    if os.environ.get("RANK", "0") != "0":  # under torchrun rank 0 reports for the run
+        return
     first, last = result.metrics[0]["loss"], result.metrics[-1]["loss"]
     typer.echo(f"trained {len(result.metrics)} steps: loss {first:.4f} -> {last:.4f}")
     if result.checkpoint:

@@ -25,6 +25,9 @@ def tiny_model(**overrides) -> ModelConfig:
         moe_first_k_dense_layers=1,
         mtp_num_layers=2,
     )
+    if overrides.get("multi_latent_attention") is False:  # GQA: MLA-only fields would be refused
+        for key in ("q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim", "v_head_dim"):
+            base.pop(key)
     return ModelConfig(**{**base, **overrides})
 
 

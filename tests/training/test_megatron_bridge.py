@@ -3,7 +3,7 @@ import torch
 
 from tests.training.glm_tiny import tiny_model
 from training.glm_model import GLMModel
-from training.megatron_bridge import megatron_names, to_megatron_state_dict
+from training.megatron_bridge import megatron_names, to_megatron_config, to_megatron_state_dict
 
 
 def test_state_dict_under_megatron_te_names():
@@ -48,37 +48,89 @@ def test_state_dict_under_megatron_te_names():
     assert "decoder.layers.0.pre_mlp_layernorm.weight" in local
 
 
-@pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="Megatron builds MoE/MLA GPT models only with CUDA")
-def test_megatron_gpt_model_gives_our_logits(tmp_path):
-    pytest.importorskip("transformer_engine", reason="Megatron's MLA layer spec needs Transformer Engine")
+def test_dsa_indexer_names_and_config():
+    cfg = tiny_model(vocab_size=50, dsa_indexer_n_heads=2, dsa_indexer_head_dim=16, dsa_indexer_topk=4)
+    ours = GLMModel(cfg).state_dict()
+    for spec in ("te", "local"):
+        sd = to_megatron_state_dict(cfg, ours, spec=spec)
+        assert torch.equal(
+            sd["decoder.layers.1.self_attention.core_attention.indexer.linear_wq_b.weight"],
+            ours["decoder.layers.1.self_attention.indexer.linear_wq_b.weight"],
+        )
+        assert "mtp.layers.0.transformer_layer.self_attention.core_attention.indexer.k_norm.bias" in sd
+    m = to_megatron_config(cfg)
+    assert m.experimental_attention_variant == "dsa"
+    assert (m.dsa_indexer_n_heads, m.dsa_indexer_head_dim, m.dsa_indexer_topk) == (2, 16, 4)
+
+
+@pytest.fixture(scope="module")
+def megatron_one_rank():
+    """Megatron's parallel_state on one gloo rank, torn down after the module.
+
+    Megatron 0.16's ``RotaryEmbedding`` asks ``torch.cuda.current_device()`` even with
+    ``use_cpu_initialization``; on a CPU-only torch that raises, so it is pointed at the CPU
+    here (a test-only change; the GPU check runs unpatched on CUDA)."""
     import os
 
     import torch.distributed as dist
     from megatron.core import parallel_state
-    from megatron.core.tensor_parallel.random import model_parallel_cuda_manual_seed
 
+    from tests.training.test_expert_parallel import free_port
+
+    cuda = torch.cuda.is_available()
+    with pytest.MonkeyPatch.context() as mp:
+        if not cuda:
+            mp.setattr(torch.cuda, "current_device", lambda: "cpu")
+        mp.setitem(os.environ, "MASTER_ADDR", "127.0.0.1")
+        mp.setitem(os.environ, "MASTER_PORT", str(free_port()))
+        dist.init_process_group("nccl" if cuda else "gloo", rank=0, world_size=1)
+        parallel_state.initialize_model_parallel(1, 1)
+        try:
+            yield torch.device("cuda" if cuda else "cpu")
+        finally:
+            parallel_state.destroy_model_parallel()
+            dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("dsa", [False, True], ids=["mla-moe", "mla-moe-dsa"])
+def test_megatron_gpt_model_gives_our_logits(megatron_one_rank, dsa):
+    """Megatron's own GPTModel (local spec; see training/megatron_local.py for the pieces it
+    lacks without Transformer Engine) loaded with our converted weights gives our logits.
+    Compared: embedding, every decoder layer (input norm, MLA down/up projections, q/kv latent
+    norms, RoPE, attention, output projection; dense SwiGLU MLP; MoE router with sigmoid
+    scores, expert bias, top-k scaling, experts, shared expert), final norm, output layer;
+    with DSA also the indexer and top-k sparse attention (Megatron's DSAttention). Not
+    compared: MTP (Megatron 0.16's GPTModel with MTP needs labels and returns only losses),
+    packed-document masks (Megatron's local path is causal over the whole row)."""
     from training.megatron_bridge import build_megatron_model
 
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", "29517")
-    if not dist.is_initialized():
-        dist.init_process_group("nccl", rank=0, world_size=1)
-    parallel_state.initialize_model_parallel(1, 1)
-    model_parallel_cuda_manual_seed(0)
-    try:
-        torch.manual_seed(0)
-        # no MTP here: Megatron 0.16's GPTModel needs labels (and returns losses) when it has MTP
-        ours = GLMModel(tiny_model(vocab_size=64, mtp_num_layers=None)).eval()
-        meg = build_megatron_model(ours.cfg).cuda().eval()
-        missing, unexpected = meg.load_state_dict(
-            to_megatron_state_dict(ours.cfg, ours.state_dict()), strict=False
+    device = megatron_one_rank
+    extra = {"dsa_indexer_n_heads": 2, "dsa_indexer_head_dim": 16, "dsa_indexer_topk": 5} if dsa else {}
+    torch.manual_seed(0)
+    ours = GLMModel(tiny_model(vocab_size=64, mtp_num_layers=None, **extra)).eval()
+    with torch.no_grad():  # non-trivial router bias and indexer, so routing and top-k matter
+        for name, p in ours.named_parameters():
+            if ".indexer." in name:
+                p.normal_(std=0.3)
+        for layer in ours.moe_layers():
+            layer.router.expert_bias.normal_(std=0.1)
+    dispatcher = "alltoall" if device.type == "cuda" else "allgather"  # alltoall makes a CUDA stream
+    meg = build_megatron_model(
+        ours.cfg, use_cpu_initialization=device.type == "cpu", moe_token_dispatcher_type=dispatcher
+    )
+    meg = meg.to(device).eval()
+    missing, unexpected = meg.load_state_dict(
+        to_megatron_state_dict(ours.cfg, ours.state_dict(), "local"), strict=False
+    )
+    assert not unexpected and all(k.endswith("_extra_state") for k in missing), (missing, unexpected)
+    toks = torch.randint(0, 64, (2, 16), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        expected = ours(toks, [torch.tensor([16])] * 2)
+        got = (
+            meg(toks.to(device), torch.arange(16).expand(2, 16).to(device), attention_mask=None).float().cpu()
         )
-        assert not unexpected and all(k.endswith("_extra_state") for k in missing), (missing, unexpected)
-        toks = torch.randint(0, 64, (2, 16))
-        with torch.no_grad():
-            expected = ours(toks, [torch.tensor([16])] * 2)
-            got = meg(toks.cuda(), torch.arange(16).expand(2, 16).cuda(), attention_mask=None)
-        assert torch.allclose(got.float().cpu(), expected, atol=2e-3), (got.cpu() - expected).abs().max()
-    finally:
-        parallel_state.destroy_model_parallel()
+        ours.set_dsa_dense(True)
+        dense = ours(toks, [torch.tensor([16])] * 2)
+    assert (got - expected).abs().max() < 1e-4, (got - expected).abs().max()
+    if dsa:  # top-5 of 16 keys really changes the result, and Megatron agrees on which
+        assert (dense - expected).abs().max() > 1e-2

@@ -93,7 +93,7 @@ def test_max_logits_recorded_per_head():
     assert attn.max_logits.shape == (attn.cfg.num_attention_heads,)
     # recompute head 0's largest causal logit directly
     cos, sin = rope_cos_sin(torch.arange(6)[None], attn.rope, attn.cfg.rotary_base)
-    qn, qr = attn._queries(x, cos, sin)
+    qn, qr, _ = attn._queries(x, cos, sin)
     c, kr = attn._latent(x, cos, sin)
     w_uk, _ = attn._w_uk_uv()
     s = (qn[0, :, 0] @ (c[0] @ w_uk[0].T).T + qr[0, :, 0] @ kr[0].T) * attn.scale

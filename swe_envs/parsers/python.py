@@ -16,13 +16,22 @@ _PYTEST_SUMMARY = re.compile(r"^=+ (.*\b(passed|failed|error|errors|skipped|dese
 _COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected)")
 
 
+# the sections after the progress lines; captured output (a pytester run's own report, say)
+# is printed inside them, so -v lines count only before the first, -rA lines only after the
+# last "short test summary info" header (the outer session's, printed at the very end)
+_SECTION = re.compile(r"^=+ (FAILURES|ERRORS|PASSES|warnings summary|short test summary info) =+$")
+_SHORT = re.compile(r"^=+ short test summary info =+$")
+
+
 def parse_pytest(log: str) -> ParseResult:
     res = ParseResult("pytest")
-    for line in clean(log).splitlines():
-        line = line.rstrip()
-        if m := _PYTEST_V.match(line):
+    lines = [line.rstrip() for line in clean(log).splitlines()]
+    first_section = next((i for i, line in enumerate(lines) if _SECTION.match(line)), len(lines))
+    last_short = max((i for i, line in enumerate(lines) if _SHORT.match(line)), default=len(lines))
+    for i, line in enumerate(lines):
+        if i < first_section and (m := _PYTEST_V.match(line)):
             res.add(m.group(1), _PYTEST_STATUS[m.group(2)])
-        elif m := _PYTEST_R.match(line):
+        elif i > last_short and (m := _PYTEST_R.match(line)):
             # a collection error ("ERROR tests/x.py - ImportError") has no "::" and is no test
             res.add(m.group(2), _PYTEST_STATUS[m.group(1)])
         elif m := _PYTEST_SUMMARY.match(line):

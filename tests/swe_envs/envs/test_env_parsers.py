@@ -170,3 +170,15 @@ def test_pytest_swebench_ids_follow_the_harness():
     cut = "\n".join(log.splitlines()[:30])
     assert "summary line is missing" in check_run(RunLog(cut, 1, False), parse_log("pytest-swebench", cut))
     assert parse_log("auto", log).runner == "pytest"  # an id convention, never picked by auto
+
+
+def test_captured_pytest_reports_are_not_outer_tests():
+    """A real pytester log: inner runs' PASSED/FAILED lines sit in captured output."""
+    log = (FIX / "real" / "pytest-pytester.log").read_text()
+    full = parse_log("pytest", log)
+    assert full.tally() == {"passed": 15, "failed": 1, "skipped": 0, "error": 0} == {**full.counts}
+    assert all(t.startswith("testing/logging/test_fixture.py::") for t in full.statuses)
+    assert check_run(RunLog(log, 1, False), full) is None
+    # SWE-bench's ids keep the inner lines, as its gold PASS_TO_PASS lists do
+    swe = parse_log("pytest-swebench", log)
+    assert swe.statuses["test_change_level_undo.py::test1"] == "failed" and set(full.statuses) < set(swe.statuses)

@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-$(shell sha256sum pyproject.toml | cut -c1-16)
 MASTER ?=
 PYTEST_ARGS ?=
 
-.PHONY: help setup sysdeps demo quality-eval data-web spark-web data-swe data-swe-envs data-longctx train test bench bench-gpu lint clean distclean
+.PHONY: help setup sysdeps demo quality-eval data-web spark-web data-swe data-swe-envs swe-real data-longctx train test bench bench-gpu lint clean distclean
 
 help:
 	@echo "make demo       install into .venv if needed, run the demo job (MASTER=local[2] for Spark)"
@@ -17,6 +17,7 @@ help:
 	@echo "make quality-eval  precision/recall of the DCLM classifier and the machine-text detector"
 	@echo "make data-swe   issue-PR mining on recorded GitHub data -> out/swe (MASTER=local[2] for Spark)"
 	@echo "make data-swe-envs  Docker environments for the mined instances, F2P/P2P -> out/swe_envs"
+	@echo "make swe-real   environments + gold evaluation of the 20 real SWE-bench instances in ../shared/swe-real"
 	@echo "make data-longctx  long-context mid-training shards per stage -> out/longctx/<stage>/"
 	@echo "make train      train the tiny GLM-5-shaped model on the demo shards -> out/train/"
 	@echo "make test       install into .venv if needed, run the test suite"
@@ -84,6 +85,12 @@ data-swe-envs: setup
 	$(PY) -m swe_envs setup-docker
 	$(PY) -m swe_envs validate --config configs/swe_envs.yaml --instances out/swe/instances.jsonl \
 	  --repos data/swe/repos --output out/swe_envs --overwrite
+
+# the 20 real SWE-bench Verified instances (../shared/swe-real, git bundles as --repos) with the shipped
+# defaults: validate + evaluate --predictions gold -> out/bench/swe_real.json (gold lists reproduced, s/bytes per env)
+swe-real: setup
+	$(PY) -m swe_envs setup-docker
+	$(PY) benchmarks/swe_real.py
 
 # long-context mid-training data: the demo's documents + tokenizer -> out/longctx/<stage>/
 # (the demo runs first when its tokenizer, written after its documents, is missing)

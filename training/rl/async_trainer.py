@@ -176,12 +176,12 @@ class AsyncTrainer:
                        "wait_s": round(t1 - t0, 3), "train_s": round(time.monotonic() - t1, 3),
                        "reward_by_task": {k: round(sum(v) / len(v), 4) for k, v in sorted(by_task.items())},
                        "mean_tokens": round(sum(len(t["output_ids"]) for t in trajs) / len(trajs), 2), **stats}
+                self._maybe_crash()  # trained but not yet pushed or committed: the hardest moment to die
                 if self.update % self.tc.push_every == 0 or self.update == self.tc.updates:
                     self._push()
                 sink.write(rec | {"step": self.update})
                 self.log(f"[trainer] update {self.update}: reward {rec['reward']:.3f} v{self.version} "
                          f"stale {len(dropped)} idle {rec['idle_ratio']:.2f} {rec['samples_per_s']:.2f} samples/s")
-                self._maybe_crash()
         finally:
             sink.close()
 

@@ -10,7 +10,8 @@ and harnesses, never from the service itself:
 * ``toy``      — ``training.rl.toy_tasks`` (copy/sort/reverse/lookup, programmatic reward, token-level)
 * ``search``   — deep-search tasks from ``python -m synth.search generate``, ``synth.search.grade.score``
 * ``swe``      — SWE instances; the reply's diff is evaluated by ``python -m swe_envs evaluate``
-                 (reward = the instance is in ``resolved_ids``)
+                 (reward 1 = in ``resolved_ids``; 0 = unresolved, empty or a patch that is malformed
+                 or does not apply; an environment/harness error is no reward at all)
 * ``terminal`` — Harbor tasks; the reply's shell script runs as the task's solution through
                  ``python -m swe_envs terminal run --agent oracle`` (reward = the verifier's reward)
 
@@ -143,6 +144,8 @@ class SearchBackend:
 
 
 _DIFF = re.compile(r"```(?:diff|patch)?\n(.*?)```", re.S)
+# evaluate's error reasons that are the model's doing (everything else: the harness could not judge)
+MODEL_FAULTS = ("malformed patch", "model_patch", "the test run hit its time limit")
 
 
 class SweBackend:
@@ -167,9 +170,11 @@ class SweBackend:
         found = _DIFF.findall(text)
         patch = found[-1] if found else text
         with tempfile.TemporaryDirectory(prefix="swe-reward-") as tmp:
-            preds = Path(tmp) / "predictions.jsonl"
-            preds.write_text(json.dumps({"instance_id": instance["id"], "model_patch": patch,
-                                         "model_name_or_path": "rollout"}) + "\n", encoding="utf-8")
+            # a JSON list (SWE-bench's other prediction format): a one-line JSONL file also parses as
+            # one JSON object, which a reader trying JSON first takes for an id-keyed mapping
+            preds = Path(tmp) / "predictions.json"
+            preds.write_text(json.dumps([{"instance_id": instance["id"], "model_patch": patch,
+                                          "model_name_or_path": "rollout"}]), encoding="utf-8")
             one = Path(tmp) / "instances.jsonl"
             row = next(i for i in self.instances if i["instance_id"] == instance["id"])
             one.write_text(json.dumps(row) + "\n", encoding="utf-8")
@@ -183,8 +188,15 @@ class SweBackend:
                 raise RewardUnavailable(f"swe_envs evaluate wrote no report (exit {proc.returncode}): "
                                         f"{proc.stderr.strip()[-300:]}")
             rep = json.loads(report.read_text(encoding="utf-8"))
-        resolved = instance["id"] in set(rep.get("resolved_ids", []))
-        return float(resolved), {"resolved": resolved, "patch_chars": len(patch)}
+        iid = instance["id"]
+        reason = (rep.get("reasons") or {}).get(iid, "")
+        if iid in rep.get("resolved_ids", []):
+            return 1.0, {"outcome": "resolved"}
+        if iid in rep.get("unresolved_ids", []) or iid in rep.get("empty_patch_ids", []):
+            return 0.0, {"outcome": "unresolved", "reason": reason}
+        if iid in rep.get("error_ids", []) and reason.startswith(MODEL_FAULTS):
+            return 0.0, {"outcome": "bad_patch", "reason": reason}  # the reply's fault: a real 0
+        raise RewardUnavailable(f"swe_envs evaluate could not evaluate {iid}: {reason or 'not in the report'}")
 
 
 _SCRIPT = re.compile(r"```(?:bash|sh|shell)?\n(.*?)```", re.S)

@@ -1,0 +1,46 @@
+"""The ledger refuses double accounting and its audit finds lost, duplicated and reasonless rows."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from training.rl.ledger import Ledger, LedgerError, audit
+
+
+def test_ledger_accounts_once_and_survives_reopen(tmp_path):
+    led = Ledger(tmp_path)
+    for i in range(3):
+        led.issue(f"t{i}", "copy", "g0")
+    led.record("t0", "trained", None, update=1)
+    led.record("t1", "dropped", "stale")
+    with pytest.raises(LedgerError, match="already trained"):
+        led.record("t0", "dropped", "failed:generate:timeout")
+    with pytest.raises(LedgerError, match="without a reason"):
+        led.record("t2", "dropped", None)
+    with pytest.raises(LedgerError, match="never issued"):
+        led.record("nope", "trained")
+    with pytest.raises(LedgerError, match="issued twice"):
+        led.issue("t1", "copy", "g0")
+    led.close()
+    again = Ledger(tmp_path)  # a reopened ledger still refuses a second row for t0
+    assert again.open_ids() == ["t2"]
+    with pytest.raises(LedgerError):
+        again.record("t0", "trained")
+    again.record("t2", "dropped", "run_ended")
+    again.close()
+    report = audit(tmp_path)
+    assert report["ok"] and report["issued"] == 3 == report["rows"]
+    assert report["by_reason"] == {"trained": 1, "stale": 1, "run_ended": 1}
+
+
+def test_audit_reports_every_kind_of_bad_accounting(tmp_path):
+    (tmp_path / "issued.jsonl").write_text("".join(json.dumps({"id": f"t{i}", "task": "x"}) + "\n" for i in range(4)))
+    rows = [{"id": "t0", "status": "trained"}, {"id": "t0", "status": "trained"},
+            {"id": "t1", "status": "dropped", "reason": None}, {"id": "zz", "status": "trained"}]
+    (tmp_path / "ledger.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"torn')
+    report = audit(tmp_path)
+    assert not report["ok"]
+    assert report["duplicated"] == ["t0"] and report["lost"] == ["t2", "t3"]
+    assert report["unknown"] == ["zz"] and report["dropped_without_reason"] == ["t1"]

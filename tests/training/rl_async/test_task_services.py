@@ -1,0 +1,93 @@
+"""Task services as real HTTP processes: toy (single- and multi-turn), search (the synth.search
+grader), and SWE/terminal services whose harness cannot give a reward here (503, never 0).
+The SWE and terminal rewards themselves need docker and the harnesses' images; they are not
+exercised here (the harnesses have their own docker tests)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.training.rl_async.conftest import start_module, stop
+from training.rl.toy_tasks import DIGIT0, EOS, OBS
+from training.serving.http_json import CallFailure, call
+
+
+@pytest.fixture()
+def service(tmp_path):
+    procs = []
+
+    def start(kind: str, args: dict, **flags) -> str:
+        extra = [x for k, v in flags.items() for x in (f"--{k.replace('_', '-')}", str(v))]
+        proc, url = start_module(["training.rl", "task-service", "--kind", kind, "--name", kind,
+                                  "--args", json.dumps(args), *extra], tmp_path / f"port-{len(procs)}")
+        procs.append(proc)
+        for _ in range(200):  # the port is bound before the backend loads: wait for ok
+            res = call(f"{url}/health", None)
+            if not isinstance(res, CallFailure):
+                return url
+            assert res.kind == "http_503" and "warming" in res.message
+            import time
+
+            time.sleep(0.05)
+        raise AssertionError("service never became ready")
+
+    yield start
+    for p in procs:
+        stop(p)
+
+
+def test_toy_copy_and_lookup_services(service):
+    url = service("toy", {"kind": "copy", "digits": 3})
+    inst = call(f"{url}/task", {"seed": 7})["instance"]
+    digits = inst["prompt_ids"][1:-1]
+    assert len(digits) == 3 and inst["max_turns"] == 1 and EOS in inst["stop_token_ids"]
+    right = call(f"{url}/reward", {"instance": inst, "messages": [{"role": "assistant", "content": ""}],
+                                   "turns": [digits + [EOS]]})
+    wrong = call(f"{url}/reward", {"instance": inst, "messages": [{"role": "assistant", "content": ""}],
+                                   "turns": [[EOS]]})
+    assert right["reward"] == 1.0 and wrong["reward"] == 0.0
+    assert call(f"{url}/step", {"instance": inst, "turns": [digits]})["observation"] is None
+    bad = call(f"{url}/reward", {"instance": inst, "messages": []})
+    assert isinstance(bad, CallFailure) and bad.kind == "http_400"
+
+    url = service("toy", {"kind": "lookup"})
+    inst = call(f"{url}/task", {"seed": 3})["instance"]
+    key = inst["prompt_ids"][1]
+    obs = call(f"{url}/step", {"instance": inst, "turns": [[3, key, OBS]]})["observation"]  # <call> k <obs>
+    assert len(obs) == 2 and DIGIT0 <= obs[0] < DIGIT0 + 10
+    got = call(f"{url}/reward", {"instance": inst, "messages": [{"role": "assistant", "content": ""}],
+                                 "turns": [[3, key, OBS], [obs[0], EOS]]})
+    assert got["reward"] == 1.0
+
+
+def test_search_service_grades_with_synth_search(service, tmp_path):
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"id": "q1", "question": "Which module parses JSON?", "answer": "json",
+                                 "aliases": ["the json module"]}) + "\n")
+    url = service("search", {"tasks": str(tasks)}, warmup_s=0.5)
+    inst = call(f"{url}/task", {"seed": 0})["instance"]
+    assert inst["messages"][0]["content"] == "Which module parses JSON?"
+    score = [call(f"{url}/reward", {"instance": inst, "messages": inst["messages"] + [
+        {"role": "assistant", "content": text}]})["reward"] for text in ("Answer: JSON", "pickle", "the json module")]
+    assert score == [1.0, 0.0, 1.0]
+
+
+def test_harness_services_never_score_a_missing_reward_as_zero(service, tmp_path):
+    inst_file = tmp_path / "swe.jsonl"
+    inst_file.write_text(json.dumps({"instance_id": "x__y-1", "repo": "x/y", "problem_statement": "it breaks",
+                                     "base_commit": "0" * 40, "patch": "diff --git a/f b/f", "test_patch": "diff --git a/t b/t"}) + "\n")
+    url = service("swe", {"instances": str(inst_file), "timeout_s": 60})
+    inst = call(f"{url}/task", {"seed": 0})["instance"]
+    assert inst["id"] == "x__y-1" and "```diff" in inst["messages"][0]["content"]
+    def reward(text):
+        return call(f"{url}/reward", {"instance": inst, "messages": inst["messages"] + [
+            {"role": "assistant", "content": text}]}, timeout_s=90)
+
+    # a reply that is not a diff is the model's fault: a real 0, with the harness's reason
+    bad = reward("```diff\n--- a/f\n+++ b/f\n```")
+    assert bad["reward"] == 0.0 and bad["info"]["reason"].startswith("malformed patch")
+    # a well-formed patch for an instance the harness cannot evaluate (never validated): no reward
+    res = reward("```diff\n--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\n```")
+    assert isinstance(res, CallFailure) and res.kind == "http_503" and "could not evaluate" in res.message

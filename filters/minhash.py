@@ -251,34 +251,46 @@ def cluster_id(rep: str) -> int:
     return xxhash.xxh3_64_intdigest(rep.encode("utf-8")) - (1 << 63)
 
 
-def clusters_local(rows: Iterable[tuple[str, list[int]]]) -> dict[str, tuple[str, int]]:
-    """id -> (representative id, cluster size) for every document in a cluster of size > 1."""
-    parent: dict[str, str] = {}
+class _Components:
+    """Union-find whose roots are the smallest ids: the one cluster rule of both engines."""
 
-    def find(x: str) -> str:
+    def __init__(self) -> None:
+        self.parent: dict[str, str] = {}
+
+    def find(self, x: str) -> str:
+        parent = self.parent
         while parent[x] != x:
             parent[x] = parent[parent[x]]
             x = parent[x]
         return x
 
-    def union(x: str, y: str) -> None:
-        rx, ry = find(x), find(y)
+    def union(self, x: str, y: str) -> None:
+        self.parent.setdefault(x, x)
+        self.parent.setdefault(y, y)
+        rx, ry = self.find(x), self.find(y)
         if rx != ry:  # the smaller id becomes the root: roots are representatives
             if ry < rx:
                 rx, ry = ry, rx
-            parent[ry] = rx
+            self.parent[ry] = rx
 
+    def clusters(self) -> dict[str, tuple[str, int]]:
+        """id -> (representative id, cluster size) for every member of a cluster of size > 1."""
+        members: dict[str, list[str]] = {}
+        for x in self.parent:
+            members.setdefault(self.find(x), []).append(x)
+        return {m: (root, len(ms)) for root, ms in members.items() if len(ms) > 1 for m in ms}
+
+
+def clusters_local(rows: Iterable[tuple[str, list[int]]]) -> dict[str, tuple[str, int]]:
+    """id -> (representative id, cluster size) for every document in a cluster of size > 1."""
+    comp = _Components()
     first: dict[int, str] = {}
     for doc_id, keys in rows:
-        parent.setdefault(doc_id, doc_id)
         for k in keys:
             other = first.setdefault(k, doc_id)
             if other != doc_id:
-                union(doc_id, other)
-    members: dict[str, list[str]] = {}
-    for x in parent:
-        members.setdefault(find(x), []).append(x)
-    return {m: (root, len(ms)) for root, ms in members.items() if len(ms) > 1 for m in ms}
+                comp.union(doc_id, other)
+    return comp.clusters()
 
 
 def _batch_keys(b: pa.RecordBatch, signer: Signer) -> Iterator[tuple[str, list[int]]]:
@@ -297,15 +309,41 @@ def _key_rows(batches: Iterator[pa.RecordBatch], cfg: MinhashConfig) -> Iterator
         yield pa.RecordBatch.from_pydict({"id": ids, "key": pa.array(keys, pa.int64())})
 
 
-def clusters_spark(df, cfg: MinhashConfig, max_iterations: int = 50) -> dict[str, tuple[str, int]]:
-    """Same result as ``clusters_local``: band keys in ``mapInArrow``, then connected
-    components by min-label propagation with DataFrame joins."""
+def clusters_spark(
+    df, cfg: MinhashConfig, max_iterations: int = 50, driver_edges: int = 20_000_000
+) -> dict[str, tuple[str, int]]:
+    """Same result as ``clusters_local``: band keys in ``mapInArrow``; each document linked to
+    the smallest id sharing a band key with it (one shuffle, by key); then connected components.
+
+    Components: up to ``driver_edges`` links are collected and joined by the same union-find as
+    ``clusters_local`` on the driver. The links number about one per clustered document, and
+    the answer (one row per clustered document) is collected to the driver anyway, so this adds
+    no new limit — and it replaces a dozen small Spark jobs per round of label propagation,
+    which dominated the whole dedup and kept it from scaling with cores. Beyond
+    ``driver_edges`` links, min-label propagation with DataFrame joins runs on the cluster."""
+    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     keys = df.select("id", "text").mapInArrow(lambda it: _key_rows(it, cfg), "id string, key bigint")
-    roots = keys.groupBy("key").agg(F.min("id").alias("root"))
-    edges = keys.join(roots, "key").where(F.col("id") != F.col("root")).select("id", "root").distinct()
-    edges = edges.union(edges.select(F.col("root").alias("id"), F.col("id").alias("root"))).distinct().cache()
+    root = F.min("id").over(Window.partitionBy("key"))
+    links = keys.select("id", root.alias("root")).where(F.col("id") != F.col("root")).distinct().cache()
+    try:
+        if links.count() <= driver_edges:
+            comp = _Components()
+            for r in links.collect():  # one job over the cached links (not one per partition)
+                comp.union(r.id, r.root)
+            return comp.clusters()
+        return _propagate_labels(links, max_iterations)
+    finally:
+        links.unpersist()
+
+
+def _propagate_labels(links, max_iterations: int) -> dict[str, tuple[str, int]]:
+    """Connected components on the cluster: every id takes the smallest label among its
+    neighbours' until no label changes."""
+    from pyspark.sql import functions as F
+
+    edges = links.union(links.select(F.col("root").alias("id"), F.col("id").alias("root"))).distinct().cache()
     labels = edges.select("id").distinct().withColumn("label", F.col("id"))
     for _ in range(max_iterations):
         proposals = edges.join(labels.withColumnRenamed("id", "root").withColumnRenamed("label", "nl"), "root") \

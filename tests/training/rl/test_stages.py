@@ -1,0 +1,120 @@
+"""The stage pipeline on tiny shapes: SFT (through the trainer) -> RL -> agentic RL ->
+distillation, the teacher registry, bit-exact resume at a stage boundary, the demo's files.
+Mechanics only (two steps per stage): learning itself is measured by `make rl-demo`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from safetensors.torch import load_file
+
+from core.config import validate_config
+from core.errors import ConfigError
+from tests.training.glm_tiny import tiny_model
+from training.rl.demo import plot, summarize
+from training.rl.stage_config import PipelineConfig
+from training.rl.stages import Pipeline, curves_of
+
+
+def tiny_pipeline(**over) -> PipelineConfig:
+    data = {
+        "seed": 3,
+        "model": tiny_model(mtp_num_layers=None, num_layers=2).model_dump() | {"vocab_size": 0},
+        "optimizer": {"name": "adamw", "lr": 3e-3},
+        "rollout": {"group_size": 2, "prompts_per_step": 4, "max_tokens": 3},
+        "sft": {"examples": 48, "seq_len": 32, "batch_size": 4},
+        "eval": {"prompts": 4, "every": 1},
+        "tasks": {"plus": {"kind": "shift", "digits": 1}, "lookup": {"kind": "lookup"}},
+        "stages": [
+            {"name": "sft", "kind": "sft", "steps": 2, "tasks": {"plus": 1, "lookup": 1}},
+            {"name": "rl", "kind": "rl", "steps": 2, "tasks": {"plus": 1}, "teacher_for": ["plus"]},
+            {"name": "agentic", "kind": "rl", "steps": 1, "tasks": {"lookup": 1}, "teacher_for": ["lookup"]},
+            {"name": "distill", "kind": "distill", "steps": 1, "tasks": {"plus": 1, "lookup": 1}},
+        ],
+    }
+    data.update(over)
+    return validate_config(PipelineConfig, data)
+
+
+@pytest.fixture(scope="module")
+def full_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("full")
+    return out, Pipeline(tiny_pipeline(), out, log=lambda _m: None).run()
+
+
+def test_stages_run_in_order_and_register_teachers(full_run):
+    out, state = full_run
+    assert [d["name"] for d in state["completed"]] == ["sft", "rl", "agentic", "distill"]
+    assert state["teachers"] == {
+        "plus": state["completed"][1]["checkpoint"],
+        "lookup": state["completed"][2]["checkpoint"],
+    }
+    sft = state["completed"][0]
+    assert "/trainer/" in sft["checkpoint"]  # SFT went through training.trainer's checkpoints
+    assert (out / "stages" / "sft" / "shards" / "manifest.json").is_file()
+    rl_points = state["completed"][1]["curve"]
+    assert [p["step"] for p in rl_points] == [0, 1, 2]
+    assert set(rl_points[-1]["reward"]) == {"plus", "lookup"}
+    assert "teacher_minus_student" in state["completed"][3]["curve"][-1]  # per-token OPD advantage logged
+    assert json.loads((out / "pipeline.json").read_text())["completed"][-1]["name"] == "distill"
+
+
+def test_resume_at_a_stage_boundary_is_bit_exact(full_run, tmp_path):
+    out, state = full_run
+    cfg = tiny_pipeline()
+    first = Pipeline(cfg, tmp_path, log=lambda _m: None).run(stop_after=2)
+    assert [d["name"] for d in first["completed"]] == ["sft", "rl"]
+    resumed = Pipeline(cfg, tmp_path, log=lambda _m: None).run()  # a new process would do the same
+    for a, b in zip(state["completed"], resumed["completed"], strict=True):
+        assert a["curve"] == b["curve"]
+        wa = load_file(f"{a['checkpoint']}/model.safetensors")
+        wb = load_file(f"{b['checkpoint']}/model.safetensors")
+        assert all((wa[k] == wb[k]).all() for k in wa), a["name"]
+
+
+def test_a_changed_pipeline_is_refused_on_resume(full_run):
+    out, _ = full_run
+    cfg = tiny_pipeline()
+    cfg.stages[1].name = "renamed"
+    with pytest.raises(ConfigError, match="new --out"):
+        Pipeline(cfg, out).run()
+
+
+def test_config_errors_name_the_problem():
+    with pytest.raises(ConfigError, match="must come first"):
+        tiny_pipeline(stages=[{"name": "rl", "kind": "rl", "steps": 1, "tasks": {"plus": 1}},
+                              {"name": "sft", "kind": "sft", "steps": 1, "tasks": {"plus": 1}}])  # fmt: skip
+    with pytest.raises(ConfigError, match="unknown tasks"):
+        tiny_pipeline(stages=[{"name": "rl", "kind": "rl", "steps": 1, "tasks": {"nope": 1}}])
+    with pytest.raises(ConfigError, match="one response per prompt"):
+        tiny_pipeline(stages=[{"name": "d", "kind": "distill", "steps": 1, "tasks": {"plus": 1}, "group_size": 4}])
+
+
+def test_distillation_without_a_teacher_is_a_config_error(tmp_path):
+    cfg = tiny_pipeline(stages=[{"name": "d", "kind": "distill", "steps": 1, "tasks": {"plus": 1}}])
+    with pytest.raises(ConfigError, match="no teacher registered"):
+        Pipeline(cfg, tmp_path, log=lambda _m: None).run()
+
+
+def test_demo_files_from_curves(full_run, tmp_path):
+    _, state = full_run
+    curves = curves_of(state)
+    for s in curves["stages"]:
+        s["task"] = "plus"
+    curves["stages"][2]["kind"] = "rl"
+    summary = summarize(curves)
+    assert set(summary) >= {"a_after_rl_a", "a_after_rl_b", "a_after_distill", "recovered_fraction"}
+    plot(curves, tmp_path / "curves.png")
+    assert (tmp_path / "curves.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_cli_dispatcher():
+    out = subprocess.run([sys.executable, "-m", "training.rl", "--help"], capture_output=True, text=True, check=True)
+    assert "demo" in out.stdout and "stages" in out.stdout
+    bad = subprocess.run([sys.executable, "-m", "training.rl", "nope"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "unknown subcommand" in bad.stderr
+    demo = subprocess.run([sys.executable, "-m", "training.rl", "demo", "--help"], capture_output=True, text=True, check=True)
+    assert "--out" in demo.stdout

@@ -31,6 +31,7 @@ def orchestrator(
     out: Path = typer.Option(Path("out/orchestrator"), help="ledger, faults and logs go here"),
     mode: str = typer.Option("async", help="async (generate ahead) | sync (generate on demand)"),
     port: int = typer.Option(None, help="override orchestrator.port"),
+    port_file: Path = typer.Option(None, help="write the bound port here once listening"),
 ) -> None:
     """Serve registration, heartbeats, routing and the trainer protocol until interrupted."""
     if mode not in ("async", "sync"):
@@ -47,6 +48,8 @@ def orchestrator(
     out.mkdir(parents=True, exist_ok=True)
     orch = Orchestrator(cfg, out, Codec.load(cfg.tokenizer), mode=mode)
     url = orch.start()
+    if port_file:
+        port_file.write_text(url.rsplit(":", 1)[1])
     typer.echo(f"orchestrator on {url} (POST /register, /batch, /commit, /weights; GET /status)", err=True)
     try:
         while True:

@@ -1,0 +1,93 @@
+"""`python -m training.rl orchestrator` as a process, with services that register themselves:
+warm-up grace, per-task ratios and rate limits, the trainer protocol, heartbeat timeouts."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import yaml
+
+from tests.training.rl_async.conftest import make_checkpoint, start_module, stop, wait_port_file
+from training.rl.ledger import audit
+from training.rl.task_backends import toy_tokenizer
+from training.serving.http_json import call
+
+
+def _status(url: str) -> dict:
+    return call(f"{url}/status", None)
+
+
+def _wait(pred, timeout_s: float = 60.0, what: str = ""):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        got = pred()
+        if got:
+            return got
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_registration_warmup_ratios_rate_limit_and_heartbeat_timeout(tmp_path):
+    tok = tmp_path / "tokenizer.json"
+    toy_tokenizer().save(str(tok))
+    ckpt = make_checkpoint(tmp_path / "ckpt", tok)
+    cfg = {"tokenizer": str(tok), "group_size": 2, "max_ahead_groups": 8, "workers": 4, "request_timeout_s": 10,
+           "rollout": {"replicas": 0}, "sampling": {"max_tokens": 4},
+           "heartbeat": {"first_wait_s": 6, "interval_s": 0.2, "timeout_s": 1.5},
+           "tasks": [{"name": "copy", "kind": "toy", "replicas": 0, "ratio": 3},
+                     {"name": "lookup", "kind": "toy", "replicas": 0, "ratio": 1, "rate_limit_per_s": 0.5}]}
+    (tmp_path / "orch.yaml").write_text(yaml.safe_dump(cfg))
+    out = tmp_path / "orch"
+    orch = subprocess.Popen([sys.executable, "-m", "training.rl", "orchestrator", "--config", str(tmp_path / "orch.yaml"),
+                             "--out", str(out), "--port-file", str(tmp_path / "orch.port")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    procs = []
+    try:
+        url = f"http://127.0.0.1:{wait_port_file(orch, tmp_path / 'orch.port')}"
+        # a cold service: warming for 3 s, longer than the heartbeat timeout, inside the first wait
+        for name, args, warm in (("copy", {"kind": "copy", "digits": 2}, 3.0), ("lookup", {"kind": "lookup"}, 0.0)):
+            p, _ = start_module(["training.rl", "task-service", "--kind", "toy", "--name", name, "--args",
+                                 json.dumps(args), "--register", url, "--warmup-s", str(warm)], tmp_path / f"{name}.port")
+            procs.append(p)
+        srv, _ = start_module(["training.rl", "serve", "--checkpoint", str(ckpt), "--register", url], tmp_path / "s.port")
+        procs.append(srv)
+        t0 = time.monotonic()
+        _wait(lambda: all(s["state"] == "healthy" for s in _status(url)["servers"]) and len(_status(url)["servers"]) == 3,
+              what="three healthy servers")
+        events = [e["event"] for e in _status(url)["events"]]
+        assert "warming" in events and "unhealthy" not in events, events
+
+        # groups fill the buffer at a 3:1 ratio, lookup no faster than its rate limit
+        st = _wait(lambda: (s := _status(url))["queues"]["ready"] >= 6 and s, what="ready groups")
+        by_task = st["groups_by_task"]
+        elapsed = time.monotonic() - t0
+        assert by_task["copy"] >= 2 * by_task.get("lookup", 0) and by_task.get("lookup", 0) <= 1 + 0.5 * elapsed + 1
+
+        batch = call(f"{url}/batch", {"groups": 2, "timeout_s": 30})
+        trajs = [t for g in batch["groups"] for t in g["trajectories"]]
+        assert len(batch["groups"]) == 2 and len(trajs) == 4
+        for t in trajs:
+            assert t["task"] in ("copy", "lookup") and t["weight_version"] == 0
+            assert len(t["output_ids"]) == len(t["loss_mask"]) == len(t["logprobs"]) == len(t["token_versions"])
+            assert t["messages"][0]["role"] == "user" and t["messages"][1]["role"] == "assistant"
+            assert 0.0 <= t["reward"] <= 1.0
+        done = call(f"{url}/commit", {"trained": [{"id": t["id"]} for t in trajs],
+                                      "groups": [g["group"] for g in batch["groups"]]})
+        assert done["committed"] == 4
+
+        # an external service that stops answering leaves routing (and is not restarted: not ours)
+        procs[1].kill()
+        _wait(lambda: any(s["task"] == "lookup" and s["state"] == "unhealthy" for s in _status(url)["servers"]),
+              timeout_s=20, what="lookup unhealthy")
+    finally:
+        for p in procs:
+            stop(p)
+        orch.send_signal(signal.SIGINT)
+        orch.wait(timeout=30)
+    report = audit(out)
+    assert report["ok"] and report["trained"] == 4 and report["by_reason"].get("orchestrator_stopped", 0) >= 1
+    assert json.loads((out / "summary.json").read_text())["ledger"]["open"] == 0

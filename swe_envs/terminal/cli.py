@@ -105,6 +105,7 @@ def check(
     output: Path = typer.Option(..., help="OUT: results.jsonl (one row per task), summary.json, trials/"),
     workers: int = typer.Option(1, min=1, help="tasks checked at once"),
     limit: int = typer.Option(0, min=0, help="check only the first N tasks (0 = all)"),
+    resume: bool = typer.Option(False, help="keep OUT/results.jsonl rows and skip those tasks"),
     config: Path = typer.Option(None, help="TerminalConfig YAML (configs/terminal.yaml)"),
     set_: list[str] = typer.Option(None, "--set", help="override a config key"),
 ) -> None:
@@ -112,6 +113,73 @@ def check(
     from swe_envs.terminal.check import check_tasks
 
     cfg = _runner_config(config, set_)
-    summary = check_tasks(tasks, output, cfg, workers=workers, limit=limit, log=typer.echo)
+    summary = check_tasks(tasks, output, cfg, workers=workers, limit=limit, log=typer.echo, resume=resume)
     typer.echo(f"ok {summary['ok']}/{summary['tasks']}  built {summary['built']}  "
                f"oracle pass {summary['oracle_pass']}  -> {output / 'results.jsonl'}")
+
+
+def _synth_setup(config: Path | None, set_: list[str] | None, endpoint: str | None, model: str, rounds: int | None):
+    cfg = _runner_config(config, set_)
+    if endpoint:
+        cfg.synth.llm = _llm(endpoint, model)
+    if rounds:
+        cfg.synth.rounds = rounds
+    if cfg.synth.llm is None:
+        raise UserError("synthesis needs --endpoint (or synth.llm.base_url in the config)")
+    return cfg
+
+
+@app.command()
+@user_errors(sigterm_unwinds=True)
+def synthesize(
+    seeds: Path = typer.Option(..., help="dir of seed task dirs (Harbor or old Terminal-Bench layout)"),
+    n: int = typer.Option(..., "--n", min=1, help="candidate lineages (one seed each)"),
+    output: Path = typer.Option(..., help="OUT: tasks/ (accepted), attempts.jsonl, metrics.json, candidates/, trials/"),
+    endpoint: str = typer.Option(None, help="OpenAI-compatible base URL of the proposer (and judge)"),
+    model: str = typer.Option("default", help="model name sent to the endpoint"),
+    rounds: int = typer.Option(None, min=1, help="refine rounds per lineage (synth.rounds)"),
+    config: Path = typer.Option(None, help="TerminalConfig YAML (configs/terminal.yaml)"),
+    set_: list[str] = typer.Option(None, "--set", help="override a config key"),
+) -> None:
+    """Propose new tasks from seeds; gate each (build, oracle 1, nop 0, rubric) and refine failures."""
+    import tempfile
+
+    from swe_envs.terminal.discover import find_tasks
+    from swe_envs.terminal.synthesize import seed_prompts
+    from swe_envs.terminal.synthesize import synthesize as run_synth
+    from swe_envs.terminal.trial import Context, as_harbor
+
+    cfg = _synth_setup(config, set_, endpoint, model, rounds)
+    with tempfile.TemporaryDirectory(prefix="terminal-seeds-") as scratch:
+        tasks = [as_harbor(p, Path(scratch)) for p in find_tasks(seeds)]
+        prompts = seed_prompts(tasks, n, cfg.synth)
+    m = run_synth(Context(cfg, typer.echo), cfg.synth, output, prompts, stub_check=False, log=typer.echo)
+    typer.echo(json.dumps(m))
+
+
+@app.command("synthesize-docs")
+@user_errors(sigterm_unwinds=True)
+def synthesize_docs(
+    corpus: Path = typer.Option(..., help="documents: a dir of HTML pages or JSONL {id, text, title?}"),
+    n: int = typer.Option(..., "--n", min=1, help="candidate lineages (one document each)"),
+    output: Path = typer.Option(..., help="OUT: tasks/, attempts.jsonl, metrics.json"),
+    endpoint: str = typer.Option(None, help="OpenAI-compatible base URL of the proposer (and judge)"),
+    model: str = typer.Option("default"),
+    rounds: int = typer.Option(None, min=1),
+    config: Path = typer.Option(None, help="TerminalConfig YAML"),
+    set_: list[str] = typer.Option(None, "--set", help="override a config key"),
+) -> None:
+    """Closed loop from documents: the solution passes, the untouched and the stubbed environments fail."""
+    from swe_envs.terminal.synthesize import doc_prompts
+    from swe_envs.terminal.synthesize import synthesize as run_synth
+    from swe_envs.terminal.trial import Context
+    from synth.search.corpus import load_corpus
+
+    cfg = _synth_setup(config, set_, endpoint, model, rounds)
+    docs = load_corpus(corpus)
+    items = [(d.id, d.title, d.text) for d in docs.docs.values() if len(d.text) >= 500]
+    if not items:
+        raise UserError(f"{corpus}: no document of at least 500 characters")
+    prompts = doc_prompts(items, n, cfg.synth)
+    m = run_synth(Context(cfg, typer.echo), cfg.synth, output, prompts, stub_check=True, log=typer.echo)
+    typer.echo(json.dumps(m))

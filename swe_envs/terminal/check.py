@@ -1,0 +1,140 @@
+"""``terminal check``: every task must build, its oracle must score 1 and doing nothing must score 0.
+
+One row per task in ``OUT/results.jsonl`` — ``task``, ``built``, ``oracle_reward``, ``nop_reward``,
+``ok``, ``reason`` — written as each task finishes (a long run shows progress and keeps what it
+did). Old Terminal-Bench tasks are converted into ``OUT/converted/`` first. ``OUT/summary.json``
+has the pass rates per group (collection and language), failure reasons, and which upstream
+images were substituted; ``OUT/trials/`` holds every trial in Harbor's layout.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from core.shards import atomic_write_text
+from swe_envs.images import slug
+from swe_envs.terminal.config import TerminalConfig
+from swe_envs.terminal.convert import convert_task, is_tb_task
+from swe_envs.terminal.discover import find_tasks
+from swe_envs.terminal.task import TaskFormatError, load_task
+
+
+def _reward_text(r: dict) -> str:
+    return f"{r['error']}" if r["error"] else f"reward {r['reward']}"
+
+
+def check_row(name: str, oracle: dict | None, nop: dict | None, error: str = "") -> dict:
+    row = {"task": name, "built": bool(oracle and oracle.get("built")),
+           "oracle_reward": oracle["reward"] if oracle else None, "nop_reward": nop["reward"] if nop else None,
+           "ok": False, "reason": error}
+    if error:
+        return row
+    if not row["built"]:
+        row["reason"] = oracle["error"] or "build failed"
+    elif oracle["reward"] is None:
+        row["reason"] = f"oracle: {oracle['error']}"
+    elif oracle["reward"] < 1:
+        row["reason"] = f"oracle reward {oracle['reward']} (the reference solution does not pass)"
+    elif nop is None or nop["reward"] is None:
+        row["reason"] = f"nop: {nop['error'] if nop else 'not run'}"
+    elif nop["reward"] > 0:
+        row["reason"] = f"nop reward {nop['reward']} (the tests pass without any work)"
+    else:
+        row["ok"], row["reason"] = True, ""
+    return row
+
+
+def group_of(name: str) -> str:
+    """'aider_polyglot/polyglot_go_x' -> 'aider_polyglot/go'; 'evoeval/3' -> 'evoeval'."""
+    head, _, tail = name.rpartition("/")
+    m = re.match(r"polyglot_([a-z+]+)_", tail)
+    return f"{head}/{m.group(1)}" if m else (head or "tasks")
+
+
+def check_tasks(tasks: Path, out: Path, cfg: TerminalConfig, workers: int = 1, limit: int = 0,
+                log: Callable[[str], None] = print, resume: bool = False) -> dict:
+    from swe_envs.terminal.trial import Context, TrialSpec, run_trial
+
+    paths = find_tasks(tasks)
+    if limit:
+        paths = paths[:limit]
+    out.mkdir(parents=True, exist_ok=True)
+    results_path = out / "results.jsonl"
+    done: dict[str, dict] = {}
+    if resume and results_path.is_file():
+        for line in results_path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                row = json.loads(line)
+                done[row["task"]] = row
+    elif results_path.exists():
+        results_path.unlink()
+    ctx = Context(cfg, log)
+    lock = threading.Lock()
+    rows: list[dict] = list(done.values())
+    details: dict[str, dict] = {}
+
+    def one(path: Path) -> None:
+        name = path.relative_to(tasks).as_posix() if path != tasks else path.name
+        if name in done:
+            return
+        oracle = nop = None
+        error = ""
+        try:
+            if is_tb_task(path):
+                dest = out / "converted" / name
+                if not dest.exists():
+                    convert_task(path, dest)
+                task = load_task(dest)
+            else:
+                task = load_task(path)
+            oracle = run_trial(ctx, TrialSpec(task, "oracle", f"{slug(name)}__oracle"), out / "trials")
+            if oracle["built"]:
+                nop = run_trial(ctx, TrialSpec(task, "nop", f"{slug(name)}__nop"), out / "trials")
+        except (TaskFormatError, OSError) as err:
+            error = f"task: {err}"
+        except Exception as err:  # one broken task never stops the batch
+            error = f"{type(err).__name__}: {str(err)[:300]}"
+        row = check_row(name, oracle, nop, error)
+        with lock:
+            rows.append(row)
+            details[name] = {"substitutions": (oracle or {}).get("substitutions", []),
+                             "timings": {"oracle": (oracle or {}).get("timings"), "nop": (nop or {}).get("timings")}}
+            with open(results_path, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps(row) + "\n")
+            log(f"[{len(rows)}/{len(paths)}] {'ok ' if row['ok'] else 'BAD'} {name} {row['reason'][:160]}")
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        list(pool.map(one, paths))
+    summary = summarize(rows, details)
+    atomic_write_text(out / "summary.json", json.dumps(summary, indent=1))
+    return summary
+
+
+def _reason_class(reason: str) -> str:
+    r = re.sub(r"\d+(\.\d+)?", "N", reason)
+    return r.split("(")[0].strip()[:90] or "ok"
+
+
+def summarize(rows: list[dict], details: dict[str, dict] | None = None) -> dict:
+    groups: dict[str, Counter] = defaultdict(Counter)
+    for r in rows:
+        g = groups[group_of(r["task"])]
+        g["tasks"] += 1
+        g["built"] += r["built"]
+        g["oracle_pass"] += (r["oracle_reward"] or 0) >= 1
+        g["ok"] += r["ok"]
+    subs = Counter()
+    for d in (details or {}).values():
+        for s in d["substitutions"]:
+            subs[f"{s['upstream']} -> {'itself' if s['real'] else s['local'] or 'FAILED'}"] += 1
+    return {"tasks": len(rows), "built": sum(r["built"] for r in rows),
+            "oracle_pass": sum((r["oracle_reward"] or 0) >= 1 for r in rows), "ok": sum(r["ok"] for r in rows),
+            "groups": {k: dict(v) for k, v in sorted(groups.items())},
+            "reasons": dict(Counter(_reason_class(r["reason"]) for r in rows if not r["ok"]).most_common()),
+            "substitutions": dict(subs)}

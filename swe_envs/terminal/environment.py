@@ -1,0 +1,342 @@
+"""A running task environment: the task's image(s) built, the main container started, exec and file copy.
+
+Single-container tasks build ``environment/Dockerfile`` (or use ``[environment].docker_image``).
+Multi-service tasks (``environment/docker-compose.yaml``) are run by the Docker SDK directly:
+``docker compose`` is a CLI plugin that Debian's docker.io does not ship, and the subset tasks
+use — ``build``/``image``, ``command``, ``entrypoint``, ``environment``, ``working_dir``,
+``depends_on``, ``healthcheck`` — maps onto one private network with the services reachable by
+name. Any other service key is an error naming it (never silently dropped). The main service is
+``main`` (Harbor) or ``client`` (Terminal-Bench); it runs ``sleep infinity`` and the agent and
+verifier exec into it.
+
+Containers run with the task's CPU/memory limits (capped by the runner config), a pids limit, no
+host mounts, ``no-new-privileges``, offline unless the runner follows the task's network mode;
+they carry the sandbox's owner label, so ``python -m swe_envs cleanup`` sweeps ones left behind.
+Commands get a time limit inside the container (``timeout``) and a host-side one.
+"""
+
+from __future__ import annotations
+
+import io
+import shlex
+import tarfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import docker
+import docker.errors
+import yaml
+
+from swe_envs.images import Images, sha, slug
+from swe_envs.sandbox import LABEL, owner
+from swe_envs.terminal.config import RunnerConfig
+from swe_envs.terminal.substitute import Substituter, from_images
+from swe_envs.terminal.task import HarborTask, TaskFormatError
+
+COMPOSE_KEYS = {"build", "image", "command", "entrypoint", "environment", "working_dir", "depends_on",
+                "healthcheck", "deploy", "container_name", "volumes", "ports", "expose", "restart"}
+# keys read but without effect here: names and mounts are ours to choose; nothing is published
+COMPOSE_IGNORED = {"container_name", "volumes", "ports", "expose", "restart"}
+
+
+@dataclass
+class ExecResult:
+    rc: int
+    output: str
+    timed_out: bool
+    seconds: float
+
+
+@dataclass
+class Built:
+    ok: bool
+    images: dict[str, str] = field(default_factory=dict)  # service -> image tag
+    log: str = ""
+    error: str = ""
+    seconds: float = 0.0
+    substitutions: list[dict] = field(default_factory=list)
+
+
+def tar_dir(root: Path, prefix: str = "") -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for p in sorted(root.rglob("*")):
+            arc = prefix + p.relative_to(root).as_posix()
+            info = tar.gettarinfo(str(p), arcname=arc)
+            info.uid = info.gid = 0
+            info.uname = info.gname = "root"
+            if p.is_file() and not p.is_symlink():
+                with open(p, "rb") as fh:
+                    tar.addfile(info, fh)
+            else:
+                tar.addfile(info)
+    return buf.getvalue()
+
+
+def _tree_digest(root: Path) -> str:
+    parts = []
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            parts.append(f"{p.relative_to(root).as_posix()}:{oct(p.stat().st_mode & 0o777)}:{sha(p.read_bytes().decode('latin-1'))}")
+    return sha(*parts)
+
+
+def compose_services(task: HarborTask) -> dict[str, dict]:
+    data = yaml.safe_load(task.compose_file.read_text(encoding="utf-8")) or {}
+    services = data.get("services")
+    if not isinstance(services, dict) or not services:
+        raise TaskFormatError(f"{task.compose_file}: no services")
+    for name, svc in services.items():
+        for key in (svc or {}):
+            if key not in COMPOSE_KEYS:
+                raise TaskFormatError(f"{task.compose_file}: services.{name}.{key} is not supported by the runner")
+    return {n: dict(s or {}) for n, s in services.items()}
+
+
+def main_service(services: dict[str, dict]) -> str:
+    for n in ("main", "client"):
+        if n in services:
+            return n
+    if len(services) == 1:
+        return next(iter(services))
+    raise TaskFormatError(f"compose file has no 'main' (or 'client') service among {sorted(services)}")
+
+
+def build_task_images(task: HarborTask, images: Images, subst: Substituter) -> Built:
+    """Build every image the task needs (substituting upstream FROM images); cached by content."""
+    t0 = time.monotonic()
+    out = Built(ok=True)
+    env_dir = task.environment_dir
+    if task.compose_file is not None:
+        services = compose_services(task)
+        specs = {}
+        for name, svc in services.items():
+            b = svc.get("build")
+            if b is not None:
+                b = {"context": b} if isinstance(b, str) else dict(b)
+                specs[name] = (env_dir / b.get("context", "."), b.get("dockerfile", "Dockerfile"))
+            elif svc.get("image"):
+                specs[name] = svc["image"]
+            else:
+                return Built(False, error=f"services.{name}: neither build nor image")
+    elif task.dockerfile is not None:
+        specs = {"main": (env_dir, "Dockerfile")}
+    else:
+        specs = {"main": task.config.environment.docker_image}
+    logs = []
+    for name, spec in specs.items():
+        if isinstance(spec, str):  # a prebuilt image: substitute it if absent
+            s = subst.ensure(spec)
+            out.substitutions.append({"upstream": spec, "local": s.local, "real": s.real, "error": s.error})
+            if s.local is None:
+                return Built(False, out.images, "".join(logs), s.error, time.monotonic() - t0, out.substitutions)
+            out.images[name] = spec
+            continue
+        ctx, dfile = spec
+        if not (ctx / dfile).is_file():
+            return Built(False, error=f"{ctx / dfile} not found")
+        dockerfile = (ctx / dfile).read_text(encoding="utf-8")
+        parent_ids = []
+        for ref in from_images(dockerfile):
+            s = subst.ensure(ref)
+            out.substitutions.append({"upstream": ref, "local": s.local, "real": s.real, "error": s.error})
+            if s.local is None:
+                logs.append(s.built.log if s.built else "")
+                return Built(False, out.images, "".join(logs), s.error, time.monotonic() - t0, out.substitutions)
+            parent_ids.append(images.image_id(ref) or "")
+        tag = f"terminal/{slug(task.name)}-{slug(name)}:{sha(dockerfile, _tree_digest(ctx), *parent_ids)[:16]}"
+        ctx_tar = tar_dir(ctx)
+        if dfile != "Dockerfile":
+            from swe_envs.repos import tar_with
+
+            ctx_tar = tar_with(ctx_tar, {"Dockerfile": dockerfile.encode()})
+        if images.image_id(tag) is None:
+            images.log(f"building {tag}")
+        res = images.build(tag, dockerfile, ctx_tar, labels={"swe_envs.terminal.task": task.name[:200]})
+        logs.append(res.log)
+        if not res.ok:
+            return Built(False, out.images, "".join(logs), f"build failed: {res.error}", time.monotonic() - t0,
+                         out.substitutions)
+        out.images[name] = tag
+    out.log, out.seconds = "".join(logs), time.monotonic() - t0
+    return out
+
+
+class Environment:
+    """The started containers of one trial; ``close`` removes them (and their network)."""
+
+    def __init__(self, client: docker.DockerClient, task: HarborTask, built: Built, cfg: RunnerConfig):
+        self.client, self.task, self.cfg = client, task, cfg
+        self.containers: dict[str, docker.models.containers.Container] = {}
+        self.network = None
+        self.run_id = uuid.uuid4().hex[:12]
+        env = task.config.environment
+        self.offline = cfg.network == "none" or env.network() == "no-network"
+        self._start(built)
+
+    def _limits(self) -> dict:
+        env = self.task.config.environment
+        mem = min(env.memory_limit_mb(self.cfg.memory_mb_default), self.cfg.memory_mb_max)
+        return {"nano_cpus": int(min(env.cpus, self.cfg.cpus_max) * 1e9), "mem_limit": f"{mem}m",
+                "memswap_limit": f"{mem}m", "pids_limit": self.cfg.pids, "security_opt": ["no-new-privileges"],
+                "labels": {LABEL: owner(), "swe_envs.run": self.run_id}}
+
+    def _start(self, built: Built) -> None:
+        services = compose_services(self.task) if self.task.compose_file else {"main": {}}
+        main = main_service(services)
+        net_mode = None
+        if len(services) > 1:
+            # one private network; internal=True keeps it offline while services reach each other by name
+            self.network = self.client.networks.create(f"terminal-{self.run_id}", internal=self.offline,
+                                                       labels={LABEL: owner()})
+        elif self.offline:
+            net_mode = "none"
+        order = _start_order(services)
+        for name in order:
+            svc = services[name]
+            env = dict(self.task.config.environment.env) if name == main else {}
+            env.update(_env_dict(svc.get("environment")))
+            kwargs = self._limits()
+            if name == main:
+                kwargs["command"] = ["sh", "-c", "sleep infinity"]
+            elif svc.get("command") is not None:
+                kwargs["command"] = svc["command"]
+            if svc.get("entrypoint") is not None:
+                kwargs["entrypoint"] = svc["entrypoint"]
+            if svc.get("working_dir"):
+                kwargs["working_dir"] = svc["working_dir"]
+            hc = svc.get("healthcheck")
+            if hc and hc.get("test"):
+                kwargs["healthcheck"] = {"test": hc["test"], "interval": int(1e9), "retries": int(hc.get("retries", 30))}
+            if self.network is not None:
+                kwargs["network"] = self.network.name  # never the default bridge (it has the internet)
+            else:
+                kwargs["network_mode"] = net_mode
+            c = self.client.containers.create(built.images[name], detach=True, environment=env, init=True,
+                                              name=f"terminal-{self.run_id}-{slug(name)}", **kwargs)
+            self.containers[name] = c
+            if self.network is not None:  # re-attach with the service name as its DNS alias
+                self.network.disconnect(c)
+                self.network.connect(c, aliases=[name])
+            c.start()
+            if hc and hc.get("test"):
+                self._wait_healthy(c, name)
+        self.main = self.containers[main]
+        self.exec("mkdir -p /logs/agent /logs/verifier /logs/artifacts /tests /solution", timeout_s=60)
+        if self.task.config.environment.healthcheck:
+            hc = self.task.config.environment.healthcheck
+            for _ in range(hc.retries + 1):
+                if self.exec(hc.command, timeout_s=hc.timeout_sec).rc == 0:
+                    break
+                time.sleep(hc.interval_sec)
+            else:
+                raise RuntimeError(f"healthcheck never passed: {hc.command}")
+
+    def _wait_healthy(self, c, name: str, limit_s: float = 120.0) -> None:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < limit_s:
+            c.reload()
+            status = (c.attrs.get("State", {}).get("Health") or {}).get("Status")
+            if status == "healthy":
+                return
+            time.sleep(1)
+        raise RuntimeError(f"service {name} did not become healthy in {limit_s:.0f}s")
+
+    def offline_env(self) -> dict[str, str]:
+        """Tell package tools there is no network, so they use what the image provisions."""
+        if not self.offline:
+            return {}
+        return {"UV_OFFLINE": "1", "PIP_NO_INDEX": "1", "CARGO_NET_OFFLINE": "true", "GOPROXY": "off",
+                "GOFLAGS": "-mod=mod", "npm_config_offline": "true"}
+
+    def exec(self, command: str, timeout_s: float, env: dict[str, str] | None = None, user: str | None = None,
+             workdir: str | None = None) -> ExecResult:
+        """Run ``command`` with bash (sh if absent) under ``timeout``; output is stdout+stderr."""
+        t0 = time.monotonic()
+        limit = max(1, int(timeout_s + 0.999))
+        script = (f"if command -v bash >/dev/null 2>&1; then exec timeout -k 5 {limit} bash -c {shlex.quote(command)}; "
+                  f"else exec timeout -k 5 {limit} sh -c {shlex.quote(command)}; fi")
+        box: dict = {}
+
+        def target():
+            try:
+                box["res"] = self.main.exec_run(["sh", "-c", script], environment={**self.offline_env(), **(env or {})},
+                                                user=user or "", workdir=workdir, demux=False)
+            except Exception as err:  # the container died under us
+                box["err"] = err
+
+        th = threading.Thread(target=target, daemon=True)
+        th.start()
+        th.join(timeout_s + self.cfg.exec_margin_s)
+        if th.is_alive():  # `timeout` did not end it (a stuck exec): stop the container
+            self.close()
+            return ExecResult(124, "host: command exceeded its limit; environment stopped", True, time.monotonic() - t0)
+        if "err" in box:
+            return ExecResult(-1, f"exec failed: {box['err']}", False, time.monotonic() - t0)
+        res = box["res"]
+        out = (res.output or b"").decode("utf-8", "replace")
+        rc = int(res.exit_code if res.exit_code is not None else -1)
+        return ExecResult(rc, out, rc in (124, 137), time.monotonic() - t0)
+
+    def upload(self, src: Path, dest: str) -> None:
+        self.exec(f"mkdir -p {shlex.quote(dest)}", timeout_s=60)
+        self.main.put_archive(dest, tar_dir(src))
+
+    def read(self, path: str, limit: int = 1_000_000) -> str | None:
+        try:
+            stream, _ = self.main.get_archive(path)
+        except docker.errors.NotFound:
+            return None
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+            m = next((m for m in tar.getmembers() if m.isfile()), None)
+            return tar.extractfile(m).read(limit).decode("utf-8", "replace") if m else None
+
+    def close(self) -> None:
+        for c in list(self.containers.values()):
+            try:
+                c.remove(force=True)
+            except docker.errors.DockerException:
+                pass
+        self.containers.clear()
+        if self.network is not None:
+            try:
+                self.network.remove()
+            except docker.errors.DockerException:
+                pass
+            self.network = None
+
+
+def _env_dict(raw) -> dict[str, str]:
+    if isinstance(raw, dict):
+        return {str(k): "" if v is None else str(v) for k, v in raw.items()}
+    out = {}
+    for item in raw or []:
+        k, _, v = str(item).partition("=")
+        out[k] = v
+    return out
+
+
+def _start_order(services: dict[str, dict]) -> list[str]:
+    """depends_on first (compose's order); a cycle is an error."""
+    order: list[str] = []
+    seen: set[str] = set()
+
+    def visit(n: str, stack: tuple[str, ...]) -> None:
+        if n in order:
+            return
+        if n in stack:
+            raise TaskFormatError(f"compose depends_on cycle: {' -> '.join(stack + (n,))}")
+        deps = services[n].get("depends_on") or []
+        for d in (deps if isinstance(deps, list) else list(deps)):
+            if d not in services:
+                raise TaskFormatError(f"services.{n}.depends_on names unknown service {d!r}")
+            visit(d, stack + (n,))
+        seen.add(n)
+        order.append(n)
+
+    for n in services:
+        visit(n, ())
+    return order

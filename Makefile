@@ -21,7 +21,7 @@ help:
 	@echo "make data-longctx  long-context mid-training shards per stage -> out/longctx/<stage>/"
 	@echo "make train      train the tiny GLM-5-shaped model on the demo shards -> out/train/"
 	@echo "make test       install into .venv if needed, run the test suite"
-	@echo "make bench      benchmarks (ratios against named baselines)"
+	@echo "make bench      benchmarks (ratios against named baselines) -> out/bench/*.json + one table"
 	@echo "make bench-gpu  MoE kernels on a CUDA GPU: correctness + timings -> out/bench/kernels_gpu.json"
 	@echo "make lint       ruff"
 	@echo "make clean      remove out/ and caches (keeps .venv and the data/ cache)"
@@ -110,19 +110,10 @@ train: setup
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# every benchmarks/*.py, one at a time (BENCH="minhash,sampler" for some), each writing
+# out/bench/<script>.json; then one table of all; exits 0 whether or not goals hold
 bench: setup
-	$(PY) benchmarks/loader_throughput.py
-	$(PY) benchmarks/engines.py
-	$(PY) benchmarks/web_filters.py
-	$(PY) benchmarks/minhash.py
-	$(PY) benchmarks/newton_schulz.py
-	$(PY) benchmarks/moe_grouped.py
-	$(PY) benchmarks/moe_layer_cpu.py
-	$(PY) benchmarks/train_throughput.py
-	$(PY) benchmarks/swe_mine_engines.py
-	$(PY) benchmarks/swe_envs_cache.py
-	$(PY) benchmarks/longctx_packing.py
-	$(PY) benchmarks/longctx_retrieval.py
+	$(PY) benchmarks/run_all.py $(if $(BENCH),--only '$(BENCH)')
 
 # the Triton MoE kernels at GLM-5 shapes (needs CUDA; exits 2 with a "skipped" JSON without it)
 bench-gpu: setup

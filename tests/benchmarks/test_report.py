@@ -1,0 +1,84 @@
+"""The benchmark result contract: out/bench/<script>.json with the fields `make bench` tabulates,
+and a runner that tabulates every script's JSON and exits 0 whatever the goals or failures."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks import _report
+from benchmarks._report import FIELDS, Result
+
+RUN_ALL = Path(__file__).resolve().parents[2] / "benchmarks" / "run_all.py"
+
+
+def test_ratio_is_how_many_times_better_ours_is_in_either_direction():
+    assert Result("rate", ours=30.0, baseline=10.0, unit="MB/s").ratio == 3.0
+    assert Result("time", ours=2.0, baseline=3.0, unit="ms", higher_is_better=False).ratio == 1.5
+    row = Result("t", 2.0, 3.0, "ms", goal=1.3, higher_is_better=False).row()
+    assert row["ratio"] == 1.5 and row["goal_met"] is True
+    assert Result("t", 1.0, 1.0, "x", goal=2.0).row()["goal_met"] is False
+    assert Result("none", 1.0, 0.0, "x").row()["ratio"] is None  # no division by zero
+
+
+def test_write_then_table(tmp_path):
+    path = _report.write(
+        "benchmarks/some_bench.py",
+        Result("headline", 8.0, 2.0, "MB/s", goal=8.0, ours_label="ours", baseline_label="theirs"),
+        {"mb": 4},
+        [Result("secondary", 1.0, 2.0, "s", higher_is_better=False)],
+        out_dir=tmp_path,
+    )
+    obj = json.loads(path.read_text())
+    assert path.name == "some_bench.json" and set(FIELDS) <= set(obj)
+    assert obj["ratio"] == 4.0 and obj["goal"] == 8.0 and obj["goal_met"] is False and obj["inputs"] == {"mb": 4}
+    assert obj["also"][0]["ratio"] == 2.0
+    _report.write_status("benchmarks/gpu_only.py", "skipped", "no CUDA", out_dir=tmp_path)
+    (tmp_path / "broken.json").write_text("{not json")
+    (tmp_path / "previous").mkdir()
+    prev = dict(obj, ratio=3.5)
+    (tmp_path / "previous" / "some_bench.json").write_text(json.dumps(prev))
+    text = _report.table(_report.collect(tmp_path), _report.collect(tmp_path / "previous"))
+    lines = text.splitlines()
+    head = next(ln for ln in lines if ln.startswith("headline"))
+    assert "4" in head and ">= 8" in head and "NO" in head and "3.5" in head  # last run's ratio
+    assert any(ln.startswith("  secondary") for ln in lines)
+    assert any(ln.startswith("gpu_only") and "skipped" in ln and "no CUDA" in ln for ln in lines)
+    assert any(ln.startswith("broken") and "failed" in ln for ln in lines)
+
+
+@pytest.fixture()
+def scripts(tmp_path):
+    """Three stand-in benchmark scripts: one meets its goal, one misses it, one crashes."""
+    d = tmp_path / "scripts"
+    d.mkdir()
+    bench = Path(_report.__file__).parent
+    for name, ratio in (("good", 2.0), ("slow", 0.5)):
+        (d / f"{name}.py").write_text(
+            f"import sys; sys.path.insert(0, {str(bench)!r})\n"
+            "from _report import Result, write\n"
+            f"write(__file__, Result({name!r}, {ratio}, 1.0, 'x/s', goal=1.0), {{}})\n"
+        )
+    (d / "crash.py").write_text("print('working'); raise SystemExit('boom: no engine')\n")
+    (d / "_helper.py").write_text("raise SystemExit('helpers are not benchmarks')\n")
+    return d
+
+
+def test_run_all_tabulates_every_script_and_exits_0(scripts, tmp_path):
+    out = tmp_path / "out"
+    cmd = [sys.executable, str(RUN_ALL), "--scripts", str(scripts), "--out", str(out)]
+    assert subprocess.run([*cmd, "--list"], capture_output=True, text=True).stdout.split() == ["crash", "good", "slow"]
+    for _ in range(2):
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        table = p.stdout[p.stdout.index("benchmark  "):]
+        assert {json.loads(f.read_text())["name"] for f in out.glob("*.json")} == {"good", "slow", "crash"}
+        assert "boom: no engine" in table and "failed" in table
+        assert any(ln.startswith("slow") and "NO" in ln for ln in table.splitlines())
+        assert any(ln.startswith("good") and "yes" in ln for ln in table.splitlines())
+    assert (out / "previous" / "good.json").is_file()  # the first run, kept for comparison
+    bad = subprocess.run([*cmd, "--only", "nope"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "unknown benchmark" in bad.stderr
+

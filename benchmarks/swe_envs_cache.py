@@ -3,9 +3,13 @@
 The tiny per-language repositories of the tests, ``--tasks`` instances each on one
 repo-version, go through ``run_batch`` twice: first with the toolchain and environment images
 of those languages removed and Docker's layer cache bypassed (cold; the debootstrapped base
-image is kept), then again with everything cached (warm). Baselines: the cold run for speed; for bytes, per-task images (every
-task carrying its own copy of the repo layer, or of the whole image as SWE-bench-style
-per-instance images do). Run: ``python benchmarks/swe_envs_cache.py [--languages all] [--tasks 3]``.
+image is kept), then again with everything cached (warm). Baseline for speed: the cold run.
+Bytes, both as Docker reports them for the built images: what one repo-version adds on top of
+its language's shared toolchain image, vs the whole image a self-contained environment image
+would carry. (No per-task multiple is claimed: Docker stores identical layers once, so N
+identical per-task images would not cost N times the bytes.) Writes out/bench/swe_envs_cache.json
+(a "skipped" status without a Docker engine).
+Run: ``python benchmarks/swe_envs_cache.py [--languages all] [--tasks 3]``.
 Removes and rebuilds the swe-envs images of the chosen languages.
 """
 
@@ -21,6 +25,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from _report import Result, write, write_status  # noqa: E402
+
+from core.errors import UserError  # noqa: E402
 from swe_envs.batch import run_batch  # noqa: E402
 from swe_envs.config import LANGUAGES, SweEnvsConfig  # noqa: E402
 from swe_envs.docker_setup import docker_client, ensure_docker  # noqa: E402
@@ -47,8 +54,13 @@ def main() -> None:
     ap.add_argument("--tasks", type=int, default=3, help="instances per repo-version")
     args = ap.parse_args()
     languages = list(LANGUAGES) if args.languages == "all" else args.languages.split(",")
-    ensure_docker(log=print)
-    client = docker_client()
+    try:
+        ensure_docker(log=print)
+        client = docker_client()
+    except UserError as e:
+        write_status(__file__, "skipped", f"no Docker engine: {e}")
+        print(f"skipped: no Docker engine: {e}")
+        return
     cfg = SweEnvsConfig()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -76,12 +88,18 @@ def main() -> None:
     print(f"ratio warm/cold environments per hour: {cold / warm:.2f}")
     layer = sum(e["env_layer_bytes"] for e in envs) / n_env
     whole = sum(e["image_bytes"] for e in envs) / n_env
-    per_task = n_task / n_env
-    print(f"bytes per environment: repo-version layer {_mb(layer)} (toolchain image shared by its language); "
-          f"whole image {_mb(whole)}")
-    print(f"  one image per repo-version, per task: {_mb(layer / per_task)}")
-    print(f"  baseline per-task images sharing the toolchain: {_mb(layer)}  ratio {per_task:.1f}x")
-    print(f"  baseline per-task self-contained images:        {_mb(whole)}  ratio {whole / (layer / per_task):.0f}x")
+    print(f"bytes per environment (Docker's image sizes): repo-version layer {_mb(layer)} on the toolchain image "
+          f"shared by its language; whole image {_mb(whole)}")
+    write(
+        __file__,
+        Result("swe envs per hour warm vs cold", n_env / warm * 3600, n_env / cold * 3600, "environments/h",
+               ours_label="run_batch, images cached", baseline_label="run_batch, images removed, layer cache bypassed",
+               extra={"tasks_per_hour_warm": n_task / warm * 3600, "tasks_per_hour_cold": n_task / cold * 3600}),
+        {"languages": languages, "repo_versions": n_env, "tasks": n_task, "images_removed_for_cold": removed},
+        [Result("swe env bytes per environment", layer / 2**20, whole / 2**20, "MiB", higher_is_better=False,
+                ours_label="repo-version layer (toolchain image shared per language)",
+                baseline_label="the whole image (a self-contained environment image)")],
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import docker
 import docker.errors
 
 from swe_envs.config import BuildConfig, ToolchainConfig
-from swe_envs.registry import HostAccess
+from swe_envs.registry import HostAccess, host_access
 from swe_envs.repos import tar_with
 
 USER_ID = 10001
@@ -101,7 +101,9 @@ class BuildResult:
 class Images:
     def __init__(self, client: docker.DockerClient, cfg: BuildConfig, access: HostAccess | None = None,
                  log=None):
-        self.client, self.cfg, self.access = client, cfg, access or HostAccess()
+        # by default every image trusts the host's CA and gets its index settings
+        self.client, self.cfg = client, cfg
+        self.access = access if access is not None else host_access(cfg.ca_bundle, cfg.host_index_settings)
         self.log = log or (lambda _msg: None)
 
     def image_id(self, ref: str) -> str | None:

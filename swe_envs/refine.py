@@ -261,7 +261,8 @@ class EnvBuilder:
                                         time.monotonic() - t1, path, rule))
             self.images.remove(candidate)
             return log, "parser"
-        if parsed.statuses:
+        # the full parse decides (an id convention may count a collection error as a test)
+        if (parsed.guard or parsed).statuses:
             self.images.tag(built.image_id, tag)
             self.images.remove(candidate)
             env.ok, env.image, env.image_id = True, tag, built.image_id

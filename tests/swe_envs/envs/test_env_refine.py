@@ -54,14 +54,18 @@ def test_rule_fix_installs_the_missing_module(docker_ready, tmp_path):
     stages = [(a.source, a.stage) for a in env.attempts]
     assert stages == [("template", "collect"), ("rule", "ok")]
     assert "No module named 'yaml'" in Path(env.attempts[0].log_path).read_text()
-    assert env.recipe == ["apt-get install -y --no-install-recommends python3-yaml"]
+    # the distribution the import stands for, era-pinned like the rest, before the resolved-set freeze
+    assert env.attempts[1].rule == "missing module"
+    assert env.recipe[-2].startswith("uv pip install --python /opt/venv/bin/python --exclude-newer ")
+    assert env.recipe[-2].endswith(" PyYAML") and env.recipe[-1].startswith("uv pip freeze")
+    assert any(r.lower().startswith("pyyaml==") for r in env.resolved)
 
 
 def test_llm_revises_a_failing_build(docker_ready, tmp_path):
     server = ScriptedServer()
     url = server.start()
     server.script.append(Reply(body={"choices": [{"index": 0, "message": {"role": "assistant", "content":
-        "The wheel is not vendored; use Debian's package:\n```sh\napt-get install -y python3-yaml\n```"}}]}))
+        "The wheel is not vendored; install it from the index:\n```sh\nuv pip install PyYAML pytest\n```"}}]}))
     try:
         builder = _builder(docker_ready, tmp_path, url)
         env = _build(builder, tmp_path, VENDORED, "vendored")
@@ -71,10 +75,10 @@ def test_llm_revises_a_failing_build(docker_ready, tmp_path):
         server.stop()
     assert env.ok, env.reason
     assert [(a.source, a.stage) for a in env.attempts] == [("template", "build"), ("llm", "ok")]
-    assert env.attempts[0].recipe == ["pip install -r requirements.txt"]
-    assert env.recipe == ["apt-get install -y python3-yaml"]
+    assert env.attempts[0].recipe[0].endswith(" -r requirements.txt")
+    assert env.recipe == ["uv pip install PyYAML pytest"]
     prompt = server.received[0]["messages"][-1]["content"]
-    assert "pip install -r requirements.txt" in prompt and "vendor/PyYAML" in prompt  # the error log went in
+    assert "-r requirements.txt" in prompt and "vendor/PyYAML" in prompt  # the error log went in
     assert Path(env.attempts[0].log_path).is_file()
 
 

@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-$(shell sha256sum pyproject.toml | cut -c1-16)
 MASTER ?=
 PYTEST_ARGS ?=
 
-.PHONY: help setup sysdeps demo quality-eval data-web spark-web data-swe data-swe-envs swe-real data-longctx train test bench bench-gpu lint clean distclean
+.PHONY: help setup sysdeps demo quality-eval data-web spark-web data-swe data-swe-envs swe-real data-longctx train rl-async test bench bench-gpu lint clean distclean
 
 help:
 	@echo "make demo       install into .venv if needed, run the demo job (MASTER=local[2] for Spark)"
@@ -20,6 +20,7 @@ help:
 	@echo "make swe-real   environments + gold evaluation of the 20 real SWE-bench instances in ../shared/swe-real"
 	@echo "make data-longctx  long-context mid-training shards per stage -> out/longctx/<stage>/"
 	@echo "make train      train the tiny GLM-5-shaped model on the demo shards -> out/train/"
+	@echo "make rl-async   asynchronous RL: rollout servers, task services, orchestrator, trainer -> out/rl_async/"
 	@echo "make test       install into .venv if needed, run the test suite"
 	@echo "make bench      benchmarks (ratios against named baselines) -> out/bench/*.json + one table"
 	@echo "make bench-gpu  MoE kernels on a CUDA GPU: correctness + timings -> out/bench/kernels_gpu.json"
@@ -105,6 +106,10 @@ train: setup
 	@test -f out/demo/shards/manifest.json || $(MAKE) demo
 	$(PY) -m training.trainer --config configs/train_tiny.yaml --shards out/demo/shards \
 	  --metrics out/train/metrics.jsonl --checkpoint-dir out/train/ckpt
+
+rl-async: setup
+	rm -rf out/rl_async
+	$(PY) -m training.rl train --config configs/rl_async_tiny.yaml --out out/rl_async
 
 # the whole suite, Spark tests included (markers: spark, docker, gpu — gpu skips without CUDA)
 test: setup

@@ -114,7 +114,7 @@ def run_batch(instances_path: Path, repos_dir: Path, out: Path, cfg: SweEnvsConf
     sandbox = builder.sandbox
     validator = Validator(sandbox, cfg.validation.runs, cfg.validation.select_touched_tests,
                           out / "logs" / "instances" if cfg.validation.keep_logs else None,
-                          cfg.validation.before_may_fail_to_build, cfg)
+                          cfg.validation.before_may_fail_to_build, cfg, builder)
     writer = _Writer(out)
     t0 = time.monotonic()
     stats: dict[str, Any] = {"instances": {}, "environments": []}

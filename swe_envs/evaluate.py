@@ -29,7 +29,7 @@ from core.errors import InputError
 from core.shards import atomic_write_text
 from swe_envs.config import SweEnvsConfig
 from swe_envs.parsers import PASSED, parse_log
-from swe_envs.repos import diff, find_repo, git
+from swe_envs.repos import find_repo, git
 
 OUTPUTS = ("report.json", "results.jsonl", "instances")
 _DIFF = re.compile(r"^(diff --git |--- \S|\+\+\+ \S)", re.M)
@@ -162,7 +162,8 @@ class Evaluator:
                 env = Environment(inst["repo"], spec.get("environment_setup_commit") or commit, spec.get("language"),
                                   True, image=spec["image"], image_id=images.image_id(spec["image"]),
                                   test_command=spec.get("test_command", ""), runner=spec.get("runner", "auto"),
-                                  cached=True, network=spec.get("network") or self.cfg.sandbox.network)
+                                  cached=True, network=spec.get("network") or self.cfg.sandbox.network,
+                                  recipe=list(spec.get("recipe") or []))
             elif path is None:
                 env = Environment(inst["repo"], commit, None, False,
                                   reason=f"no environment: repository {inst['repo']} not found (pass --repos "
@@ -185,7 +186,7 @@ class Evaluator:
             return None
 
     def run(self, inst: dict[str, Any], pred: dict[str, Any], members: list[dict[str, Any]]) -> Outcome:
-        from swe_envs.validate import Validator
+        from swe_envs.validate import InstanceFailure, Validator
 
         iid, model = inst["instance_id"], str(pred.get("model_name_or_path") or "unknown")
         patch = pred.get("model_patch")
@@ -198,7 +199,8 @@ class Evaluator:
         env, path = self.environment(inst, members)
         if not env.ok:
             return Outcome(iid, model, "error", f"environment: {env.reason}")
-        validator = Validator(self.builder.sandbox, 1, self.cfg.validation.select_touched_tests, None, cfg=self.cfg)
+        validator = Validator(self.builder.sandbox, 1, self.cfg.validation.select_touched_tests, None, cfg=self.cfg,
+                              builder=self.builder)
         spec = inst.get("environment") if isinstance(inst.get("environment"), dict) else {}
         if spec.get("test_command") and spec.get("image") == env.image:
             command = spec["test_command"]
@@ -206,14 +208,21 @@ class Evaluator:
             command = validator.command(inst, env, path)
         else:
             command = env.test_command
-        base = ""
-        if env.commit != inst["base_commit"]:
-            if path is None:
-                return Outcome(iid, model, "error", "the environment's commit differs from the base commit and "
-                               "no clone to diff them (pass --repos DIR)")
-            base = diff(path, env.commit, inst["base_commit"])
-        patches = [("base", base), ("test", inst.get("test_patch") or ""), ("model", patch)]
-        res = self.builder.sandbox.run(env.image, command, patches, runs=1, network=validator.network(inst, env))
+        built = spec.get("instance_image")
+        if built and self.builder.images.image_id(built):  # validate's instance image
+            image, base = built, []
+        elif path is not None:
+            try:
+                image, base = validator.prepare(inst, env, path)
+            except InstanceFailure as err:
+                return Outcome(iid, model, "error", f"{err.stage}: {err.reason}")
+        elif env.commit == inst["base_commit"]:
+            image, base = env.image, []
+        else:
+            return Outcome(iid, model, "error", "the environment's commit differs from the base commit and "
+                           "no clone to set it up (pass --repos DIR)")
+        patches = [*base, ("test", inst.get("test_patch") or ""), ("model", patch)]
+        res = self.builder.sandbox.run(image, command, patches, runs=1, network=validator.network(inst, env))
         folder = self.out / "instances" / iid
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "patch.diff").write_text(patch, encoding="utf-8")

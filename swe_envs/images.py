@@ -87,6 +87,16 @@ def env_dockerfile(toolchain_tag: str, recipe: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def instance_dockerfile(env_image: str, recipe: list[str]) -> str:
+    """The repo-version's image, its tree replaced by the base commit's and its recipe run again
+    (SWE-bench's instance images): what the base commit installs, nothing the diff could miss."""
+    lines = [f"FROM {env_image}", "RUN find /testbed -mindepth 1 -delete",
+             f"COPY --chown={USER_ID}:{USER_ID} repo/ /testbed/", "WORKDIR /testbed"]
+    lines += [f"RUN {cmd}" for cmd in recipe]
+    lines.append(f"RUN chown -R {USER_ID}:{USER_ID} /testbed /home/swe")
+    return "\n".join(lines) + "\n"
+
+
 @dataclass
 class BuildResult:
     ok: bool

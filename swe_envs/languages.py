@@ -247,7 +247,7 @@ def test_plan(language: str, snap: Snapshot, selected: list[str] | None = None) 
 
 
 def _python_plan(snap: Snapshot, selected: list[str]) -> TestPlan:
-    files = [p for p in selected if p.endswith(".py") and not p.endswith("conftest.py")]
+    files = [p for p in selected if p.endswith(".py") and p.rsplit("/", 1)[-1] != "conftest.py"]
     cmd = "python -m pytest -rA -v -p no:cacheprovider --tb=short --color=no"
     installed = any(snap.has(n) for n in ("pyproject.toml", "setup.py", "setup.cfg"))
     if not installed and any(f.startswith("src/") and f.endswith(".py") for f in snap.files):

@@ -25,7 +25,7 @@ from pathlib import Path
 from core.llm import LLMClient, LLMError
 from swe_envs import era, languages
 from swe_envs.config import SweEnvsConfig
-from swe_envs.images import Images, env_dockerfile, sha, slug
+from swe_envs.images import Images, env_dockerfile, instance_dockerfile, sha, slug
 from swe_envs.parsers import parse_log
 from swe_envs.repos import Snapshot
 from swe_envs.rules import rule_fix
@@ -145,6 +145,18 @@ class EnvBuilder:
         finally:
             env.seconds = time.monotonic() - t0
         return env
+
+    def instance_image(self, env: Environment, path: Path, base_commit: str, instance_id: str) -> tuple[str, str]:
+        """(image, error): ``env``'s image set up again at ``base_commit`` (built once, tagged by content)."""
+        snap = Snapshot(path, base_commit)
+        dockerfile = instance_dockerfile(env.image, env.recipe)
+        tag = f"swe-envs/inst-{slug(env.repo)}:{sha(env.image_id, dockerfile, snap.tree)[:16]}"
+        built = self.images.build(tag, dockerfile, snap.archive(),
+                                  labels={"swe_envs.repo": env.repo, "swe_envs.instance": instance_id})
+        if built.ok:
+            return tag, ""
+        log = self._save_log(env, f"instance-{slug(instance_id)}", dockerfile + "\n" + built.log)
+        return "", f"setting up {base_commit[:12]} on the environment image failed: {built.error} (log: {log})"
 
     def _toolchain(self, env: Environment, choice: era.Choice) -> tuple[object, str] | None:
         tc = self.images.toolchain(env.language, self.cfg.toolchain(env.language), choice.base_image)

@@ -98,6 +98,27 @@ def _no_build_isolation(recipe: list[str], log: str) -> list[str] | None:
     return out if changed else None
 
 
+_FILTERED = re.compile(r"`([A-Za-z0-9_.-]+)` was filtered by `exclude-newer`.*?published at (\d{4}-\d{2}-\d{2})", re.S)
+
+
+def _package_cutoff(recipe: list[str], log: str) -> list[str] | None:
+    """A dependency with no release before the era cut-off (deleted and re-uploaded, say): let that
+    one package through at its first remaining release, as uv's hint says; the rest stay era-pinned."""
+    found = {name: day for name, day in _FILTERED.findall(log)}
+    if not found:
+        return None
+    out, changed = [], False
+    for line in recipe:
+        if "--exclude-newer " in line:
+            for name, day in found.items():
+                if f"--exclude-newer-package {name}=" not in line:
+                    line = line.replace("--exclude-newer ", f"--exclude-newer-package {name}={day}T23:59:59Z "
+                                        "--exclude-newer ", 1)
+                    changed = True
+        out.append(line)
+    return out if changed else None
+
+
 def _drop_exclude_newer(recipe: list[str], log: str) -> list[str] | None:
     """Pins newer than the era cut-off (or nothing that old for this interpreter): resolve without it."""
     if not _UNSOLVABLE.search(log) or not any("--exclude-newer" in line for line in recipe):
@@ -109,7 +130,7 @@ def _python_rules(recipe: list[str], log: str) -> tuple[list[str], str] | None:
     for name, rule in (("compiler", _compiler), ("setuptools-scm version", _scm_version),
                        ("PEP 660 backend", _editable_backend),
                        ("missing module", _python_missing), ("no build isolation", _no_build_isolation),
-                       ("drop exclude-newer", _drop_exclude_newer)):
+                       ("per-package cut-off", _package_cutoff), ("drop exclude-newer", _drop_exclude_newer)):
         fixed = rule(recipe, log)
         if fixed is not None and fixed != recipe:
             return fixed, name

@@ -122,25 +122,39 @@ def gold_comparison(inst: dict[str, Any], f2p: list[str], p2p: list[str]) -> dic
 
 class Validator:
     def __init__(self, sandbox: Sandbox, runs: int, select_touched: bool, log_dir: Path | None,
-                 before_may_fail_to_build: bool = False, cfg: SweEnvsConfig | None = None):
+                 before_may_fail_to_build: bool = False, cfg: SweEnvsConfig | None = None, builder=None):
         self.sandbox, self.runs, self.select_touched, self.log_dir = sandbox, runs, select_touched, log_dir
         self.before_may_fail_to_build = before_may_fail_to_build
         self.cfg = cfg or SweEnvsConfig()
+        self.builder = builder  # EnvBuilder: instance images at the base commit (else a base diff)
         self._parser_checked: dict[tuple[str, str], str | None] = {}
         self._lock = threading.Lock()
 
     def network(self, inst: dict[str, Any], env: Environment) -> str:
         return self.cfg.validation.network.get(inst["instance_id"]) or env.network or "none"
 
+    def prepare(self, inst: dict[str, Any], env: Environment, repo_path: Path) -> tuple[str, list[tuple[str, str]]]:
+        """(image, patches that bring it to the base commit). As SWE-bench's instance images do, the
+        repository is set up again at the base commit on top of the repo-version's image (its
+        dependencies may differ; a diff may not apply byte-exactly); without a builder, a diff."""
+        if inst["base_commit"] == env.commit:
+            return env.image, []
+        if self.builder is not None:
+            image, error = self.builder.instance_image(env, repo_path, inst["base_commit"], inst["instance_id"])
+            if error:
+                raise InstanceFailure("instance image", error)
+            return image, []
+        return env.image, [("base", diff(repo_path, env.commit, inst["base_commit"]))]
+
     def validate(self, inst: dict[str, Any], env: Environment, repo_path: Path) -> dict[str, Any]:
         t0 = time.monotonic()
-        base, env_commit = inst["base_commit"], env.commit
-        patches = [("base", diff(repo_path, env_commit, base)), ("test", inst.get("test_patch") or ""),
-                   ("fix", inst.get("patch") or "")]
+        env_commit = env.commit
+        image, base_patches = self.prepare(inst, env, repo_path)
+        patches = [*base_patches, ("test", inst.get("test_patch") or ""), ("fix", inst.get("patch") or "")]
         command = self.command(inst, env, repo_path)
         network = self.network(inst, env)
-        before = self._phase(inst, "before", env, command, patches[:2], network)
-        after = self._phase(inst, "after", env, command, patches, network)
+        before = self._phase(inst, "before", env, command, patches[:-1], network, image)
+        after = self._phase(inst, "after", env, command, patches, network, image)
         result = classify([p.statuses for p in before.parsed], [p.statuses for p in after.parsed])
         if not result.f2p:
             needs = network_needed([r.log for r in after.runs]) if network == "none" else None
@@ -156,6 +170,7 @@ class Validator:
         out["environment"] = {"image": env.image, "image_id": env.image_id, "language": env.language,
                               "runner": env.runner, "test_command": command, "network": network,
                               "environment_setup_commit": env_commit, "toolchain": env.toolchain,
+                              "instance_image": image, "recipe": env.recipe,
                               "exclude_newer": env.exclude_newer}
         out["validation"] = {"flaky": result.flaky, "runs_per_phase": self.runs,
                              "seconds": round(time.monotonic() - t0, 2),
@@ -178,9 +193,10 @@ class Validator:
         return env.test_command
 
     def _phase(self, inst: dict[str, Any], name: str, env: Environment, command: str,
-               patches: list[tuple[str, str]], network: str = "none") -> PhaseResult:
+               patches: list[tuple[str, str]], network: str = "none", image: str | None = None) -> PhaseResult:
         t0 = time.monotonic()
-        res = self.sandbox.run(env.image, command, patches, runs=self.runs, network=network)
+        image = image or env.image
+        res = self.sandbox.run(image, command, patches, runs=self.runs, network=network)
         phase = PhaseResult(name, res.runs, [], time.monotonic() - t0)
         if res.error:
             raise InstanceFailure(name, res.error)
@@ -197,7 +213,7 @@ class Validator:
                 raise InstanceFailure(name, f"log parser {env.runner} crashed: {type(err).__name__}: {err}") from None
             phase.parsed.append(parsed)
             if name == "before" and i == 1 and env.runner.startswith("file:"):
-                self._check_llm_parser(inst, env, command, patches, run.log, parsed, network)
+                self._check_llm_parser(inst, env, command, patches, run.log, parsed, network, image)
             why = check_run(run, parsed)
             if why and name == "before" and self.before_may_fail_to_build and not parsed.statuses and run.rc != 0:
                 continue  # nothing compiled before the fix: every test counts as failing
@@ -207,19 +223,20 @@ class Validator:
         return phase
 
     def _check_llm_parser(self, inst: dict[str, Any], env: Environment, command: str,
-                          patches: list[tuple[str, str]], log: str, parsed: ParseResult, network: str) -> None:
+                          patches: list[tuple[str, str]], log: str, parsed: ParseResult, network: str,
+                          image: str) -> None:
         """An LLM-written parser is trusted per environment only after it reproduced a known truth:
         the JUnit XML the run wrote, else the exit codes of single-test runs (the failing tests of
         the before-run among them)."""
         key = (env.image_id, env.runner)
         with self._lock:
             if key not in self._parser_checked:
-                self._parser_checked[key] = self._parser_problem(inst, env, command, patches, log, parsed, network)
+                self._parser_checked[key] = self._parser_problem(inst, env, patches, log, parsed, network, image)
             why = self._parser_checked[key]
         if why:
             raise InstanceFailure("parser", why)
 
-    def _parser_problem(self, inst, env, command, patches, log, parsed, network) -> str | None:
+    def _parser_problem(self, inst, env, patches, log, parsed, network, image) -> str | None:
         from swe_envs.llm_parser import check_parser, pick_single_tests, truth_from_single_runs
 
         pcfg = self.cfg.llm_parser
@@ -232,7 +249,7 @@ class Validator:
                 return (f"the LLM-written parser {env.runner} cannot be checked: the log has no JUnit XML and "
                         f"validation.single_test_commands[{inst['repo']!r}] is not set")
             ids = pick_single_tests(parsed.statuses, pcfg.max_single_tests)
-            truth = truth_from_single_runs(self.sandbox, env.image, template, ids, pcfg.single_test_timeout_s,
+            truth = truth_from_single_runs(self.sandbox, image, template, ids, pcfg.single_test_timeout_s,
                                            patches, network)
             source = f"exit codes of {len(truth)} single-test run(s)"
         code = Path(env.runner[5:]).read_text(encoding="utf-8")

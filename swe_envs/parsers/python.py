@@ -12,7 +12,7 @@ _PYTEST_STATUS = {"PASSED": PASSED, "XPASS": PASSED, "FAILED": FAILED, "ERROR": 
 _PYTEST_V = re.compile(r"^(\S+::\S.*?) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)(?: \(.*\))?\s*(?:\[\s*\d+%\])?\s*$")
 # -rA: PASSED tests/test_x.py::test_a [- message]
 _PYTEST_R = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS) (\S+::.+?)(?: - .*)?$")
-_PYTEST_SUMMARY = re.compile(r"^=+ (.*\b(passed|failed|error|errors|skipped|deselected|xfailed|xpassed|no tests ran)\b.*) in [\d.]+s")
+_PYTEST_SUMMARY = re.compile(r"^=+ (.*\b(passed|failed|error|errors|skipped|deselected|xfailed|xpassed|no tests ran)\b.*) in [\d.]+(?:s\b| seconds)")  # pytest < 5.1 says "seconds"
 _COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected)")
 
 
@@ -46,9 +46,9 @@ def parse_pytest(log: str) -> ParseResult:
 
 
 # SWE-bench's harness (parse_log_pytest): a line starting with a status word names the test by its
-# next whitespace-separated token (so "test_x[a b]" is "test_x[a"), a later line wins, XFAIL
-# counts as a pass and XPASS lines are ignored. Its FAIL_TO_PASS / PASS_TO_PASS use these ids.
-_SWEBENCH_STATUS = {"PASSED": PASSED, "XFAIL": PASSED, "FAILED": FAILED, "ERROR": ERROR, "SKIPPED": SKIPPED}
+# next whitespace-separated token (so "test_x[a b]" is "test_x[a"), a later line wins and XPASS
+# lines are ignored. Its FAIL_TO_PASS / PASS_TO_PASS hold PASSED tests only: XFAIL is no pass.
+_SWEBENCH_STATUS = {"PASSED": PASSED, "XFAIL": SKIPPED, "FAILED": FAILED, "ERROR": ERROR, "SKIPPED": SKIPPED}
 
 
 def parse_pytest_swebench(log: str) -> ParseResult:

@@ -158,11 +158,11 @@ def test_validate_without_a_daemon_says_how_to_start_it(tmp_path):
 
 
 def test_pytest_swebench_ids_follow_the_harness():
-    """SWE-bench's parser: the token after the status word (cut at whitespace), XFAIL passes, XPASS ignored."""
+    """SWE-bench's parser: the token after the status word (cut at whitespace), XFAIL no pass, XPASS ignored."""
     log = (FIX / "pytest.log").read_text()
     extra = "PASSED testing/t.py::test_x[a b]\nXFAIL testing/t.py::test_y - reason\nXPASS testing/t.py::test_z\n"
     res = parse_log("pytest-swebench", extra + log)
-    assert res.statuses["testing/t.py::test_x[a"] == "passed" and res.statuses["testing/t.py::test_y"] == "passed"
+    assert res.statuses["testing/t.py::test_x[a"] == "passed" and res.statuses["testing/t.py::test_y"] == "skipped"
     assert "testing/t.py::test_z" not in res.statuses
     assert res.statuses["tests/test_mix.py::test_fail"] == "failed" and res.statuses["[1]"] == "skipped"
     # the guards look at the full parse of the same log: summary, totals, exit code

@@ -7,12 +7,14 @@ ShareGPT (``{"conversations": [...]}``). Each dataset names its category (chat /
 coding_agent, or any name); a record may be filtered by its ``reward`` (``min_reward``, for
 agent trajectories). Every line ends as samples or as a counted reject with a reason.
 
-Context rule (never silent truncation): a rendered sample longer than ``max_context`` tokens
-is, in the clear-thinking modes (one sample per user turn already), rejected as
-``longer_than_max_context``; in preserved mode the conversation is split at user-turn
-boundaries into consecutive windows, each as many whole turns as fit (leading system
-messages and tools repeated in every window); a single turn that does not fit alone is
-rejected as ``turn_longer_than_max_context`` and the windows around it are kept.
+Context rule (never silent truncation): in the clear-thinking modes each user turn is its own
+sample (earlier turns are untrained context); one longer than ``max_context`` tokens drops its
+oldest history turns, whole, until it fits (leading system messages and tools always kept;
+counted as ``history_turns_dropped``), and is rejected as ``longer_than_max_context`` when
+the trained turn does not fit even alone. In preserved mode the conversation is split at
+user-turn boundaries into consecutive windows, each as many whole turns as fit (system
+messages and tools repeated in every window); a turn that does not fit alone is rejected as
+``turn_longer_than_max_context`` and the windows around it are kept.
 
 Mixing: category c gets ``round(total * w_c / sum(w))`` samples (``total`` defaults to the
 number of samples available), drawn without replacement while it has enough, repeated
@@ -70,10 +72,11 @@ class ReadReport:
     samples: Counter = field(default_factory=Counter)  # per category, before mixing
     rejects: Counter = field(default_factory=Counter)  # per reason
     mixed: Counter = field(default_factory=Counter)  # per category, after mixing
+    trimmed: Counter = field(default_factory=Counter)  # history turns dropped to fit the context
 
     def as_dict(self) -> dict[str, Any]:
         return {"conversations": self.conversations, "samples": dict(self.samples),
-                "rejects": dict(self.rejects), "mixed": dict(self.mixed)}  # fmt: skip
+                "rejects": dict(self.rejects), "mixed": dict(self.mixed), "trimmed": dict(self.trimmed)}  # fmt: skip
 
 
 def read_records(path: Path) -> Iterator[tuple[int, Any | None]]:
@@ -89,23 +92,32 @@ def read_records(path: Path) -> Iterator[tuple[int, Any | None]]:
                     yield no, None
 
 
-def fit_to_context(msgs: list[dict], tools: Any, mode: Mode, tok, max_context: int, rejects: Counter):
+def fit_to_context(
+    msgs: list[dict], tools: Any, mode: Mode, tok, max_context: int, rejects: Counter, trimmed: Counter | None = None
+):
     """Samples of one conversation as (tokens, mask), by the context rule above."""
+    users = [i for i, m in enumerate(msgs) if m["role"] == "user"]
+    head = [m for m in msgs[: users[0]] if m["role"] == "system"]
+    turns = [msgs[u : (users[k + 1] if k + 1 < len(users) else len(msgs))] for k, u in enumerate(users)]
     out = []
     if mode != "preserved":
-        for s in render(msgs, mode, tools):
+        trained = [k for k, t in enumerate(turns) if any(m["role"] == "assistant" for m in t)]
+        for k, s in zip(trained, render(msgs, mode, tools), strict=True):
             ids, mask = encode(s, tok)
+            j = 0
+            while len(ids) > max_context and j < k:  # drop the oldest history turns (context only)
+                j += 1
+                ids, mask = encode(render(head + [m for t in turns[j : k + 1] for m in t], mode, tools)[-1], tok)
             if len(ids) > max_context:
                 rejects["longer_than_max_context"] += 1
-            else:
-                out.append((ids, mask))
+                continue
+            if j and trimmed is not None:
+                trimmed["history_turns_dropped"] += j
+            out.append((ids, mask))
         return out
     ids, mask = encode(render(msgs, mode, tools)[0], tok)
     if len(ids) <= max_context:
         return [(ids, mask)]
-    users = [i for i, m in enumerate(msgs) if m["role"] == "user"]
-    head = [m for m in msgs[: users[0]] if m["role"] == "system"]
-    turns = [msgs[u : (users[k + 1] if k + 1 < len(users) else len(msgs))] for k, u in enumerate(users)]
 
     def window(a: int, b: int):
         body = [m for t in turns[a:b] for m in t]
@@ -149,7 +161,7 @@ def tokenized_samples(cfg: DataConfig, tok, report: ReadReport) -> dict[str, lis
             try:
                 msgs, tools = conversation_of(record)
                 msgs = normalize(msgs)
-                samples = fit_to_context(msgs, tools, cfg.mode, tok, cfg.max_context, report.rejects)  # type: ignore[arg-type]
+                samples = fit_to_context(msgs, tools, cfg.mode, tok, cfg.max_context, report.rejects, report.trimmed)  # type: ignore[arg-type]
             except Reject as err:
                 report.rejects[err.reason] += 1
                 continue

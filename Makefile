@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-$(shell sha256sum pyproject.toml | cut -c1-16)
 MASTER ?=
 PYTEST_ARGS ?=
 
-.PHONY: help setup sysdeps demo quality-eval data-web spark-web data-swe data-swe-envs swe-real data-longctx train rl-async test bench bench-gpu lint clean distclean
+.PHONY: help setup sysdeps demo quality-eval data-web spark-web data-swe data-swe-envs swe-real data-longctx train sft rl-demo rl-async test bench bench-gpu lint clean distclean
 
 help:
 	@echo "make demo       install into .venv if needed, run the demo job (MASTER=local[2] for Spark)"
@@ -20,6 +20,8 @@ help:
 	@echo "make swe-real   environments + gold evaluation of the 20 real SWE-bench instances in ../shared/swe-real"
 	@echo "make data-longctx  long-context mid-training shards per stage -> out/longctx/<stage>/"
 	@echo "make train      train the tiny GLM-5-shaped model on the demo shards -> out/train/"
+	@echo "make sft        SFT with the GLM-5 chat template on the sample conversations -> out/sft/"
+	@echo "make rl-demo    CPU demo: SFT -> RL on A -> RL on B -> distillation -> out/rl_demo/curves.{json,png}"
 	@echo "make rl-async   asynchronous RL: rollout servers, task services, orchestrator, trainer -> out/rl_async/"
 	@echo "make test       install into .venv if needed, run the test suite"
 	@echo "make bench      benchmarks (ratios against named baselines) -> out/bench/*.json + one table"
@@ -106,6 +108,15 @@ train: setup
 	@test -f out/demo/shards/manifest.json || $(MAKE) demo
 	$(PY) -m training.trainer --config configs/train_tiny.yaml --shards out/demo/shards \
 	  --metrics out/train/metrics.jsonl --checkpoint-dir out/train/ckpt
+
+# SFT on the bundled sample conversations (chat / reasoning / coding-agent), trained by training.trainer
+sft: setup
+	$(PY) -m training.sft --config configs/sft_tiny.yaml --out out/sft
+
+# the post-training demonstration (measured, a few CPU minutes): reward curves per stage
+rl-demo: setup
+	rm -rf out/rl_demo
+	$(PY) -m training.rl demo --out out/rl_demo
 
 rl-async: setup
 	rm -rf out/rl_async

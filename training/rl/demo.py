@@ -57,6 +57,7 @@ def plot(curves: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     tasks = sorted({t for s in curves["stages"] for p in s["points"] for t in p["reward"]})
+    summary = curves.get("summary") or {}
     fig, ax = plt.subplots(figsize=(9, 4.5))
     colors = dict(zip(tasks, plt.rcParams["axes.prop_cycle"].by_key()["color"], strict=False))
     for s in curves["stages"]:
@@ -64,7 +65,9 @@ def plot(curves: dict[str, Any], path: Path) -> None:
         ax.axvline(xs[0], color="0.85", lw=1)
         ax.text(xs[0], 1.02, s["name"], fontsize=8, transform=ax.get_xaxis_transform())
         for t in tasks:
-            ax.plot(xs, [p["reward"][t] for p in s["points"]], color=colors[t], label=t if s is curves["stages"][0] else None)
+            role = {summary.get("task_a"): " (task A)", summary.get("task_b"): " (task B)"}.get(t, "")
+            label = t + role if s is curves["stages"][0] else None
+            ax.plot(xs, [p["reward"][t] for p in s["points"]], color=colors[t], label=label)
     ax.set_xlabel("step (all stages)")
     ax.set_ylabel("eval reward")
     ax.set_ylim(0, 1)

@@ -92,10 +92,19 @@ def metadata_json(metadata: Mapping[str, Any]) -> str:
     )
 
 
+def load_json(raw: str | bytes) -> Any:
+    """``json.loads`` for untrusted input: every failure is a ``json.JSONDecodeError``, including
+    nesting deep enough to overflow the parser's recursion ("[[[[…" raises RecursionError)."""
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise json.JSONDecodeError("JSON nested too deeply to parse", "", 0) from None
+
+
 def parse_metadata(raw: str | None) -> dict[str, Any]:
     if raw is None or raw == "":
         return {}
-    value = json.loads(raw)
+    value = load_json(raw)
     if not isinstance(value, dict):
         raise ValueError(f"metadata must be a JSON object, got {type(value).__name__}")
     return value

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 from datatrove.data import Document
 from datatrove.pipeline.base import PipelineStep
@@ -30,6 +31,7 @@ from core.config import StrictModel
 from core.errors import InputError
 from core.records import (
     find_lone_surrogate,
+    load_json,
     mark_reject,
     parse_metadata,
     scrub_surrogates,
@@ -180,6 +182,16 @@ _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_.:-]+)"
 MIN_CHARSET_CONFIDENCE = 0.75
 
 
+def _decode_as(raw: bytes, charset: str) -> str | None:
+    """``raw`` in ``charset``, or None when it does not decode to valid text: codecs such as
+    utf-7 or unicode_escape (a page may declare anything) can produce lone surrogates."""
+    try:
+        text = raw.decode(charset)
+    except (UnicodeDecodeError, LookupError):
+        return None
+    return None if find_lone_surrogate(text) else text
+
+
 def _decode(raw: bytes) -> tuple[str | None, str | None]:
     """UTF-8; else the page's declared <meta charset>; else a confidently detected charset."""
     try:
@@ -188,10 +200,10 @@ def _decode(raw: bytes) -> tuple[str | None, str | None]:
         pass
     declared = _META_CHARSET.search(raw[:4096])
     if declared:
-        try:
-            return raw.decode(declared.group(1).decode("ascii")), declared.group(1).decode("ascii").lower()
-        except (UnicodeDecodeError, LookupError):
-            pass
+        charset = declared.group(1).decode("ascii")
+        text = _decode_as(raw, charset)
+        if text is not None:
+            return text, charset.lower()
     try:
         import cchardet  # from faust-cchardet (datatrove[io])
 
@@ -199,10 +211,9 @@ def _decode(raw: bytes) -> tuple[str | None, str | None]:
     except ImportError:  # pragma: no cover - datatrove[io] installs it
         guess = None
     if guess and guess.get("encoding") and (guess.get("confidence") or 0) >= MIN_CHARSET_CONFIDENCE:
-        try:
-            return raw.decode(guess["encoding"]), guess["encoding"].lower()
-        except (UnicodeDecodeError, LookupError):
-            pass
+        text = _decode_as(raw, guess["encoding"])
+        if text is not None:
+            return text, guess["encoding"].lower()
     return None, None
 
 
@@ -247,11 +258,6 @@ def _record_to_doc(record: dict[str, Any], default_id: str, f: InputFile, limits
     text = record.get(f.text_key)
     raw_id = record.get(f.id_key)
     doc_id = str(raw_id) if isinstance(raw_id, (str, int)) and str(raw_id) else default_id
-    bad = find_lone_surrogate(record)
-    if bad is not None:
-        # JSON may escape a lone surrogate ("\\udcff"); no UTF-8 writer can store it
-        return _reject(doc_id, text if isinstance(text, str) else "", f, "invalid_unicode",
-                       f"{default_id}: {bad} is a lone surrogate (not valid Unicode text)", limits)
     meta: dict[str, Any] = {}
     nested = record.get("metadata")
     if isinstance(nested, str):
@@ -267,6 +273,12 @@ def _record_to_doc(record: dict[str, Any], default_id: str, f: InputFile, limits
     meta.setdefault("source", f.source)
     meta["file"] = f.relpath
     meta.setdefault("content_type", "text/plain")
+    # JSON may escape a lone surrogate ("\\udcff"), also inside a metadata string; no UTF-8 writer
+    # can store one
+    bad = find_lone_surrogate({"id": doc_id, "text": text, "metadata": meta})
+    if bad is not None:
+        return _reject(doc_id, text if isinstance(text, str) else "", f, "invalid_unicode",
+                       f"{default_id}: {bad} is a lone surrogate (not valid Unicode text)", limits)
     if not isinstance(text, str):
         return _reject(
             doc_id, "", f, "missing_text", f"field {f.text_key!r} is {type(text).__name__}", limits
@@ -290,6 +302,11 @@ def _guarded_record(record: dict[str, Any], default_id: str, f: InputFile, limit
 
 
 def _read_jsonl(f: InputFile, limits: ReadLimits) -> Iterator[Document]:
+    if f.path.endswith(".gz") and os.path.exists(f.path) and os.path.getsize(f.path) == 0:
+        # Python's gzip reads an empty file as an empty stream; a real gzip has at least a header,
+        # so this is a write or download cut short before its first byte, not an empty dataset
+        yield _reject(f"{f.source}/{f.relpath}", "", f, "corrupt_file", f"{f.path}: empty gzip file", limits)
+        return
     try:
         fh: io.BufferedIOBase = gzip.open(f.path, "rb") if f.path.endswith(".gz") else open(f.path, "rb")
     except OSError as err:
@@ -320,7 +337,7 @@ def _read_jsonl(f: InputFile, limits: ReadLimits) -> Iterator[Document]:
                     yield _reject(default_id, shown, f, "undecodable", f"line {lineno}: {err}", limits)
                     continue
                 try:
-                    record = json.loads(decoded)
+                    record = load_json(decoded)
                 except json.JSONDecodeError as err:
                     yield _reject(default_id, decoded, f, "malformed_json", f"line {lineno}: {err}", limits)
                     continue
@@ -357,25 +374,42 @@ def _read_parquet(f: InputFile, limits: ReadLimits) -> Iterator[Document]:
                       f"{f.path}: after row {row}: {type(err).__name__}: {err}", limits)
 
 
+def _document_row(rec: dict[str, Any], default_id: str, f: InputFile, limits: ReadLimits) -> Document:
+    doc_id = default_id if rec["id"] is None or rec["id"] == "" else rec["id"]
+    try:
+        meta = parse_metadata(rec["metadata"])
+    except ValueError as err:
+        return _reject(doc_id, rec["text"] or "", f, "malformed_metadata", f"{default_id}: {err}", limits)
+    if not (rec["text"] or "").strip():
+        return _reject(doc_id, "", f, "empty_text", f"{default_id}: no text", limits, meta)
+    return Document(text=rec["text"], id=doc_id, metadata=meta)
+
+
 def _read_documents(f: InputFile, limits: ReadLimits) -> Iterator[Document]:
     """Our own documents dataset: ids, text and metadata carried over exactly."""
+    whole = f"{f.source}/{f.relpath}"
     try:
         pf = pq.ParquetFile(f.path)
     except Exception as err:
-        yield _reject(f"{f.source}/{f.relpath}", "", f, "corrupt_file", f"{f.path}: {err}", limits)
+        yield _reject(whole, "", f, "corrupt_file", f"{f.path}: {err}", limits)
         return
-    if not {"id", "text", "metadata"} <= set(pf.schema_arrow.names):
-        yield _reject(f"{f.source}/{f.relpath}", "", f, "not_a_documents_dataset",
-                      f"{f.path} lacks id/text/metadata columns", limits)
+    schema = pf.schema_arrow
+    wrong = [f"{c}: {schema.field(c).type}" for c in ("id", "text", "metadata") if c in schema.names
+             and not (pa.types.is_string(schema.field(c).type) or pa.types.is_large_string(schema.field(c).type)
+                      or pa.types.is_null(schema.field(c).type))]
+    if not {"id", "text", "metadata"} <= set(schema.names) or wrong:
+        yield _reject(whole, "", f, "not_a_documents_dataset",
+                      f"{f.path} lacks string id/text/metadata columns {wrong or ''}".strip(), limits)
         return
-    for batch in pf.iter_batches(batch_size=512, columns=["id", "text", "metadata"]):
-        for rec in batch.to_pylist():
-            try:
-                meta = parse_metadata(rec["metadata"])
-            except ValueError as err:
-                yield _reject(str(rec["id"]), rec["text"] or "", f, "malformed_metadata", str(err), limits)
-                continue
-            yield Document(text=rec["text"] or "", id=str(rec["id"]), metadata=meta)
+    row = 0
+    try:
+        for batch in pf.iter_batches(batch_size=512, columns=["id", "text", "metadata"]):
+            for rec in batch.to_pylist():
+                yield _document_row(rec, f"{whole}#R{row}", f, limits)
+                row += 1
+    except Exception as err:  # a damaged row group / page: the file is read up to the damage
+        yield _reject(f"{whole}#R{row}-", "", f, "corrupt_file",
+                      f"{f.path}: after row {row}: {type(err).__name__}: {err}", limits)
 
 
 def read_file(f: InputFile, limits: ReadLimits) -> Iterator[Document]:

@@ -81,3 +81,13 @@ def test_a_step_failure_names_the_document_it_held():
     docs = [Document(text="x", id=i) for i in "abc"]
     with pytest.raises(StepError, match=r"stage 'boom' failed on document 'b': ValueError: boom"):
         list(StepChain([Boom()]).process(docs))
+
+
+@pytest.mark.parametrize("charset, body", [("unicode_escape", b"\\udcff caf\xe9 au lait"),
+                                           ("utf-7", b"+2D8- caf\xe9 au lait")])
+def test_a_declared_charset_that_decodes_to_lone_surrogates_is_not_used(tmp_path, charset, body):
+    page = tmp_path / "p.html"
+    page.write_bytes(f'<html><head><meta charset="{charset}"></head><body><p>'.encode() + body)
+    [doc] = read_file(InputFile(path=str(page), relpath="p.html", source="s", format="html"), ReadLimits())
+    assert "\udcff" not in doc.text and "\ud83f" not in doc.text
+    assert doc.metadata.get("encoding") != charset

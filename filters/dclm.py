@@ -28,6 +28,7 @@ from pydantic import Field
 
 from core.config import StrictModel
 from core.errors import ConfigError, InputError
+from core.shipped import FileHandle
 
 POS, NEG = "__label__hq", "__label__cc"
 
@@ -40,6 +41,9 @@ class FastTextArgs(StrictModel):
     lr: float = 0.1
     dim: int = 100
     minCount: int = 1  # noqa: N815
+    # hash buckets for word n-grams: fastText's 2M makes an 800 MB model; small corpora and
+    # tests can use far fewer
+    bucket: int = Field(default=2_000_000, gt=0)
     # one thread: fastText's multi-threaded SGD is not reproducible run to run
     thread: int = 1
     seed: int = 0
@@ -178,7 +182,7 @@ def load_model(path: str | Path):
         raise ConfigError(f"{p} is not a fastText model: {err}") from None
 
 
-class _LazyModel:
+class _LazyModel(FileHandle):
     """fastText models do not pickle: steps carry the path and load in each worker."""
 
     def __init__(self, path: str, load_now: bool = False):
@@ -190,7 +194,7 @@ class _LazyModel:
     @property
     def model(self):
         if self._model is None:
-            self._model = load_model(self.path)
+            self._model = load_model(self.local_path())
         return self._model
 
     def __getstate__(self):

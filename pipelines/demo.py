@@ -1,111 +1,179 @@
-"""The demo job: real sample corpus -> documents -> tokenizer -> Arrow shards -> a few
-training steps, with a summary of every stage.
+"""The demo job: the whole GLM-5 data recipe on bounded samples, then the GLM-5-shaped model.
 
-    OUT/documents, OUT/rejects   kept and rejected documents (Parquet)
-    OUT/tokenizer/tokenizer.json byte-level BPE trained on the kept documents
-    OUT/shards/                  manifest.json + shard-*.arrow (the trainer's input)
-    OUT/train/metrics.jsonl      loss per step of the tiny LM
-    OUT/report/index.html        plots of the run (counts per stage and reason, lengths, mixture)
+    sample corpus      Python docs HTML pages (+ the novels the DCLM classifier learns from)
+    web quality        heuristics, language ID, MinHash dedup, templates, DCLM top-p%,
+                       LLM edu scoring (SmolLM2 behind our own server), distillation, threshold
+    tokenizer          byte-level BPE on the kept documents
+    swe-mine           issue-PR mining on recorded GitHub data and sample clones
+    long-context       stage-1 data: natural, NExtLong, EntropyLong, regular components
+    shards             the pretraining mixture (web + swe; one `source` per component)
+    train              the tiny GLM-5-shaped model (MLA, MoE, MTP, MuonSplit) through
+                       training.trainer: the mixture, then the long-context stage
+    report             one HTML page covering every stage
+
+Outputs under ``output`` (default out/demo): documents/, rejects/, job.json (the web job),
+tokenizer/, swe/, longctx/, shards/, train/metrics.jsonl, report/index.html, demo.json.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from pydantic import Field
 
 from core.cli import StepTimer
 from core.config import StrictModel
-from core.shards import Manifest
+from core.shards import Manifest, atomic_write_text
+from filters.length import LengthConfig
 from pipelines.bpe_tokenizer import TokenizerConfig, load_or_train
-from pipelines.documents_job import DocumentsJobConfig, run_documents
-from pipelines.job import JobResult
+from pipelines.longctx_job import EntropyLongJobConfig, LongCtxConfig, Mixture, StageConfig, run_longctx
 from pipelines.pack import PackConfig, iter_documents, pack_documents
-from pipelines.report import write_report
+from pipelines.preflight import require_file
 from pipelines.sample_corpus import SampleConfig, obtain_sample
-from pipelines.stats import stage_table
-from training.train_loop import TrainConfig, train
+from pipelines.swe_mine import SweMineConfig, run_swe_mine
+from pipelines.web_job import EduJobConfig, WebConfig, WebDclmConfig, WebEduConfig, WebJob
+from synth.natural import NaturalConfig
+
+# bounded so the whole recipe runs in minutes on two cores (configs/demo.yaml says why each)
+DEMO_WEB = WebConfig(
+    length=LengthConfig(min_chars=200, max_chars=20000),
+    dclm=WebDclmConfig(keep_top_fraction=0.5),
+    edu=EduJobConfig(llm_sample_docs=6, score=WebEduConfig(threshold=1.4)),
+    local=WebConfig().local.model_copy(update={"tasks": 4}),
+)
+DEMO_LONGCTX = LongCtxConfig(
+    stages=[StageConfig(name="stage1", seq_len=4096, token_budget=32768, natural=NaturalConfig(min_tokens=2048),
+                        mixture=Mixture(natural=0.4, interleaved=0.3, entropylong=0.05, regular=0.25))],
+    entropylong=EntropyLongJobConfig(docs=1),
+)
+
+
+class DemoTrainConfig(StrictModel):
+    config: str = "configs/train_tiny.yaml"  # the trainer's YAML (the GLM-5-shaped tiny model)
+    pretrain_steps: int = Field(default=12, gt=0)  # on the mixture shards
+    longctx_steps: int = Field(default=1, ge=0)  # then on the long-context stage (0 skips it)
+    longctx_batch_size: int = Field(default=1, gt=0)
+    overrides: list[str] = []  # `key.path=value` for the trainer config
 
 
 class DemoConfig(StrictModel):
     output: str = "out/demo"
-    sample: SampleConfig = SampleConfig()
-    documents: DocumentsJobConfig = DocumentsJobConfig()
+    sample: SampleConfig = SampleConfig(max_html_pages=120)
+    web: WebConfig = DEMO_WEB
     tokenizer: TokenizerConfig = TokenizerConfig()
-    pack: PackConfig = PackConfig()
-    train: TrainConfig = TrainConfig()
+    swe: SweMineConfig = SweMineConfig()
+    longctx: LongCtxConfig = DEMO_LONGCTX  # documents/tokenizer/output are set under `output`
+    pack: PackConfig = PackConfig(seq_len=512, sequences_per_shard=4096, stage="demo")
+    train: DemoTrainConfig = DemoTrainConfig()
 
 
 @dataclass
 class DemoSummary:
-    job: JobResult
+    out: Path
+    web: dict[str, Any]
+    swe: dict[str, Any]
+    longctx: dict[str, Any]
     manifest: Manifest
-    shard_dir: Path
     losses: list[float]
+    report: Path
     timings: dict[str, float] = field(default_factory=dict)
 
 
+def _trainer_config(cfg: DemoConfig, out: Path, longctx_dir: Path | None):
+    from training.trainer import load_trainer_config
+
+    tcfg = load_trainer_config(cfg.train.config, cfg.train.overrides)
+    stages = [{"name": "pretrain", "shards": str(out / "shards"), "steps": cfg.train.pretrain_steps}]
+    if longctx_dir is not None:
+        stages.append({"name": "longctx", "shards": str(longctx_dir), "steps": cfg.train.longctx_steps,
+                       "batch_size": cfg.train.longctx_batch_size})
+    return tcfg.model_validate(tcfg.model_dump() | {"stages": stages, "checkpoint": {"dir": None, "every": 0}})
+
+
 def run_demo(cfg: DemoConfig, master: str | None = None, log: Callable[[str], None] = print) -> DemoSummary:
-    out = Path(cfg.output)
+    from pipelines.engine import make_engine
+    from pipelines.swe_mine_sample import build_sample
+    from training.trainer import train
+
+    out = Path(cfg.output).absolute()
+    require_file("train.config", cfg.train.config)  # fail before an hour of data work
     stage = StepTimer(log)
+    engine_name = "datatrove local" if master is None else f"spark {master}"
 
     with stage("sample corpus"):
         corpus = obtain_sample(cfg.sample, log=log)
-    with stage(f"documents ({'datatrove local' if master is None else 'spark ' + master})"):
+        swe_inputs = build_sample(Path(cfg.sample.data_dir))
+    with stage(f"web quality ({engine_name})"):
+        html = corpus.inputs()[:1]  # the pages; the novels are the DCLM classifier's positives
+        web_cfg = cfg.web.model_copy(update={
+            "dclm_data": cfg.web.dclm_data.model_copy(update={"positives": [str(corpus.books_jsonl)]})})
+        engine = make_engine(master, web_cfg.local, web_cfg.spark)
         # the demo always starts clean: its outputs are a picture of this one run
-        job = run_documents(
-            "demo",
-            corpus.inputs(),
-            out,
-            cfg.documents,
-            master,
-            overwrite=True,
-            config_record=cfg.model_dump(),
-        )
+        web = WebJob(html, out, web_cfg, engine, log=log).run()
     with stage("tokenizer"):
-        texts = (row[1] for rows in iter_documents(job.documents_dir, 64) for row in rows)
+        texts = (row[1] for rows in iter_documents(out / "documents", 64) for row in rows)
         tok, info = load_or_train(cfg.tokenizer, texts if not cfg.tokenizer.path else None, out / "tokenizer")
-    with stage("tokenize + pack"):
-        manifest = pack_documents(
-            job.documents_dir, tok, info, out / "shards", cfg.pack, job_config=cfg.model_dump()
-        )
-    with stage("train"):
+    with stage(f"swe-mine ({'duckdb' if master is None else engine_name})"):
+        swe_cfg = cfg.swe.model_copy(update={
+            "tokenizer": TokenizerConfig(path=str(out / "tokenizer" / "tokenizer.json")), "pack_shards": False})
+        mined = run_swe_mine([str(swe_inputs["events"])], [str(swe_inputs["api"])], [str(swe_inputs["repos"])],
+                             out / "swe", swe_cfg, master=master, overwrite=True, progress=False)
+        log(f"   {mined.documents} issue-PR documents, {mined.instances} SWE-bench instances")
+    longctx_dir = None
+    with stage("long-context data"):
+        lcfg = cfg.longctx.model_copy(update={"documents": str(out / "documents"),
+                                              "tokenizer": str(out / "tokenizer" / "tokenizer.json"),
+                                              "output": str(out / "longctx")})
+        lsum = run_longctx(lcfg, log=lambda m: log("   " + m))
+        if cfg.train.longctx_steps and lsum.stages:
+            longctx_dir = lsum.stages[0].dir
+    with stage("mixture shards"):
+        sources = [out / "documents"] + ([out / "swe" / "documents"] if mined.documents else [])
+        manifest = pack_documents(sources, tok, info, out / "shards", cfg.pack, job_config=cfg.model_dump())
+        for src, c in manifest.counts.items():
+            log(f"   {src}: {c.docs} documents, {c.sequences} sequences, {c.tokens:,} tokens")
+    with stage("train (training.trainer, GLM-5-shaped)"):
         metrics_path = out / "train" / "metrics.jsonl"
         metrics_path.parent.mkdir(parents=True, exist_ok=True)
-        state = train(out / "shards", cfg.train, metrics_path, log=lambda m: log("   " + m))
+        metrics_path.unlink(missing_ok=True)
+        result = train(_trainer_config(cfg, out, longctx_dir), None, metrics_path, log=lambda m: log("   " + m))
     with stage("report"):
-        log(f"   {write_report(out)}")
-    return DemoSummary(job, manifest, out / "shards", [m["loss"] for m in state["metrics"]], stage.seconds)
+        from pipelines.demo_report import write_demo_report
+
+        report = write_demo_report(out, stage.seconds)
+        log(f"   {report}")
+    swe = json.loads((out / "swe" / "job.json").read_text())
+    longctx = json.loads((out / "longctx" / "summary.json").read_text())
+    summary = DemoSummary(out, web, swe, longctx, manifest, [m["loss"] for m in result.metrics], report,
+                          dict(stage.seconds))
+    atomic_write_text(out / "demo.json", json.dumps({"timings": summary.timings, "losses": summary.losses,
+                                                     "config": cfg.model_dump()}, indent=2, default=str))
+    return summary
 
 
 def print_summary(s: DemoSummary) -> None:
     from rich.console import Console
-    from rich.table import Table
+
+    from pipelines.stats import stage_table
 
     console = Console()
-    counts = {name: s.job.counts[name].model_dump() for name in s.job.stages}
-    console.print(stage_table(f"documents per stage ({s.job.engine})", counts, top=3))
-    m = s.manifest
-    t = Table(
-        title=f"shards: seq_len {m.seq_len}, tokenizer {m.tokenizer.id} (vocab {m.tokenizer.vocab_size})"
-    )
-    for col in ("source", "docs", "sequences", "tokens", "tokens dropped"):
-        t.add_column(col, justify="left" if col == "source" else "right")
-    for src, c in m.counts.items():
-        t.add_row(src, str(c.docs), str(c.sequences), f"{c.tokens:,}", str(c.tokens_dropped))
-    t.add_row(
-        "total",
-        str(m.totals.docs),
-        str(m.totals.sequences),
-        f"{m.totals.tokens:,}",
-        str(m.totals.tokens_dropped),
-    )
-    console.print(t)
+    console.print(stage_table(f"web quality ({s.web['engine']}): documents per stage", s.web["counts"], top=3))
+    console.print(stage_table(f"swe-mine ({s.swe['engine']}): records per stage", s.swe["counts"], top=3))
     # plain prints: paths and numbers must not be re-wrapped by rich
+    for name, st in s.longctx["stages"].items():
+        print(f"long-context {name} (seq_len {st['seq_len']}): sequences {st['sequences']}")
+    m = s.manifest
+    print(f"mixture shards (seq_len {m.seq_len}, tokenizer vocab {m.tokenizer.vocab_size}): "
+          + ", ".join(f"{src} {c.sequences} seq / {c.tokens:,} tokens" for src, c in m.counts.items()))
     print(f"tokens written: {m.totals.tokens:,} in {len(m.shards)} shards:")
     for info in m.shards:
-        print(f"  {s.shard_dir / info.file}  ({info.sequences} sequences, sha256 {info.sha256[:12]}…)")
+        print(f"  {s.out / 'shards' / info.file}  ({info.sequences} sequences, sha256 {info.sha256[:12]}…)")
     if s.losses:
-        shown = ", ".join(f"{x:.3f}" for x in s.losses)
-        print(f"training loss over {len(s.losses)} steps: {shown}")
+        print(f"training loss over {len(s.losses)} steps: " + ", ".join(f"{x:.3f}" for x in s.losses))
+    print(f"metrics: {s.out / 'train' / 'metrics.jsonl'}")
+    print(f"report: {s.report}")
     print("time per stage: " + ", ".join(f"{k} {v:.1f}s" for k, v in s.timings.items()))

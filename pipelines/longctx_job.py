@@ -91,6 +91,18 @@ class StageConfig(StrictModel):
         return v
 
 
+# GLM-5's 32K / 128K / 200K stages scaled to 4K / 8K / 16K and a quarter-million tokens each
+# (configs/longctx.yaml says how to set the real sizes)
+DEMO_STAGES = [
+    StageConfig(name="stage1", seq_len=4096, token_budget=262144, natural=NaturalConfig(min_tokens=2048),
+                mixture=Mixture(natural=0.4, interleaved=0.3, entropylong=0.05, mrcr=0.0, regular=0.25)),
+    StageConfig(name="stage2", seq_len=8192, token_budget=262144, natural=NaturalConfig(min_tokens=4096),
+                mixture=Mixture(natural=0.5, interleaved=0.3, entropylong=0.05, mrcr=0.0, regular=0.15)),
+    StageConfig(name="stage3", seq_len=16384, token_budget=262144, natural=NaturalConfig(min_tokens=8192),
+                mixture=Mixture(natural=0.4, interleaved=0.2, entropylong=0.05, mrcr=0.25, regular=0.1)),
+]
+
+
 class IndexConfig(StrictModel):
     max_chunks: int = Field(default=4000, gt=0)
     retrieval: RetrievalConfig = RetrievalConfig()
@@ -100,16 +112,22 @@ class LMConfig(StrictModel):
     # a transformers causal LM directory; None = SmolLM2-135M-Instruct via core.local_lm
     path: str | None = None
     data_dir: str = "data"
-    max_tokens: int = Field(default=2048, gt=16)
-    threads: int = Field(default=0, ge=0)
+    # caps the all-kept-chunks check (its context keeps the nearest tokens)
+    max_tokens: int = Field(default=1024, gt=16)
+    # torch threads; 0 = torch's default (one thread wins on a busy machine)
+    threads: int = Field(default=1, ge=0)
 
 
 class EntropyLongJobConfig(StrictModel):
     # documents verified (the LM is the slow part on CPU)
     docs: int = Field(default=4, ge=0)
     min_chars: int = Field(default=600, gt=0)
-    sources: list[str] | None = None
-    verify: EntropyLongConfig = EntropyLongConfig()
+    sources: list[str] | None = ["python-docs"]
+    # the LM runs on CPU: short documents and contexts; any same-domain text lowers entropy
+    # ~0.2-0.4 nats, so delta asks for more (configs/longctx.yaml comments each value)
+    verify: EntropyLongConfig = EntropyLongConfig(
+        max_doc_tokens=96, max_context_tokens=256, candidates=5, delta=0.5, max_kept=6
+    )
 
 
 class LongCtxConfig(StrictModel):
@@ -122,7 +140,7 @@ class LongCtxConfig(StrictModel):
     entropylong: EntropyLongJobConfig = EntropyLongJobConfig()
     lm: LMConfig = LMConfig()
     mrcr: MrcrConfig = MrcrConfig()
-    stages: list[StageConfig]
+    stages: list[StageConfig] = DEMO_STAGES
 
     @field_validator("stages")
     @classmethod

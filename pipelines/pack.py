@@ -71,26 +71,34 @@ class SequencePacker:
         return self._pending
 
 
-def iter_documents(doc_dir: Path, batch_rows: int) -> Iterator[list[tuple[str, str, str]]]:
-    """(id, text, source) batches from a documents dataset, in id order."""
-    files = sorted(doc_dir.glob("*.parquet"))
-    if not files:
-        raise InputError(f"{doc_dir}: no Parquet documents to pack")
+def _relation(doc_dirs: Path | list[Path]) -> str:
+    """DuckDB relation over one documents dataset or several (a mixture of job outputs)."""
+    dirs = [Path(d) for d in (doc_dirs if isinstance(doc_dirs, list) else [doc_dirs])]
+    for d in dirs:
+        if not sorted(d.glob("*.parquet")):
+            raise InputError(f"{d}: no Parquet documents to pack")
+    globs = ", ".join(f"'{d}/*.parquet'" for d in dirs)
+    # jobs promote different typed columns: only id, text and metadata are read
+    return f"read_parquet([{globs}], union_by_name=true)"
+
+
+def iter_documents(doc_dir: Path | list[Path], batch_rows: int) -> Iterator[list[tuple[str, str, str]]]:
+    """(id, text, source) batches from a documents dataset (or several), in id order."""
     con = duckdb.connect()
     query = con.execute(
         f"SELECT id, text, coalesce(json_extract_string(metadata, '$.source'), 'default') AS source "
-        f"FROM read_parquet('{doc_dir}/*.parquet') ORDER BY id"
+        f"FROM {_relation(doc_dir)} ORDER BY id"
     )
     while rows := query.fetchmany(batch_rows):
         yield rows
 
 
-def count_documents(doc_dir: Path) -> int:
-    return duckdb.connect().execute(f"SELECT count(*) FROM read_parquet('{doc_dir}/*.parquet')").fetchone()[0]
+def count_documents(doc_dir: Path | list[Path]) -> int:
+    return duckdb.connect().execute(f"SELECT count(*) FROM {_relation(doc_dir)}").fetchone()[0]
 
 
 def pack_documents(
-    doc_dir: str | Path,
+    doc_dir: str | Path | list[Path],
     tok: Tokenizer,
     info: TokenizerInfo,
     out_dir: str | Path,
@@ -98,7 +106,7 @@ def pack_documents(
     job_config: dict[str, Any] | None = None,
     progress: bool = True,
 ) -> Manifest:
-    doc_dir = Path(doc_dir)
+    doc_dir = [Path(d) for d in doc_dir] if isinstance(doc_dir, list) else Path(doc_dir)
     packers: dict[str, SequencePacker] = {}
     eos = np.array([info.eos_id], dtype=np.int32)
     total = count_documents(doc_dir)

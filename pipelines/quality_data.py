@@ -23,6 +23,8 @@ from filters.extract import boilerplate_text
 from pipelines.pack import iter_documents
 from pipelines.readers import InputFile, ReadLimits, read_file
 
+MIN_CLASS_EXAMPLES = 10  # fewer passages of a class than this train no usable classifier
+
 
 class DclmTrainData(StrictModel):
     positives: list[str] = []  # .jsonl (text field) or text files of high-quality prose
@@ -91,7 +93,7 @@ def build_dclm_examples(cfg: DclmTrainData, kept_dir: Path | None, html_files: l
     rng = random.Random(cfg.seed)
     rng.shuffle(pos)
     rng.shuffle(neg)
-    if min(len(pos), len(neg)) < 10:
+    if min(len(pos), len(neg)) < MIN_CLASS_EXAMPLES:
         raise InputError(f"too little DCLM training data: {len(pos)} positive, {len(neg)} negative passages")
     n_pos = min(cfg.max_per_class, len(pos), int(cfg.max_class_ratio * len(neg)))
     n_neg = min(cfg.max_per_class, len(neg), int(cfg.max_class_ratio * n_pos))

@@ -153,7 +153,8 @@ class Report:
         self.save(fig, "mixture.png", "Per-source mixture", "Share of each source in the kept data.")
 
     # -- page ---------------------------------------------------------------------------------
-    def write(self) -> Path:
+    def write(self, sections: list[tuple[str, str]] | None = None) -> Path:
+        """The page; ``sections`` are extra (title, HTML) blocks appended after the plots."""
         self.dir.mkdir(parents=True, exist_ok=True)
         for plot in (self.stages, self.scores, self.lengths, self.clusters, self.mixture):
             plot()
@@ -165,6 +166,7 @@ class Report:
         figs = "".join(
             f'<figure><h2>{html.escape(t)}</h2><img src="{f}" alt="{html.escape(t)}"><figcaption>{html.escape(c)}'
             f"</figcaption></figure>" for f, t, c in self.figures)
+        figs += "".join(f"<section><h2>{html.escape(t)}</h2>{body}</section>" for t, body in sections or [])
         page = f"""<!doctype html><html><head><meta charset="utf-8"><title>Report: {html.escape(str(self.out))}</title>
 <style>body{{font-family:sans-serif;margin:2em;max-width:1400px}}img{{max-width:100%;border:1px solid #ddd}}
 table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:3px 8px}}</style></head>

@@ -7,7 +7,9 @@ engine and pushes the documents through the same ``StepChain``. Its output rows 
 ``OUT/documents`` and ``OUT/rejects`` — the side output. Writes use ``mode("overwrite")``
 so a re-run after a crash replaces partial outputs (idempotent).
 
-Inputs must be readable from every executor (a shared filesystem on a cluster).
+Inputs must be readable from every executor (a shared filesystem on a cluster) and are named
+by absolute path; the files steps load (models, tokenizers) are shipped by Spark itself
+(``pipelines.spark_files``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import os
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -27,6 +30,7 @@ from core.records import REASON, STAGE, doc_to_row, get_reject, reject_schema, r
 from pipelines.chain import StepChain
 from pipelines.job import DocJob, JobResult, Layout, finish, prepare_output
 from pipelines.readers import InputFile, ReadLimits, list_input_files, read_files
+from pipelines.spark_files import ship_step_files
 
 BATCH_ROWS = 256
 
@@ -118,8 +122,11 @@ def run_spark(job: DocJob, out: str | Path | Layout, spark, cfg: SparkConfig | N
     started = time.monotonic()
     layout = (out if isinstance(out, Layout) else Layout.single(out)).absolute()
     files = list_input_files(job.inputs)
-    chain = job.chain()
     prepare_output(layout, job.fingerprint(files) | {"engine": "spark"}, overwrite)
+    # executors share neither the driver's cwd nor (on a cluster) its filesystem: inputs are
+    # named by absolute path, and models/tokenizers travel with the job (SparkContext.addFile)
+    files = [f.model_copy(update={"path": os.path.abspath(f.path)}) for f in files]
+    chain = replace(job, steps=ship_step_files(job.steps, spark.sparkContext)).chain()
     schema = reject_schema(chain.promoted)
     n_parts = cfg.input_partitions or spark.sparkContext.defaultParallelism
     n_parts = max(1, min(n_parts, len(files)))

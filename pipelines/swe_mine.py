@@ -153,6 +153,8 @@ def run_swe_mine(
     """Mine on DuckDB (``master`` and ``spark`` None) or on Spark (a master URL or a session)."""
     started = time.monotonic()
     out = Path(out_dir).absolute()
+    # resolved on the driver: Spark executors do not share its working directory
+    events, api, repos = ([str(Path(p).absolute()) for p in group] for group in (events, api, repos))
     units = list_units(events, api, repos)
     index = load_benchmarks(cfg.mining)
     engine = "duckdb" if master is None and spark is None else "spark"

@@ -34,12 +34,14 @@ from pydantic import Field
 
 from core.config import StrictModel
 from core.errors import ConfigError, UserError
+from core.llm import LLMConfig
 from core.shards import atomic_write_text
 from filters.ai_text import AssistantPhrases, AssistantPhrasesConfig
 from filters.dclm import (
     DclmConfig,
     DclmKeepTop,
     DclmScore,
+    FastTextArgs,
     threshold_local,
     threshold_spark,
     train_classifier,
@@ -58,25 +60,56 @@ from pipelines.dedup_job import cluster_summary, find_clusters
 from pipelines.engine import LocalEngine, SparkEngine
 from pipelines.job import DocJob, JobResult, Layout
 from pipelines.local import LocalEngineConfig
-from pipelines.quality_data import DclmTrainData, build_dclm_examples
+from pipelines.preflight import absolute, probe_endpoint, require_file
+from pipelines.quality_data import MIN_CLASS_EXAMPLES, DclmTrainData, build_dclm_examples
 from pipelines.readers import InputSpec, ReadLimits, list_input_files
 from pipelines.spark import SparkConfig
 from pipelines.stats import stage_table
 
 
 class HeuristicsConfig(StrictModel):
-    # keyword arguments of datatrove's own filters; null disables a filter
+    # keyword arguments of datatrove's own filters; null disables a filter. The defaults are
+    # configs/web.yaml's (a documentation-heavy corpus): code tokens and braces are normal there
     gopher_repetition: dict[str, Any] | None = {}
-    gopher_quality: dict[str, Any] | None = {}
+    gopher_quality: dict[str, Any] | None = {"max_non_alpha_words_ratio": 0.5, "min_stop_words": 2}
     c4: dict[str, Any] | None = {"filter_no_terminal_punct": False, "filter_curly_bracket": False}
-    fineweb: dict[str, Any] | None = {}
+    fineweb: dict[str, Any] | None = {"line_punct_thr": 0.05, "char_duplicates_ratio": 0.2}
+
+
+# The web job's defaults are configs/web.yaml's. They live on subclasses, not on field
+# defaults, so that a YAML giving part of a section keeps the job's defaults for the rest.
+class WebLLMConfig(LLMConfig):
+    # replaced by the local server's address when edu.serve_local_model
+    base_url: str = "http://127.0.0.1:8008/v1"
+    model: str = "smollm2"
+    timeout_s: float = Field(default=300.0, gt=0)
+    concurrency: int = Field(default=4, gt=0)
+
+
+class WebEduConfig(EduConfig):
+    llm: WebLLMConfig | None = WebLLMConfig()
+    # SmolLM2's expected scores sit in 1.5-2.1; a large annotator would use FineWeb-Edu's 3
+    threshold: float = Field(default=1.9, ge=0, le=5)
+
+
+class WebDclmConfig(DclmConfig):
+    # DCLM's lr 0.1 x 5 epochs suits millions of documents, not a few hundred
+    train: FastTextArgs = FastTextArgs(epoch=25, lr=0.5)
+
+
+class WebDclmData(DclmTrainData):
+    # explanatory long-form prose (written by `python -m pipelines sample`)
+    positives: list[str] = ["data/sample/books.jsonl"]
 
 
 class EduJobConfig(StrictModel):
-    score: EduConfig = EduConfig()
+    score: WebEduConfig = WebEduConfig()
     # start our own server over SmolLM2 for the job (instead of score.llm.base_url)
-    serve_local_model: bool = False
-    llm_sample_docs: int = Field(default=32, ge=0)  # documents the LLM scores (all their chunks)
+    serve_local_model: bool = True
+    # the address the local server binds and advertises; None: 127.0.0.1 for local runs, the
+    # driver's address (spark.driver.host) on a Spark cluster, where executors call it
+    serve_host: str | None = None
+    llm_sample_docs: int = Field(default=16, ge=0)  # documents the LLM scores (all their chunks)
     distill: bool = True
 
 
@@ -91,11 +124,11 @@ class WebConfig(StrictModel):
     machine_text: MachineTextConfig = MachineTextConfig()
     templates: TemplateConfig = TemplateConfig()
     minhash: MinhashConfig | None = MinhashConfig()  # null disables near-duplicate removal
-    dclm: DclmConfig = DclmConfig()
-    dclm_data: DclmTrainData = DclmTrainData()
+    dclm: WebDclmConfig = WebDclmConfig()
+    dclm_data: WebDclmData = WebDclmData()
     edu: EduJobConfig = EduJobConfig()
-    local: LocalEngineConfig = LocalEngineConfig()
-    spark: SparkConfig = SparkConfig()
+    local: LocalEngineConfig = LocalEngineConfig(tasks=8)
+    spark: SparkConfig = SparkConfig(input_partitions=8)
 
 
 def _datatrove_filter(cls, kwargs: dict[str, Any], key: str):
@@ -103,6 +136,21 @@ def _datatrove_filter(cls, kwargs: dict[str, Any], key: str):
         return cls(**kwargs)
     except TypeError as err:
         raise ConfigError(f"heuristics.{key}: {err}") from None
+
+
+def resolve_paths(cfg: WebConfig) -> WebConfig:
+    """``cfg`` with every file and directory it names made absolute (on the driver)."""
+    data = cfg.model_dump()
+    data["data_dir"] = absolute(cfg.data_dir)
+    for section, key in (("langid", "model_path"), ("machine_text", "model_path"), ("dclm", "model_path")):
+        data[section][key] = absolute(data[section][key])
+    for key in ("positives", "negatives"):
+        data["dclm_data"][key] = [absolute(p) for p in getattr(cfg.dclm_data, key)]
+    score = data["edu"]["score"]
+    score["tokenizer_path"] = absolute(score["tokenizer_path"])
+    if score["llm"] is not None:
+        score["llm"]["cache_dir"] = absolute(score["llm"]["cache_dir"])
+    return WebConfig.model_validate(data)
 
 
 def quality_steps(cfg: WebConfig) -> list:
@@ -125,8 +173,10 @@ def quality_steps(cfg: WebConfig) -> list:
 class WebJob:
     def __init__(self, inputs: list[InputSpec], out: str | Path, cfg: WebConfig, engine: LocalEngine | SparkEngine,
                  resume: bool = False, log=print):
-        self.inputs, self.out, self.cfg, self.engine = inputs, Path(out), cfg, engine
+        # every path is resolved here, on the driver: no step may resolve one in a worker
+        self.inputs, self.out, self.cfg, self.engine = inputs, Path(out).absolute(), resolve_paths(cfg), engine
         self.resume, self.log = resume, log
+        self._lm_dir: Path | None = None
         self.results: list[JobResult] = []
         self.corpus: dict[str, Any] = {}
         self.promote: dict[str, str] = {}
@@ -151,10 +201,10 @@ class WebJob:
     def run(self) -> dict[str, Any]:
         started = time.monotonic()
         cfg = self.cfg
+        files, steps1 = self.preflight()
         self.out.mkdir(parents=True, exist_ok=True)
-        files = list_input_files(self.inputs)  # a missing input fails here, before any work
         models = self.out / "models"
-        p1 = self._phase(1, "quality", self.inputs, quality_steps(cfg))
+        p1 = self._phase(1, "quality", self.inputs, steps1)
 
         # corpus: template lines over everything that passed the heuristics
         keys = (template_lines_spark(self.engine.dataframe(p1.documents_dir), cfg.templates) if self._spark()
@@ -217,6 +267,50 @@ class WebJob:
         atomic_write_text(self.out / "job.json", json.dumps(summary, indent=2, default=str))
         return summary
 
+    def preflight(self) -> tuple[list, list]:
+        """Every configuration problem, as one line naming its key, before the first document
+        is read: inputs, model files, training data, the LLM endpoint (or the local model)."""
+        cfg = self.cfg
+        files = list_input_files(self.inputs)
+        require_file("machine_text.model_path", cfg.machine_text.model_path)
+        require_file("langid.model_path", cfg.langid.model_path)
+        steps1 = quality_steps(cfg)  # builds datatrove's filters: a bad keyword fails here
+        if cfg.dclm.model_path is not None:
+            require_file("dclm.model_path", cfg.dclm.model_path)
+        else:
+            hint = "run `python -m pipelines sample` to fetch the sample corpus, or list your own files"
+            for i, path in enumerate(cfg.dclm_data.positives):
+                require_file(f"dclm_data.positives[{i}]", path, hint)
+            for i, path in enumerate(cfg.dclm_data.negatives):
+                require_file(f"dclm_data.negatives[{i}]", path)
+            # without negative files, each HTML page's chrome is one negative: too few pages
+            # would only be found after the first phase
+            pages = sum(f.format == "html" for f in files) if cfg.dclm_data.use_html_boilerplate else 0
+            if not cfg.dclm_data.negatives and pages < MIN_CLASS_EXAMPLES:
+                raise ConfigError(
+                    f"dclm_data.negatives: empty, and the input has {pages} HTML pages to take boilerplate "
+                    f"negatives from (DCLM training needs >= {MIN_CLASS_EXAMPLES}); list negative files "
+                    "or set dclm.model_path")
+        if cfg.edu.llm_sample_docs:
+            require_file("edu.score.tokenizer_path", cfg.edu.score.tokenizer_path)
+            if cfg.edu.serve_local_model:
+                from core.local_lm import obtain_smollm2
+
+                self._lm_dir = obtain_smollm2(cfg.data_dir, log=self.log)
+            elif cfg.edu.score.llm is None:
+                raise ConfigError("edu.score.llm is not set: give an endpoint or set edu.serve_local_model: true")
+            else:
+                probe_endpoint("edu.score.llm.base_url", cfg.edu.score.llm.base_url)
+        return files, steps1
+
+    def _serve_host(self) -> str:
+        if self.cfg.edu.serve_host:
+            return self.cfg.edu.serve_host
+        if self._spark() and not self.engine.cfg.master.startswith("local"):
+            # executors on other machines call the server: bind the address Spark gave the driver
+            return self.engine.session.sparkContext.getConf().get("spark.driver.host", "127.0.0.1")
+        return "127.0.0.1"
+
     def _llm_sample(self, p2: JobResult, thr: float) -> list[str]:
         n = self.cfg.edu.llm_sample_docs
         if n == 0:
@@ -236,16 +330,15 @@ class WebJob:
     def _edu_config(self, stack: ExitStack) -> EduConfig:
         edu = self.cfg.edu.score
         if self.cfg.edu.serve_local_model and self.cfg.edu.llm_sample_docs:
-            from core.llm import LLMConfig
             from core.llm_server import serve
-            from core.local_lm import obtain_smollm2
 
-            model_dir = obtain_smollm2(self.cfg.data_dir, log=self.log)
+            model_dir = self._lm_dir
+            host = self._serve_host()
             # one torch thread: the job's worker processes use the other cores, and a busy
             # CPU makes multi-threaded inference several times slower, not faster
-            server = serve(model_dir, "127.0.0.1", 0, name="smollm2", threads=1)
+            server = serve(model_dir, host, 0, name="smollm2", threads=1)
             stack.callback(server.shutdown)
-            url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+            url = f"http://{host}:{server.server_address[1]}/v1"
             base = edu.llm or LLMConfig(base_url=url, model="smollm2")
             edu = edu.model_copy(update={
                 # the local server answers one request at a time: more in flight only queue
@@ -253,8 +346,6 @@ class WebJob:
                 "llm": base.model_copy(update={"base_url": url, "model": "smollm2", "concurrency": 1}),
                 "tokenizer_path": edu.tokenizer_path or str(model_dir / "tokenizer.json")})
             self.log(f"   serving {model_dir.name} on {url}")
-        elif self.cfg.edu.llm_sample_docs and edu.llm is None:
-            raise ConfigError("edu.score.llm is not set: give an endpoint or set edu.serve_local_model: true")
         return edu
 
     def _distil(self, p3: JobResult, path: Path) -> str | None:

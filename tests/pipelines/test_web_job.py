@@ -24,7 +24,7 @@ def web_cfg(sample_corpus, llm_url, cache_dir, **over):
         "dclm": {"keep_top_fraction": 0.6, "spark_relative_error": 0.0},
         "dclm_data": {"positives": [str(sample_corpus.books_jsonl)], "max_per_class": 400},
         "templates": {"min_docs": 3},
-        "edu": {"llm_sample_docs": 4, "score": {
+        "edu": {"llm_sample_docs": 4, "serve_local_model": False, "score": {
             "threshold": 1.9, "max_chunk_tokens": 512, "batch_docs": 4,
             "llm": {"base_url": llm_url, "model": "smollm2", "cache_dir": str(cache_dir), "timeout_s": 300}}},
         "local": {"tasks": 3, "workers": 2},
@@ -82,14 +82,11 @@ def test_web_job_on_both_engines(sample_corpus, llm_server, spark, tmp_path):
     assert saved["counts"] == c
 
 
-def test_unreachable_endpoint_is_a_clear_error_and_documents_are_recorded(sample_corpus, tmp_path):
+def test_unreachable_endpoint_is_a_clear_error_before_any_work(sample_corpus, tmp_path):
     dead = "http://127.0.0.1:9/v1"
     cfg = web_cfg(sample_corpus, dead, tmp_path / "c")
-    cfg.edu.score.llm.max_retries = 1
-    cfg.edu.score.llm.backoff_s = 0.01
-    with pytest.raises(UserError, match=r"the LLM endpoint http://127.0.0.1:9/v1 failed for every sampled document"):
+    with pytest.raises(UserError, match=r"edu.score.llm.base_url: no OpenAI-compatible endpoint answers at "
+                                        r"http://127.0.0.1:9/v1"):
         WebJob(inputs(sample_corpus), tmp_path / "out", cfg, LocalEngine(LocalEngineConfig(tasks=2, workers=2)),
                log=lambda m: None).run()
-    unscored = rows(tmp_path / "out/rejects/**/*.parquet", "id, reason, metadata")
-    failed = [r for r in unscored if r[1] == "edu_unscored"]
-    assert len(failed) == 4 and all(dead in json.loads(r[2])["reject_detail"] for r in failed)
+    assert not (tmp_path / "out").exists()  # the endpoint is checked before the first document is read

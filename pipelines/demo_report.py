@@ -1,0 +1,90 @@
+"""The demo's one HTML page: the web job's plots (``pipelines.report``) plus a section per
+later stage — issue–PR mining, long-context data, the mixture shards, training loss and the
+time of each stage. Every number is read back from the outputs the stages wrote."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+
+from pipelines.report import Report
+
+
+def _table(header: list[str], rows: list[list]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _reasons(c: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(c["reasons"].items(), key=lambda kv: -kv[1]))
+
+
+def _swe(out: Path) -> str:
+    job = json.loads((out / "swe" / "job.json").read_text())
+    rows = [[s, job["units"].get(s, ""), c["docs_in"], c["kept"], c["rejected"], _reasons(c)]
+            for s, c in job["counts"].items()]
+    o = job["outputs"]
+    return (f"<p>engine {html.escape(job['engine'])}: {o['documents']} training documents, "
+            f"{o['instances']} SWE-bench instances (<code>swe/instances.jsonl</code>)</p>"
+            + _table(["stage", "unit", "in", "kept", "rejected", "reasons"], rows))
+
+
+def _longctx(out: Path) -> str:
+    summary = json.loads((out / "longctx" / "summary.json").read_text())
+    rows = []
+    for name, st in summary["stages"].items():
+        for kind, target in st["targets"].items():
+            if target or st["sequences"].get(kind):
+                skips = ", ".join(f"{k}={v}" for k, v in st["skips"].get(kind, {}).items())
+                rows.append([name, st["seq_len"], kind, target, st["sequences"].get(kind, 0),
+                             st["samples"].get(kind, 0), skips])
+    el = summary.get("entropylong") or {}
+    note = f"<p>EntropyLong verification: {html.escape(json.dumps(el))}</p>" if el else ""
+    return _table(["stage", "seq_len", "component", "target sequences", "sequences", "samples", "skipped"],
+                  rows) + note
+
+
+def _mixture(out: Path) -> str:
+    m = json.loads((out / "shards" / "manifest.json").read_text())
+    total = sum(c["tokens"] for c in m["counts"].values()) or 1
+    rows = [[src, c["docs"], c["sequences"], f"{c['tokens']:,}", f"{c['tokens'] / total:.1%}"]
+            for src, c in m["counts"].items()]
+    return (f"<p>seq_len {m['seq_len']}, tokenizer vocab {m['tokenizer']['vocab_size']}, "
+            f"{len(m['shards'])} shard(s) in <code>shards/</code></p>"
+            + _table(["component (source)", "documents", "sequences", "tokens", "share"], rows))
+
+
+def _loss(report: Report, out: Path) -> str:
+    metrics = [json.loads(x) for x in (out / "train" / "metrics.jsonl").read_text().splitlines() if x.strip()]
+    fig, ax = plt.subplots(figsize=(7, 3.4))
+    for stage in dict.fromkeys(m.get("stage", "main") for m in metrics):
+        pts = [(m["step"], m["loss"]) for m in metrics if m.get("stage", "main") == stage]
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=stage)
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss (LM + MTP)")
+    ax.legend()
+    report.dir.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(report.dir / "loss.png", dpi=90)
+    plt.close(fig)
+    rows = [[m["step"], m.get("stage", ""), m.get("seq_len", ""), f"{m['loss']:.4f}", f"{m.get('lm_loss', 0):.4f}"]
+            for m in metrics]
+    return ('<img src="loss.png" alt="training loss"><p>The GLM-5-shaped tiny model (training.trainer), '
+            "per step and stage.</p>" + _table(["step", "stage", "seq_len", "loss", "lm loss"], rows))
+
+
+def write_demo_report(out: str | Path, timings: dict[str, float]) -> Path:
+    out = Path(out)
+    report = Report(out)
+    sections = [
+        ("Issue–PR mining (swe-mine)", _swe(out)),
+        ("Long-context stage data", _longctx(out)),
+        ("Mixture shards (pretraining)", _mixture(out)),
+        ("Training: loss per step", _loss(report, out)),
+        ("Time per stage", _table(["stage", "seconds"], [[k, f"{v:.1f}"] for k, v in timings.items()])),
+    ]
+    return report.write(sections)

@@ -1,0 +1,102 @@
+"""Rollouts: the agentic mask (observations in context, never trained), token-in/token-out
+records equal to a training-path forward, the append-only check, toy rewards, and one policy
+update that moves the policy the way its advantages say."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from tests.training.glm_tiny import tiny_model
+from training.glm_model import GLMModel
+from training.optimizers import OptimizerConfig, build_optimizer
+from training.rl.losses import token_logprobs
+from training.rl.rollouts import NotAppendOnly, extend_context, rollout
+from training.rl.sampler import SamplingParams
+from training.rl.toy_tasks import CALL, DIGIT0, EOS, OBS, SEP, VOCAB, ToyTask, ToyTaskConfig
+from training.rl.update import UpdateConfig, batch_tensors, logprobs_of, policy_update, rl_advantages
+
+
+@pytest.fixture(scope="module")
+def model() -> GLMModel:
+    torch.manual_seed(0)
+    return GLMModel(tiny_model(vocab_size=len(VOCAB), mtp_num_layers=None, num_layers=2))
+
+
+def test_lookup_episodes_mask_observations(model):
+    task = ToyTask("lookup", ToyTaskConfig(kind="lookup"))
+    problems = task.problems(16, np.random.default_rng(0))
+    params = SamplingParams(temperature=1.0, max_tokens=3, stop_token_ids=[EOS, OBS])
+    trajs = rollout(model, task, problems, 4, params, torch.Generator().manual_seed(0))
+    assert len(trajs) == 64 and [t.group for t in trajs[:8]] == [0, 0, 0, 0, 1, 1, 1, 1]
+    with_obs = [t for t in trajs if len(t.turns) == 2]
+    assert with_obs, "some episodes must have called the tool (seeded)"
+    for t in trajs:
+        p = problems[t.group]
+        assert t.tokens[: t.prompt_len] == p.prompt and t.loss_mask[: t.prompt_len] == [0] * t.prompt_len
+        generated = [tok for tok, m in zip(t.tokens, t.loss_mask, strict=True) if m]
+        assert generated == [tok for turn in t.turns for tok in turn]  # exactly the sampled tokens
+        assert all(lp == 0.0 for lp, m in zip(t.logprobs, t.loss_mask, strict=True) if not m)
+    for t in with_obs:
+        first = t.prompt_len + len(t.turns[0])
+        obs = task.observe(problems[t.group], t.turns[0])
+        assert t.tokens[first : first + len(obs)] == obs and t.loss_mask[first : first + len(obs)] == [0] * len(obs)
+    # recorded logprobs are the model's own, recomputed on the full sequences
+    b = batch_tensors(trajs)
+    lp = logprobs_of(model, b, 1.0)
+    diff = (lp - b["rollout_logp"]).abs() * b["mask"]
+    assert float(diff.max()) < 1e-4
+
+
+def test_lookup_reward_and_reference():
+    task = ToyTask("lookup", ToyTaskConfig(kind="lookup", seed=5))
+    (p,) = task.problems(1, np.random.default_rng(1))
+    call = [CALL, DIGIT0 + p.key, OBS]
+    assert task.observe(p, call) == [p.answer[0], SEP]
+    assert task.observe(p, [CALL, DIGIT0 + (p.key + 1) % 10, OBS]) == [SEP]  # wrong key: empty observation
+    assert task.reward(p, [call, [p.answer[0], EOS]]) == 1.0
+    assert task.reward(p, [call, [DIGIT0 + (int(p.answer[0] - DIGIT0) + 1) % 10, EOS]]) == 0.0
+    tokens, mask = task.reference(p)
+    assert tokens[len(p.prompt) :] == call + [p.answer[0], SEP, p.answer[0], EOS]
+    assert mask[len(p.prompt) :] == [1, 1, 1, 0, 0, 1, 1]
+
+
+def test_shift_and_sort_rewards_give_partial_credit():
+    sort = ToyTask("s", ToyTaskConfig(kind="sort", digits=3))
+    (p,) = sort.problems(1, np.random.default_rng(3))
+    assert sort.reward(p, [p.answer + [EOS]]) == 1.0
+    assert sort.reward(p, [p.answer[:2]]) == pytest.approx(2 / 3)
+    shift = ToyTask("m", ToyTaskConfig(kind="shift", digits=2, offset=-1))
+    (q,) = shift.problems(1, np.random.default_rng(4))
+    digits = [t - DIGIT0 for t in q.prompt[1:-1]]
+    assert q.answer == [DIGIT0 + (d - 1) % 10 for d in digits]
+
+
+def test_extend_context_refuses_rewrites():
+    assert extend_context([1, 2, 3], [1, 2, 3, 4, 5]) == [4, 5]
+    with pytest.raises(NotAppendOnly, match="token 1"):
+        extend_context([1, 2, 3], [1, 9, 3, 4])
+    with pytest.raises(NotAppendOnly):
+        extend_context([1, 2, 3], [1, 2])
+
+
+def test_policy_update_raises_advantaged_tokens():
+    torch.manual_seed(1)
+    m = GLMModel(tiny_model(vocab_size=len(VOCAB), mtp_num_layers=None, num_layers=2))
+    task = ToyTask("plus", ToyTaskConfig(kind="shift", digits=1))
+    problems = task.problems(8, np.random.default_rng(2))
+    params = SamplingParams(temperature=1.0, max_tokens=2, stop_token_ids=[EOS])
+    trajs = rollout(m, task, problems, 4, params, torch.Generator().manual_seed(2))
+    for i, t in enumerate(trajs):  # a synthetic reward: favour every other sample in each group
+        t.reward = float(i % 2)
+    cfg = UpdateConfig(loss={"tis_cap": None})
+    adv = rl_advantages(trajs, 4, cfg.loss)
+    b = batch_tensors(trajs)
+    before = token_logprobs(m, b["tokens"], b["doc_lens"]).detach()
+    opt = build_optimizer(m, OptimizerConfig(name="adamw", lr=1e-2, weight_decay=0.0))
+    stats = policy_update(m, opt, trajs, adv, cfg)
+    after = token_logprobs(m, b["tokens"], b["doc_lens"]).detach()
+    delta = ((after - before) * b["mask"]).sum(1)
+    assert stats["tokens"] == float(b["mask"].sum())
+    assert delta[adv > 0].mean() > 0 > delta[adv < 0].mean()

@@ -2,8 +2,9 @@
 mix categories by weight, tokenize with loss masks.
 
 Inputs (JSONL, one conversation per line): OpenAI messages (a list, or ``{"messages": [...],
-"tools": [...]}`` — the shape our own SWE / terminal agents record, extra keys ignored) and
-ShareGPT (``{"conversations": [...]}``). Each dataset names its category (chat / reasoning /
+"tools": [...]}``, extra keys ignored) and ShareGPT (``{"conversations": [...]}``); or a
+directory of terminal-agent trials (``swe_envs terminal run`` output: each trial's
+``agent/trajectory.json`` with the reward from its ``result.json``). Each dataset names its category (chat / reasoning /
 coding_agent, or any name); a record may be filtered by its ``reward`` (``min_reward``, for
 agent trajectories). Every line ends as samples or as a counted reject with a reason.
 
@@ -80,9 +81,21 @@ class ReadReport:
 
 
 def read_records(path: Path) -> Iterator[tuple[int, Any | None]]:
-    """(line number, parsed record or None when the line is not JSON)."""
+    """(line number, parsed record or None when the line is not JSON). A directory is read as
+    Harbor trial output (``swe_envs terminal run``): every ``*/agent/trajectory.json`` message
+    list with the ``reward`` of its trial's ``result.json``."""
+    if path.is_dir():
+        for no, traj in enumerate(sorted(path.glob("*/agent/trajectory.json")), 1):
+            try:
+                messages = json.loads(traj.read_text(encoding="utf-8"))
+                result_path = traj.parent.parent / "result.json"
+                result = json.loads(result_path.read_text(encoding="utf-8")) if result_path.is_file() else {}
+                yield no, {"messages": messages, "reward": result.get("reward")}
+            except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+                yield no, None
+        return
     if not path.is_file():
-        raise InputError(f"{path}: no such dataset file")
+        raise InputError(f"{path}: no such dataset file or trial directory")
     with open(path, encoding="utf-8", errors="replace") as f:
         for no, line in enumerate(f, 1):
             if line.strip():

@@ -105,3 +105,20 @@ def test_sft_cli_end_to_end(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "training.sft", "--config", "configs/sft_tiny.yaml",
                           "--set", "data.mode=sideways", "--out", str(tmp_path / "x")], capture_output=True, text=True)  # fmt: skip
     assert bad.returncode == 2 and bad.stderr.startswith("error:")
+
+
+def test_terminal_agent_trials_are_sft_input(tmp_path, tok):
+    """A directory of `swe_envs terminal run` trials: trajectory.json + result.json reward."""
+    call = {"id": "t1", "type": "function", "function": {"name": "bash", "arguments": json.dumps({"command": "ls"})}}
+    traj = [{"role": "system", "content": "You are in a terminal."}, {"role": "user", "content": "list files"},
+            {"role": "assistant", "content": "", "tool_calls": [call]}, {"role": "tool", "tool_call_id": "t1", "content": "a b"},
+            {"role": "assistant", "content": "done"}]  # fmt: skip
+    for name, reward in (("task__llm", 1.0), ("task2__llm", 0.0), ("task3__llm", None)):
+        (tmp_path / name / "agent").mkdir(parents=True)
+        (tmp_path / name / "agent" / "trajectory.json").write_text(json.dumps(traj))
+        (tmp_path / name / "result.json").write_text(json.dumps({"reward": reward}))
+    cfg = DataConfig(datasets=[{"path": str(tmp_path), "category": "coding_agent", "min_reward": 1.0}])
+    report = ReadReport()
+    by_cat = tokenized_samples(cfg, tok, report)
+    assert report.conversations == 3 and report.rejects == Counter(below_min_reward=2)
+    assert len(by_cat["coding_agent"]) == 1

@@ -36,7 +36,7 @@ class AsyncTrainerConfig(StrictModel):
 class RLAsyncConfig(StrictModel):
     seed: int = 0
     tokenizer: str | None = None  # tokenizer.json; None: the toy tasks' tokenizer
-    init_checkpoint: str | None = None  # weights to start from; None: random init from `model`
+    init_checkpoint: str | None = None  # weights (and so the model shape) to start from; None: random init
     model: ModelConfig = ModelConfig()
     trainer: AsyncTrainerConfig = AsyncTrainerConfig()
     orchestrator: OrchestratorConfig = OrchestratorConfig()

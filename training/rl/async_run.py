@@ -53,9 +53,17 @@ def initial_checkpoint(cfg: RLAsyncConfig, out: Path, vocab: int) -> Path:
     found = latest_checkpoint(ckpt_dir)
     if found is not None:
         return found
-    if cfg.model.vocab_size and cfg.model.vocab_size < vocab:
+    if cfg.init_checkpoint:  # the weights to start from define the architecture
+        meta = json.loads((Path(cfg.init_checkpoint) / "trainer.json").read_text(encoding="utf-8")) if (
+            Path(cfg.init_checkpoint) / "trainer.json").is_file() else {}
+        shape = (meta.get("config") or {}).get("model")
+        if not shape:
+            raise ConfigError(f"init_checkpoint: {cfg.init_checkpoint} records no model config (config.model)")
+        cfg.model = cfg.model.model_validate(shape)
+    elif cfg.model.vocab_size and cfg.model.vocab_size < vocab:
         raise ConfigError(f"model.vocab_size: {cfg.model.vocab_size} < tokenizer vocab {vocab}")
-    cfg.model = cfg.model.model_copy(update={"vocab_size": cfg.model.vocab_size or vocab})
+    else:
+        cfg.model = cfg.model.model_copy(update={"vocab_size": cfg.model.vocab_size or vocab})
     torch.manual_seed(cfg.seed)
     model = GLMModel(cfg.model)
     if cfg.init_checkpoint:

@@ -62,6 +62,28 @@ def to_trajectory(t: dict, index: int, mask_old: bool) -> Trajectory:
                       weight_version=int(t["weight_version"]))
 
 
+def split_stale(groups: list[dict], version: int, staleness: int, policy: str,
+                min_group: int) -> tuple[list[list[dict]], list[dict]]:
+    """(groups to train, dropped rows): a trajectory sampled more than ``staleness`` versions
+    before ``version`` is dropped (``policy: drop``) or kept for importance correction; a group
+    left with fewer than ``min_group`` members cannot be normalised and goes too."""
+    kept, dropped = [], []
+    for g in groups:
+        fresh = []
+        for t in g["trajectories"]:
+            behind = version - int(t["weight_version"])
+            t["versions_behind"] = behind
+            if behind > staleness and policy == "drop":
+                dropped.append({"id": t["id"], "reason": "stale", "versions_behind": behind})
+            else:
+                fresh.append(t)
+        if len(fresh) >= min_group:
+            kept.append(fresh)
+        else:
+            dropped += [{"id": t["id"], "reason": "stale_group_too_small"} for t in fresh]
+    return kept, dropped
+
+
 class AsyncTrainer:
     def __init__(self, cfg: RLAsyncConfig, out: Path, orch_url: str, log=print):
         self.cfg, self.tc, self.out, self.url, self.log = cfg, cfg.trainer, out, orch_url, log
@@ -79,23 +101,6 @@ class AsyncTrainer:
         self.pending: list[dict] = []  # trained rows awaiting the next checkpoint
         self.pending_groups: list[str] = []
         self.log(f"[trainer] start at update {self.update}, weight_version {self.version} ({found.name})")
-
-    def _filter(self, groups: list[dict]) -> tuple[list[list[dict]], list[dict]]:
-        kept, dropped = [], []
-        for g in groups:
-            fresh = []
-            for t in g["trajectories"]:
-                behind = self.version - int(t["weight_version"])
-                t["versions_behind"] = behind
-                if behind > self.tc.staleness and self.tc.stale_policy == "drop":
-                    dropped.append({"id": t["id"], "reason": "stale", "versions_behind": behind})
-                else:
-                    fresh.append(t)
-            if len(fresh) >= self.cfg.orchestrator.min_group_size:
-                kept.append(fresh)
-            else:
-                dropped += [{"id": t["id"], "reason": "stale_group_too_small"} for t in fresh]
-        return kept, dropped
 
     def _step(self, groups: list[list[dict]]) -> dict[str, float]:
         """One group-wise policy update (``training.rl.update``). Groups may have lost members to
@@ -145,7 +150,8 @@ class AsyncTrainer:
                 if not got["groups"]:
                     raise UserError(f"no batch within {self.tc.batch_timeout_s}s: are the task services and "
                                     f"rollout servers up? ({self.url}/status)")
-                kept, dropped = self._filter(got["groups"])
+                kept, dropped = split_stale(got["groups"], self.version, self.tc.staleness, self.tc.stale_policy,
+                                            self.cfg.orchestrator.min_group_size)
                 if dropped:
                     _orch(self.url, "commit", {"dropped": [d | {"update": self.update} for d in dropped]})
                     self.totals["stale_dropped"] += len(dropped)
@@ -171,7 +177,8 @@ class AsyncTrainer:
                        "weight_version": self.version, "stale_dropped": len(dropped),
                        "stale_dropped_total": self.totals["stale_dropped"],
                        "idle_ratio": round(self.totals["idle_s"] / max(self.totals["wall_s"], 1e-9), 4),
-                       "samples": len(trajs), "samples_per_s": round(self.totals["trained"] / max(self.totals["wall_s"], 1e-9), 3),
+                       "samples": len(trajs), "trained_total": self.totals["trained"],
+                       "wall_s": round(self.totals["wall_s"], 3), "samples_per_s": round(self.totals["trained"] / max(self.totals["wall_s"], 1e-9), 3),
                        "versions_behind_mean": round(sum(behind) / len(behind), 3), "versions_behind_max": max(behind),
                        "wait_s": round(t1 - t0, 3), "train_s": round(time.monotonic() - t1, 3),
                        "reward_by_task": {k: round(sum(v) / len(v), 4) for k, v in sorted(by_task.items())},

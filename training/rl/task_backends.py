@@ -68,44 +68,51 @@ class ToyBackend:
     """``training.rl.toy_tasks`` served token-level: the instance carries ``prompt_ids`` in the
     toy vocabulary, rewards are computed from the model's turns (token ids), and the ``lookup``
     task's tool observations come from ``step``. ``lengths`` (heavy-tailed workloads): each
-    instance's token budget is drawn from a lognormal with ``{"median", "sigma", "max"}`` and the
-    stop tokens are ignored, so rollouts run to their drawn length; the reward reads the answer
-    positions at the start of the final turn, as always."""
+    instance's problem size (``digits``, so its answer and rollout length) is drawn from a
+    lognormal ``{"median", "sigma", "max"}`` — a few problems are many times longer than most, as
+    agent rollouts are."""
 
-    def __init__(self, kind: str = "copy", digits: int = 3, seed: int = 0, max_tokens: int | None = None,
-                 lengths: dict | None = None):
-        from training.rl.toy_tasks import ToyTask, ToyTaskConfig
+    def __init__(self, kind: str = "copy", max_tokens: int | None = None, lengths: dict | None = None, **task: Any):
+        from training.rl.toy_tasks import ToyTaskConfig
 
-        self.task = ToyTask(kind, ToyTaskConfig(kind=kind, digits=digits, seed=seed))
-        self.max_tokens = max_tokens or 2 * digits + 4
-        self.lengths = lengths
+        self.cfg = ToyTaskConfig(kind=kind, **task)  # digits, offset, marker, seed: the toy task's own
+        self.max_tokens, self.lengths = max_tokens, lengths
+        self._tasks: dict[int, Any] = {}
+
+    def _digits(self, seed: int) -> int:
+        if not self.lengths:
+            return self.cfg.digits
+        n = random.Random(seed).lognormvariate(math.log(self.lengths.get("median", 4)), self.lengths.get("sigma", 1.0))
+        return max(1, min(int(round(n)), int(self.lengths.get("max", 32))))
 
     def _problem(self, seed: int):
         import numpy as np
 
-        return self.task.problems(1, np.random.default_rng([seed, 11]))[0]
+        from training.rl.toy_tasks import ToyTask
+
+        d = self._digits(seed)
+        if d not in self._tasks:
+            self._tasks[d] = ToyTask(self.cfg.kind, self.cfg.model_copy(update={"digits": d}))
+        task = self._tasks[d]
+        return task, task.problems(1, np.random.default_rng([seed, 11]))[0]
 
     def instance(self, seed: int) -> dict:
         from training.rl.toy_tasks import STOP_TOKENS, decode
 
-        p = self._problem(seed)
-        out = {"id": f"{self.task.name}-{seed}", "seed": seed, "prompt_ids": p.prompt,
-               "messages": [{"role": "user", "content": decode(p.prompt)}], "max_turns": self.task.max_turns,
-               "stop_token_ids": STOP_TOKENS, "max_tokens": self.max_tokens}
-        if self.lengths:
-            rng = random.Random(seed)
-            n = rng.lognormvariate(math.log(self.lengths.get("median", 16)), self.lengths.get("sigma", 1.0))
-            out["max_tokens"] = max(len(p.answer) + 1, min(int(n), int(self.lengths.get("max", 512))))
-            out["stop_token_ids"] = []
-        return out
+        task, p = self._problem(seed)
+        return {"id": f"{self.cfg.kind}-{seed}", "seed": seed, "prompt_ids": p.prompt,
+                "messages": [{"role": "user", "content": decode(p.prompt)}], "max_turns": task.max_turns,
+                "stop_token_ids": STOP_TOKENS, "max_tokens": self.max_tokens or 2 * len(p.answer) + 4}
 
     def step(self, instance: dict, turns: list[list[int]]) -> list[int] | None:
-        return self.task.observe(self._problem(int(instance["seed"])), turns[-1])
+        task, p = self._problem(int(instance["seed"]))
+        return task.observe(p, turns[-1])
 
     def reward(self, instance: dict, messages: list[dict], turns: list[list[int]] | None = None) -> tuple[float, dict]:
         if not turns:
             raise ValueError("toy tasks are graded on the model's turns (token ids)")
-        return float(self.task.reward(self._problem(int(instance["seed"])), turns)), {}
+        task, p = self._problem(int(instance["seed"]))
+        return float(task.reward(p, turns)), {"digits": len(p.answer)}
 
 
 def toy_tokenizer():
@@ -242,8 +249,8 @@ class TerminalBackend:
             rewards = []
             for r in results:
                 data = json.loads(r.read_text(encoding="utf-8"))
-                value = data.get("reward", (data.get("verifier_result") or {}).get("reward"))
-                if isinstance(value, (int, float)):
+                value = data.get("reward")  # a trial's reward; None when it errored (the job summary has none)
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
                     rewards.append(float(value))
             if not rewards:
                 raise RewardUnavailable(f"terminal run produced no reward (exit {proc.returncode}): "

@@ -251,7 +251,7 @@ app = typer.Typer(add_completion=False, help="Run a post-training stage pipeline
 @app.command()
 @user_errors
 def main(
-    config: Path = typer.Option(Path("configs/rl_stages_demo.yaml"), help="pipeline YAML"),
+    config: Path = typer.Option(Path("configs/rl_stages_tiny.yaml"), help="pipeline YAML"),
     out: Path = typer.Option(Path("out/rl_stages"), help="output directory (re-run to resume at the next stage)"),
     stop_after: int = typer.Option(None, help="run at most this many stages in this call"),
     override: list[str] = typer.Option([], "--set", help="override a config key, e.g. --set rollout.group_size=4"),

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from training.chat_template.template import Reject
+
 ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant",
          "system": "system", "observation": "tool", "tool": "tool", "function": "tool"}  # fmt: skip
 
@@ -40,3 +42,15 @@ def sharegpt_to_messages(turns: Any) -> list[dict[str, Any]]:
             continue
         out.append({"role": ROLES.get(src, src), "content": value})
     return out
+
+
+def conversation_of(record: Any) -> tuple[Any, Any]:
+    """(messages, tools) of one JSONL record: a message list, ``{"messages": [...], "tools":
+    [...]}`` (OpenAI fine-tuning format) or ShareGPT ``{"conversations": [...]}``."""
+    if isinstance(record, list):
+        return record, None
+    if isinstance(record, dict) and "messages" in record:
+        return record["messages"], record.get("tools")
+    if isinstance(record, dict) and "conversations" in record:
+        return sharegpt_to_messages(record["conversations"]), record.get("tools")
+    raise Reject("unknown_record_format", "expected a message list, {messages: ...} or {conversations: ...}")

@@ -1,0 +1,129 @@
+"""Parse rendered GLM-5 chat text back into messages (the inverse of ``render``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from training.chat_template.template import (
+    ARG_KEY,
+    ARG_VALUE,
+    ASSISTANT,
+    END_ARG_KEY,
+    END_ARG_VALUE,
+    END_THINK,
+    END_TOOL_CALL,
+    END_TOOL_RESPONSE,
+    OBSERVATION,
+    PREFIX,
+    SPECIAL_RE,
+    SYSTEM,
+    THINK,
+    TOOL_CALL,
+    TOOL_RESPONSE,
+    TOOLS_FOOTER,
+    TOOLS_HEADER,
+    USER,
+)  # fmt: skip
+
+
+def _arg_types(tools: list[dict]) -> dict[tuple[str, str], str]:
+    """(function name, argument) -> JSON-schema type, from OpenAI-style tool definitions."""
+    types = {}
+    for t in tools:
+        fn = t.get("function", t)
+        props = (fn.get("parameters") or {}).get("properties") or {}
+        for k, spec in props.items():
+            if isinstance(spec, dict) and isinstance(spec.get("type"), str):
+                types[(fn.get("name"), k)] = spec["type"]
+    return types
+
+
+def _arg_value(raw: str, typ: str | None) -> Any:
+    if typ == "string":
+        return raw
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        if typ is not None:
+            raise ValueError(f"argument value {raw[:40]!r} is not valid JSON for type {typ}") from None
+        return raw
+
+
+def parse(text: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(messages, tools) from rendered text, in ``normalize``'s canonical form (reasoning
+    included wherever a thinking block is non-empty). Raises ValueError on malformed text."""
+    if not text.startswith(PREFIX):
+        raise ValueError(f"text does not start with {PREFIX}")
+    parts = [p for p in SPECIAL_RE.split(text[len(PREFIX) :]) if p]
+    messages: list[dict[str, Any]] = []
+    tools: list[dict[str, Any]] = []
+    types: dict[tuple[str, str], str] = {}
+    i = 0
+
+    def take_text() -> str:
+        nonlocal i
+        if i < len(parts) and not SPECIAL_RE.fullmatch(parts[i]):
+            i += 1
+            return parts[i - 1]
+        return ""
+
+    def expect(token: str) -> None:
+        nonlocal i
+        if i >= len(parts) or parts[i] != token:
+            got = parts[i] if i < len(parts) else "end of text"
+            raise ValueError(f"expected {token} at part {i}, got {got[:40]!r}")
+        i += 1
+
+    while i < len(parts):
+        tok = parts[i]
+        i += 1
+        if i == len(parts) and tok in (USER, OBSERVATION) and messages and messages[-1]["role"] == "assistant":
+            break  # the implied ending token of a final answer
+        if tok == SYSTEM:
+            body = take_text()
+            if not messages and not tools and body.startswith(TOOLS_HEADER) and body.endswith(TOOLS_FOOTER):
+                listing = body[len(TOOLS_HEADER) : -len(TOOLS_FOOTER)]
+                tools = [json.loads(line) for line in listing.splitlines() if line]
+                types = _arg_types(tools)
+            else:
+                messages.append({"role": "system", "content": body})
+        elif tok == USER:
+            messages.append({"role": "user", "content": take_text()})
+        elif tok == OBSERVATION:
+            if i >= len(parts) or parts[i] != TOOL_RESPONSE:
+                raise ValueError("observation without a tool response")
+            while i < len(parts) and parts[i] == TOOL_RESPONSE:
+                i += 1
+                messages.append({"role": "tool", "content": take_text()})
+                expect(END_TOOL_RESPONSE)
+        elif tok == ASSISTANT:
+            msg: dict[str, Any] = {"role": "assistant"}
+            expect(THINK)
+            reasoning = take_text()
+            expect(END_THINK)
+            msg["content"] = take_text()
+            if reasoning:
+                msg["reasoning_content"] = reasoning
+            calls = []
+            while i < len(parts) and parts[i] == TOOL_CALL:
+                i += 1
+                name = take_text()
+                if not name:
+                    raise ValueError("tool call without a name")
+                args: dict[str, Any] = {}
+                while i < len(parts) and parts[i] == ARG_KEY:
+                    i += 1
+                    key = take_text()
+                    expect(END_ARG_KEY)
+                    expect(ARG_VALUE)
+                    args[key] = _arg_value(take_text(), types.get((name, key)))
+                    expect(END_ARG_VALUE)
+                expect(END_TOOL_CALL)
+                calls.append({"type": "function", "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)}})
+            if calls:
+                msg["tool_calls"] = calls
+            messages.append(msg)
+        else:
+            raise ValueError(f"unexpected {tok[:40]!r} at part {i - 1}")
+    return messages, tools

@@ -100,3 +100,18 @@ def test_policy_update_raises_advantaged_tokens():
     delta = ((after - before) * b["mask"]).sum(1)
     assert stats["tokens"] == float(b["mask"].sum())
     assert delta[adv > 0].mean() > 0 > delta[adv < 0].mean()
+
+
+def test_kl_to_a_reference_model_in_the_update(model):
+    task = ToyTask("plus", ToyTaskConfig(kind="shift", digits=1))
+    trajs = rollout(model, task, task.problems(4, np.random.default_rng(5)), 2,
+                    SamplingParams(temperature=1.0, max_tokens=2, stop_token_ids=[EOS]), torch.Generator().manual_seed(5))  # fmt: skip
+    torch.manual_seed(0)
+    m = GLMModel(model.cfg)
+    m.load_state_dict(model.state_dict())
+    opt = build_optimizer(m, OptimizerConfig(name="adamw", lr=1e-3))
+    cfg = UpdateConfig(loss={"kl_coef": 0.1})
+    stats = policy_update(m, opt, trajs, rl_advantages(trajs, 2, cfg.loss), cfg, ref_model=model)
+    assert stats["kl"] == pytest.approx(0.0, abs=1e-6)  # measured before the step: policy == reference
+    stats = policy_update(m, opt, trajs, rl_advantages(trajs, 2, cfg.loss), cfg, ref_model=model)
+    assert stats["kl"] > 0  # the first step moved the policy away from the reference

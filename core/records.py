@@ -62,6 +62,15 @@ def find_lone_surrogate(value: Any, where: str = "") -> str | None:
     return None
 
 
+_ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def json_lone_surrogate(raw: bytes, value: Any) -> str | None:
+    """``find_lone_surrogate`` for a value parsed from JSON ``raw`` (UTF-8 bytes): only escapes
+    ("\\udcff") can put a surrogate there, so values whose text has none are not walked."""
+    return find_lone_surrogate(value) if _ESCAPED_SURROGATE.search(raw) else None
+
+
 def scrub_surrogates(value: Any) -> Any:
     """The same value with every lone surrogate replaced by U+FFFD, so a reject can be written."""
     if isinstance(value, str):

@@ -23,6 +23,7 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
+from core.records import find_lone_surrogate, load_json
 from swe_envs.mining.config import ReadConfig
 from swe_envs.mining.events import EventSkipped, event_observations
 from swe_envs.mining.github_objects import (
@@ -149,6 +150,9 @@ def _guard(fn, *args) -> Result:
         return Bad(skip.reason, skip.detail)
     except MissingField as err:
         return Bad("missing_field", err.what)
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as err:
+        # a field of a type no normaliser foresaw: this object is a counted reject, the dump goes on
+        return Bad("malformed_object", f"{type(err).__name__}: {err}"[:500])
 
 
 def _items(value: Any) -> list[Any]:
@@ -166,6 +170,10 @@ def _each_item(value: Any, base: str, sep: str, *where: Any) -> Iterator[tuple[s
     if not items:
         yield base, Bad("empty_list", "the response holds no objects")
     for j, item in enumerate(items):
+        bad_char = find_lone_surrogate(item)
+        if bad_char:  # "\\udcff" in JSON: a valid escape, but no UTF-8 writer can store it
+            yield f"{base}{sep}{j}", Bad("invalid_unicode", f"{bad_char} is a lone surrogate")
+            continue
         yield f"{base}{sep}{j}", _guard(object_observations, item, *where)
 
 
@@ -185,18 +193,25 @@ def _response_body(interaction: dict[str, Any]) -> tuple[bytes | None, str]:
 
 
 def _cassette(doc: dict[str, Any], prefix: str, cfg: ReadConfig) -> Iterator[tuple[str, Result]]:
-    for i, inter in enumerate(doc.get("http_interactions") or []):
+    interactions = doc.get("http_interactions")
+    if not isinstance(interactions, list) or not interactions:
+        yield prefix, Bad("malformed_cassette", f"http_interactions is {type(interactions).__name__}, not a list"
+                          if not isinstance(interactions, list) else "no interactions")
+        return
+    for i, inter in enumerate(interactions):
         rec = f"{prefix}#i{i}"
         if not isinstance(inter, dict):
             yield rec, Bad("malformed_interaction", type(inter).__name__)
             continue
-        uri = (inter.get("request") or {}).get("uri") or ""
-        headers = (inter.get("response") or {}).get("headers") or {}
+        request, response = inter.get("request"), inter.get("response")
+        uri = (request.get("uri") if isinstance(request, dict) else None) or ""
+        uri = uri if isinstance(uri, str) else ""
+        headers = (response.get("headers") if isinstance(response, dict) else None) or {}
         date = headers.get("Date") if isinstance(headers, dict) else None
         at = _http_date(date)
         try:
             raw, code = _response_body(inter)
-        except (ValueError, OSError, EOFError, zlib.error) as err:
+        except (ValueError, OSError, EOFError, zlib.error, TypeError, AttributeError) as err:
             yield rec, Bad("undecodable", f"{uri}: {err}")
             continue
         if not code.startswith("2"):
@@ -210,7 +225,7 @@ def _cassette(doc: dict[str, Any], prefix: str, cfg: ReadConfig) -> Iterator[tup
             continue
         text = raw.decode("utf-8", errors="replace")
         try:
-            value = json.loads(text)
+            value = load_json(text)
         except json.JSONDecodeError:
             m = _PULL.search(uri)
             if m and text.startswith("diff --git"):
@@ -260,7 +275,7 @@ def read_api_dump(path: str, prefix: str, cfg: ReadConfig) -> Iterator[tuple[str
                         continue
                     shown = line[: cfg.reject_text_chars].decode("utf-8", errors="replace")
                     try:
-                        value = json.loads(line)
+                        value = load_json(line)
                     except (json.JSONDecodeError, UnicodeDecodeError) as err:
                         yield f"{prefix}#L{n}", Bad("malformed_json", str(err), shown)
                         continue
@@ -275,7 +290,7 @@ def read_api_dump(path: str, prefix: str, cfg: ReadConfig) -> Iterator[tuple[str
         yield prefix, Bad("record_too_large", f"file over max_file_bytes={cfg.max_file_bytes}")
         return
     try:
-        value = json.loads(raw)
+        value = load_json(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         shown = raw[: cfg.reject_text_chars].decode("utf-8", errors="replace")
         yield prefix, Bad("malformed_json", str(err), shown)

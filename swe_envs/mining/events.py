@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import zlib
 from collections.abc import Iterator
 from typing import Any
 
+from core.records import json_lone_surrogate, load_json
 from swe_envs.mining.config import ReadConfig
 from swe_envs.mining.github_objects import normalize_comment, normalize_issue, normalize_pull
 from swe_envs.mining.observations import Bad, MissingField, Obs
@@ -113,13 +115,16 @@ def parse_event_line(line: bytes, source: str, cfg: ReadConfig) -> list[Obs] | B
     if len(line) > cfg.max_record_bytes:
         return Bad("record_too_large", f"{len(line)} bytes > max_record_bytes", shown)
     try:
-        event = json.loads(line.decode("utf-8"))
+        event = load_json(line.decode("utf-8"))
     except UnicodeDecodeError as err:
         return Bad("undecodable", str(err), shown)
     except json.JSONDecodeError as err:
         return Bad("malformed_json", str(err), shown)
     if not isinstance(event, dict):
         return Bad("malformed_json", f"expected an object, got {type(event).__name__}", shown)
+    bad_char = json_lone_surrogate(line, event)
+    if bad_char:  # "\\udcff" in crawled JSON: valid escape, but no UTF-8 writer can store it
+        return Bad("invalid_unicode", f"{bad_char} is a lone surrogate", shown)
     meta = {"event_type": event.get("type"), "event_id": event.get("id")}
     try:
         return event_observations(event, source)
@@ -127,12 +132,19 @@ def parse_event_line(line: bytes, source: str, cfg: ReadConfig) -> list[Obs] | B
         return Bad(skip.reason, skip.detail, "", meta)
     except MissingField as err:
         return Bad("missing_field", err.what, shown, meta)
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as err:
+        # a field of a type no normaliser foresaw: this event is a counted reject, the file goes on
+        return Bad("malformed_object", f"{type(err).__name__}: {err}"[:500], shown, meta)
 
 
 def read_events(path: str, record_prefix: str, cfg: ReadConfig) -> Iterator[tuple[str, list[Obs] | Bad]]:
     """(record id, observations or Bad) for every line; a broken stream ends in one Bad."""
     source = "events"
     lineno = 0
+    if path.endswith(".gz") and os.path.exists(path) and os.path.getsize(path) == 0:
+        # Python's gzip reads an empty file as an empty stream; a real gzip has at least a header
+        yield f"{record_prefix}", Bad("truncated_gzip", "empty gzip file (cut short before its header)")
+        return
     try:
         fh = gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
     except OSError as err:

@@ -119,6 +119,39 @@ def _package_cutoff(recipe: list[str], log: str) -> list[str] | None:
     return out if changed else None
 
 
+_SITE_FRAME = re.compile(r'File "[^"]*/lib/python(3\.\d+)/site-packages/([A-Za-z0-9_]+)[/.]')
+_CRASH = re.compile(r"^(AttributeError|TypeError|ImportError|SyntaxError|NameError): ", re.M)
+
+
+def _interpreter_era_package(recipe: list[str], log: str) -> list[str] | None:
+    """An era-pinned dependency crashing inside its own code on this (newer) interpreter, e.g.
+    importlib_metadata 0.18 on Python 3.9: let that package through up to half a year after the
+    interpreter's release; every other package keeps the repo-version's cut-off."""
+    from datetime import date, timedelta
+
+    from swe_envs.era import RELEASED
+
+    tb = log.rfind("Traceback (most recent call last)")
+    if tb < 0 or not _CRASH.search(log, tb):
+        return None
+    frames = _SITE_FRAME.findall(log, tb)
+    if not frames:
+        return None
+    python, module = frames[-1]
+    released = RELEASED["python"].get(python)
+    if released is None or module in ("pip", "setuptools", "_pytest", "pytest"):
+        return None
+    dist = PY_DISTRIBUTIONS.get(module, module.replace("_", "-"))
+    day = (date.fromisoformat(released) + timedelta(days=182)).isoformat()
+    out, changed = [], False
+    for line in recipe:
+        if "--exclude-newer " in line and f"--exclude-newer-package {dist}=" not in line:
+            line = line.replace("--exclude-newer ", f"--exclude-newer-package {dist}={day}T23:59:59Z --exclude-newer ", 1)
+            changed = True
+        out.append(line)
+    return out if changed else None
+
+
 def _drop_exclude_newer(recipe: list[str], log: str) -> list[str] | None:
     """Pins newer than the era cut-off (or nothing that old for this interpreter): resolve without it."""
     if not _UNSOLVABLE.search(log) or not any("--exclude-newer" in line for line in recipe):
@@ -130,7 +163,9 @@ def _python_rules(recipe: list[str], log: str) -> tuple[list[str], str] | None:
     for name, rule in (("compiler", _compiler), ("setuptools-scm version", _scm_version),
                        ("PEP 660 backend", _editable_backend),
                        ("missing module", _python_missing), ("no build isolation", _no_build_isolation),
-                       ("per-package cut-off", _package_cutoff), ("drop exclude-newer", _drop_exclude_newer)):
+                       ("per-package cut-off", _package_cutoff), ("package of the interpreter's era",
+                                                                   _interpreter_era_package),
+                       ("drop exclude-newer", _drop_exclude_newer)):
         fixed = rule(recipe, log)
         if fixed is not None and fixed != recipe:
             return fixed, name

@@ -61,20 +61,55 @@ def test_summary_and_attempts(lang_batch):
         assert env["env_layer_bytes"] < env["image_bytes"]
 
 
+_PARSER = ("import re\ndef parse(log):\n    tests = {m[0]: m[1].lower() for m in "
+           "re.findall(r'^(\\S+::\\S+) (PASSED|FAILED)', log, re.M)}\n"
+           "    return {'tests': tests, 'summary': True if re.search(r'^=+ .* in [\\d.]+s', log, re.M) else None}\n")
+_IDS = ["tests/test_calc.py::test_add", "tests/test_calc.py::test_sub"]
+_SINGLE = "python -m pytest -q -p no:cacheprovider {test}"
+
+
 def test_llm_parser_checked_against_single_test_exit_codes(lang_batch, docker_ready):
-    """Truth from exit codes of single-test runs, in the real environment image."""
+    """Truth from exit codes of single-test runs in the real environment image, in the before state."""
     from swe_envs.config import LLMParserConfig, SandboxConfig
     from swe_envs.llm_parser import check_parser, truth_from_single_runs
     from swe_envs.sandbox import Sandbox
 
     rec = lang_batch["validated"]["tests__calc-python-1"]
     sandbox = Sandbox(docker_ready, SandboxConfig())
-    truth = truth_from_single_runs(sandbox, rec["environment"]["image"], "python -m pytest -q -p no:cacheprovider {test}",
-                                   ["tests/test_calc.py::test_add", "tests/test_calc.py::test_missing"])
-    assert truth == {"tests/test_calc.py::test_add": "passed", "tests/test_calc.py::test_missing": "failed"}
-    log = Path(rec["logs"]["before"][0]).read_text()  # test_add passes, test_sub fails
-    parser = ("import re\ndef parse(log):\n    return {m[0]: m[1].lower() for m in "
-              "re.findall(r'^(\\S+::\\S+) (PASSED|FAILED)', log, re.M)}\n")
-    single = {"tests/test_calc.py::test_add": "passed", "tests/test_calc.py::test_sub": "failed"}
-    assert check_parser(parser, [(log, single)], LLMParserConfig()).accepted
-    assert not check_parser(parser.replace("m[1].lower()", "'passed'"), [(log, single)], LLMParserConfig()).accepted
+    truth = truth_from_single_runs(sandbox, rec["environment"]["image"], _SINGLE, _IDS,
+                                   patches=[("test", rec["test_patch"])])
+    assert truth == {"tests/test_calc.py::test_add": "passed", "tests/test_calc.py::test_sub": "failed"}
+    log = Path(rec["logs"]["before"][0]).read_text()  # the run whose statuses the truth must confirm
+    assert check_parser(_PARSER, [(log, truth)], LLMParserConfig()).accepted
+    assert not check_parser(_PARSER.replace("m[1].lower()", "'passed'"), [(log, truth)], LLMParserConfig()).accepted
+
+
+def test_validate_checks_a_file_parser_by_single_test_runs(lang_batch, docker_ready, tmp_path):
+    """validate with an LLM-written parser and no JUnit XML: single-test exit codes decide whether it is trusted."""
+    from swe_envs.config import SweEnvsConfig
+    from swe_envs.refine import Environment
+    from swe_envs.sandbox import Sandbox
+    from swe_envs.validate import InstanceFailure, Validator
+
+    rec = lang_batch["validated"]["tests__calc-python-1"]
+    inst = {k: v for k, v in rec.items() if k not in ("environment", "validation", "logs", "image", "image_id")}
+    repo = lang_batch["out"].parent / "repos" / "tests" / "calc-python"
+    cfg = SweEnvsConfig()
+    cfg.validation.single_test_commands = {inst["repo"]: _SINGLE}
+    good, bad = tmp_path / "good.py", tmp_path / "bad.py"
+    good.write_text(_PARSER)
+    bad.write_text(_PARSER.replace("m[1].lower()", "'passed'"))
+    sandbox = Sandbox(docker_ready, cfg.sandbox)
+    spec = rec["environment"]
+
+    def env(parser):
+        return Environment(inst["repo"], inst["base_commit"], "python", True, image=spec["image"],
+                           image_id=spec["image_id"], test_command=spec["test_command"], runner=f"file:{parser}")
+
+    out = Validator(sandbox, 1, True, None, cfg=cfg).validate(inst, env(good), repo)
+    assert json.loads(out["FAIL_TO_PASS"]) == ALL["python"].f2p
+    with pytest.raises(InstanceFailure, match="disagrees with exit codes of 2 single-test run"):
+        Validator(sandbox, 1, True, None, cfg=cfg).validate(inst, env(bad), repo)
+    cfg.validation.single_test_commands = {}
+    with pytest.raises(InstanceFailure, match="cannot be checked"):
+        Validator(sandbox, 1, True, None, cfg=cfg).validate(inst, env(good), repo)

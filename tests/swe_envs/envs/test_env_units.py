@@ -140,3 +140,27 @@ def test_config_file_matches_defaults():
     from tests.swe_envs.envs.conftest import ROOT
 
     assert load_config(SweEnvsConfig, ROOT / "configs" / "swe_envs.yaml") == SweEnvsConfig()
+
+
+def test_era_dependency_rules_from_real_failures():
+    """Rules read the failures real pytest 5.0 environments hit (uv's resolver, Python 3.9 imports)."""
+    line = ("SETUPTOOLS_SCM_PRETEND_VERSION=5.0.0 uv pip install --python /opt/venv/bin/python "
+            "--exclude-newer 2019-07-19T23:59:59Z -e .")
+    deleted = ("error: No solution found when resolving dependencies\n  cause: Because there are no versions of "
+               "atomicwrites and pytest==5.0.0 depends on atomicwrites>=1.0, ...\n\nhint: `atomicwrites` was filtered "
+               "by `exclude-newer` to only include packages uploaded before 2019-07-19T23:59:59Z. The latest version "
+               "satisfying the requirement is v1.4.1, published at 2022-07-08T18:31:40.459Z.")
+    (fixed,), rule = rule_fix("python", [line], deleted)
+    assert rule == "per-package cut-off"
+    assert "--exclude-newer-package atomicwrites=2022-07-08T23:59:59Z --exclude-newer 2019-07-19" in fixed
+    crash = ('Traceback (most recent call last):\n  File "/testbed/src/_pytest/_code/code.py", line 23, in <module>\n'
+             '    import pluggy\n  File "/opt/venv/lib/python3.9/site-packages/importlib_metadata/__init__.py", '
+             'line 179, in from_name\n    dists = resolver(name)\n  File "/usr/lib/python3.9/importlib/metadata.py",'
+             ' line 487, in find_distributions\nAttributeError: \'str\' object has no attribute \'name\'\n')
+    (fixed,), rule = rule_fix("python", [line], crash)
+    assert rule == "package of the interpreter's era"  # Python 3.9 + 182 days
+    assert "--exclude-newer-package importlib-metadata=2021-04-05T23:59:59Z" in fixed
+    editable = "AttributeError: module 'setuptools.build_meta' has no attribute 'build_editable'"
+    (fixed,), rule = rule_fix("python", [line], editable)
+    assert rule == "PEP 660 backend" and "--exclude-newer-package setuptools=2023-06-30 -e ." in fixed
+    assert rule_fix("python", [fixed], editable) is None  # applied once

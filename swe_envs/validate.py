@@ -157,6 +157,7 @@ class Validator:
         after = self._phase(inst, "after", env, command, patches, network, image)
         result = classify([p.statuses for p in before.parsed], [p.statuses for p in after.parsed])
         if not result.f2p:
+            self._save_logs(inst["instance_id"], before, after)  # the evidence stays with the failure
             needs = network_needed([r.log for r in after.runs]) if network == "none" else None
             if needs:
                 raise InstanceFailure("network", f"FAIL_TO_PASS needs network ({needs!r} in the after-run log); "

@@ -22,7 +22,9 @@ temperature-scaled distribution *before* top-p truncation. That is what a traine
 from its own forward pass (``training.rl.losses.token_logprobs`` with the same temperature),
 so rollout and trainer logprobs of the same weights agree up to float error, and truncated
 importance sampling corrects only genuine mismatch. With ``temperature == 0`` (greedy) the
-logprobs are of the untempered distribution.
+logprobs are of the untempered distribution. ``sampling_logprobs[t]`` is the log-probability
+under the distribution actually sampled from (tempered, top-p truncated and renormalised;
+0 for greedy): equal to ``logprobs`` when ``top_p == 1``.
 
 Token-in/token-out: the caller trains on exactly ``prompt + tokens``; nothing is decoded and
 re-encoded here. The model is put in eval mode for the call (MoE expert loads are then not
@@ -60,7 +62,8 @@ class SamplingParams:
 @dataclass
 class Completion:
     tokens: list[int] = field(default_factory=list)
-    logprobs: list[float] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)  # tempered, before top-p (the trainer's)
+    sampling_logprobs: list[float] = field(default_factory=list)  # of the truncated distribution sampled
     finish_reason: str = "length"  # "stop" | "length"
 
 
@@ -75,8 +78,9 @@ def _filter_top_p(probs: torch.Tensor, top_p: torch.Tensor) -> torch.Tensor:
 
 def _pick(
     logits: torch.Tensor, temps: torch.Tensor, top_p: torch.Tensor, generator: torch.Generator | None
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Sample one token per row; return (tokens [B], logprobs [B]) as documented above."""
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Sample one token per row; return (tokens, logprobs, sampling logprobs), each [B], as
+    documented above."""
     logits = logits.float()
     greedy = temps == 0
     scaled = logits / torch.where(greedy, torch.ones_like(temps), temps)[:, None]
@@ -84,7 +88,9 @@ def _pick(
     probs = _filter_top_p(logp.exp(), top_p)
     drawn = torch.multinomial(probs, 1, generator=generator)[:, 0]
     tokens = torch.where(greedy, logits.argmax(-1), drawn)
-    return tokens, logp.gather(-1, tokens[:, None])[:, 0]
+    picked = probs.gather(-1, tokens[:, None])[:, 0] / probs.sum(-1)
+    sampling = torch.where(greedy, torch.zeros_like(picked), picked.log())
+    return tokens, logp.gather(-1, tokens[:, None])[:, 0], sampling
 
 
 @torch.no_grad()
@@ -141,13 +147,14 @@ def _sample(model, prompts, plist, generator) -> list[Completion]:
     next_pos = lens.clone()
     last = logits[:, -1]
     while len(live):
-        tok, lp = _pick(last, temps[live], top_p[live], generator)
+        tok, lp, slp = _pick(last, temps[live], top_p[live], generator)
         keep = []
         for j, row in enumerate(live.tolist()):
             t = int(tok[j])
             out = outs[row]
             out.tokens.append(t)
             out.logprobs.append(float(lp[j]))
+            out.sampling_logprobs.append(float(slp[j]))
             if t in stops[row]:
                 out.finish_reason = "stop"
             elif len(out.tokens) >= budget[row]:

@@ -27,7 +27,7 @@ def _loss(ratio: float, adv: float, **cfg):
     out = policy_loss(logp, torch.zeros(1, 2), torch.tensor([adv]), torch.tensor([[0.0, 1.0]]),
                       PolicyLossConfig(tis_cap=None, **cfg))  # fmt: skip
     out.loss.backward()
-    return float(out.loss), float(logp.grad[0, 1])
+    return float(out.loss.detach()), float(logp.grad[0, 1])
 
 
 @pytest.mark.parametrize(
@@ -72,11 +72,11 @@ def test_kl_to_reference():
     mask = torch.tensor([[0.0, 1.0]])
     cfg = PolicyLossConfig(kl_coef=0.5, tis_cap=None)
     same = policy_loss(logp, logp.detach(), torch.zeros(1), mask, cfg, logp_ref=logp.detach())
-    assert float(same.loss) == pytest.approx(0.0) and same.stats["kl"] == pytest.approx(0.0)
+    assert float(same.loss.detach()) == pytest.approx(0.0) and same.stats["kl"] == pytest.approx(0.0)
     ref = torch.tensor([[0.0, -2.0]])
     out = policy_loss(logp, logp.detach(), torch.zeros(1), mask, cfg, logp_ref=ref)
     d = -1.0  # ref - logp
-    assert float(out.loss) == pytest.approx(0.5 * (math.exp(d) - d - 1))
+    assert float(out.loss.detach()) == pytest.approx(0.5 * (math.exp(d) - d - 1))
     with pytest.raises(ValueError, match="reference"):
         policy_loss(logp, logp.detach(), torch.zeros(1), mask, cfg)
 

@@ -72,6 +72,19 @@ def test_top_p_keeps_only_the_nucleus(model):
     nucleus = sample(model, prompts, SamplingParams(temperature=1.0, top_p=1e-6, max_tokens=4), generator=g)
     greedy = sample(model, prompts, SamplingParams(temperature=0, max_tokens=4))
     assert [o.tokens for o in nucleus] == [o.tokens for o in greedy]
+    # only one token left in the nucleus: it was sampled with probability 1
+    assert all(lp == 0.0 for o in nucleus for lp in o.sampling_logprobs)
+    assert all(lp < 0 for o in nucleus for lp in o.logprobs)  # the tempered distribution's own
+
+
+def test_sampling_logprobs_renormalise_the_nucleus(model):
+    g = torch.Generator().manual_seed(4)
+    full = sample(model, [[1, 2]], SamplingParams(temperature=0.8, max_tokens=5), generator=g)[0]
+    assert full.sampling_logprobs == pytest.approx(full.logprobs, abs=1e-6)  # top_p = 1: the same
+    g = torch.Generator().manual_seed(4)
+    nucleus = sample(model, [[1, 2]], SamplingParams(temperature=0.8, top_p=0.5, max_tokens=5), generator=g)[0]
+    assert all(s >= lp - 1e-6 for s, lp in zip(nucleus.sampling_logprobs, nucleus.logprobs, strict=True))
+    assert any(s > lp + 1e-3 for s, lp in zip(nucleus.sampling_logprobs, nucleus.logprobs, strict=True))
 
 
 def test_bad_requests_are_user_errors(model):

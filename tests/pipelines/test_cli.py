@@ -25,35 +25,48 @@ def test_help_lists_jobs():
 
 
 def test_demo_end_to_end(tmp_path, sample_corpus):
+    """`make demo`'s job on fewer pages and steps: every stage runs, the report covers them all,
+    the GLM-5-shaped trainer writes metrics (the acceptance paths)."""
+    import yaml
+
+    cfg = yaml.safe_load((ROOT / "configs" / "demo.yaml").read_text())
     out = tmp_path / "demo"
-    res = cli(
-        "demo",
-        "--set",
-        f"output={out}",
-        "--set",
-        "sample.max_html_pages=25",
-        "--set",
-        "train.steps=4",
-        "--set",
-        "pack.seq_len=128",
-        "--set",
-        "tokenizer.vocab_size=1024",
-        "--set",
-        "documents.local.tasks=2",
-    )
-    text = res.stdout
-    assert "documents per stage" in text and "gopher_repetition_filter" in text
-    assert "tokens written" in text and str(out / "shards" / "shard-00000.arrow") in text
-    assert "training loss over 4 steps" in text and "time per stage" in text
+    cfg["output"] = str(out)
+    cfg["sample"]["max_html_pages"] = 40
+    cfg["web"]["dclm"]["train"]["bucket"] = 20000  # an 8 MB model instead of 800 MB
+    cfg["web"]["edu"]["llm_sample_docs"] = 4
+    cfg["web"]["length"]["max_chars"] = 12000  # few LLM chunks per page
+    cfg["web"]["local"]["tasks"] = 2
+    cfg["longctx"]["entropylong"]["docs"] = 1
+    cfg["longctx"]["stages"][0].update(seq_len=1024, token_budget=8192, natural={"min_tokens": 512})
+    cfg["pack"]["seq_len"] = 128
+    cfg["tokenizer"]["vocab_size"] = 1024
+    cfg["train"].update(pretrain_steps=3, longctx_steps=1)
+    path = tmp_path / "demo.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    text = cli("demo", "--config", str(path)).stdout
+
+    assert "time per stage" in text and "training loss over 4 steps" in text
+    for stage in ("web quality", "swe-mine", "long-context data", "mixture shards", "train", "report"):
+        assert stage in text.split("time per stage")[1]
+    web = json.loads((out / "job.json").read_text())
+    for stage in ("langid", "minhash_dedup", "dclm_keep_top", "edu_score", "edu_threshold"):
+        assert stage in web["counts"]
+    assert web["corpus"]["llm_sample_docs"] == 4 and web["corpus"]["llm_unscored_docs"] == 0
+    assert json.loads((out / "swe" / "job.json").read_text())["outputs"]["instances"] >= 1
     manifest = json.loads((out / "shards" / "manifest.json").read_text())
     assert manifest["stage"] == "demo" and manifest["seq_len"] == 128
-    assert set(manifest["counts"]) == {"books", "python-docs"}
-    assert manifest["config"]["output"] == str(out)  # the producing config travels with the shards
+    assert {"python-docs", "swe_issue_pr"} <= set(manifest["counts"])  # one source per mixture component
+    assert json.loads((out / "longctx" / "stage1" / "manifest.json").read_text())["seq_len"] == 1024
     metrics = [json.loads(x) for x in (out / "train" / "metrics.jsonl").read_text().splitlines()]
-    assert [m["step"] for m in metrics] == [0, 1, 2, 3]
-    job = json.loads((out / "job.json").read_text())
-    assert job["counts"]["read"]["docs_in"] == 25 + 10
-    assert (out / "report" / "index.html").is_file() and (out / "report" / "stages.png").is_file()
+    assert [(m["step"], m["stage"]) for m in metrics] == [(0, "pretrain"), (1, "pretrain"), (2, "pretrain"),
+                                                          (3, "longctx")]
+    assert all("mtp_loss" in m for m in metrics)  # the GLM-5-shaped model (MTP), not the TinyLM
+    page = (out / "report" / "index.html").read_text()
+    for section in ("Kept and rejected per stage", "Issue–PR mining", "Long-context stage data",
+                    "Mixture shards", "Training: loss per step", "Time per stage"):
+        assert section in page
+    assert (out / "report" / "loss.png").is_file() and (out / "report" / "stages.png").is_file()
 
 
 def test_user_errors_are_one_line(tmp_path):

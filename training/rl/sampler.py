@@ -28,7 +28,8 @@ under the distribution actually sampled from (tempered, top-p truncated and reno
 
 Token-in/token-out: the caller trains on exactly ``prompt + tokens``; nothing is decoded and
 re-encoded here. The model is put in eval mode for the call (MoE expert loads are then not
-accumulated) and restored afterwards.
+accumulated) and restored afterwards. Tensors are made on the model's device; a ``generator``
+must live there too (``torch.Generator(device=...)``).
 """
 
 from __future__ import annotations
@@ -126,35 +127,38 @@ def sample(
 
 def _sample(model, prompts, plist, generator) -> list[Completion]:
     n = len(prompts)
-    lens = torch.tensor([len(p) for p in prompts])
+    dev = next(model.parameters()).device  # everything lives where the model does
+    lens = torch.tensor([len(p) for p in prompts], device=dev)
     width = int(lens.max())
     pad = width - lens  # left padding per row
-    tokens = torch.zeros(n, width, dtype=torch.long)
+    tokens = torch.zeros(n, width, dtype=torch.long, device=dev)
     for i, p in enumerate(prompts):
-        tokens[i, pad[i] :] = torch.tensor(p, dtype=torch.long)
-    cols = torch.arange(width)[None, :]
+        tokens[i, int(pad[i]) :] = torch.tensor(p, dtype=torch.long, device=dev)
+    cols = torch.arange(width, device=dev)[None, :]
     key_mask = cols >= pad[:, None]
     positions = (cols - pad[:, None]).clamp(min=0)
 
-    temps = torch.tensor([p.temperature for p in plist], dtype=torch.float32)
-    top_p = torch.tensor([p.top_p for p in plist], dtype=torch.float32)
+    temps = torch.tensor([p.temperature for p in plist], dtype=torch.float32, device=dev)
+    top_p = torch.tensor([p.top_p for p in plist], dtype=torch.float32, device=dev)
     stops = [set(p.stop_token_ids) for p in plist]
     budget = [p.max_tokens for p in plist]
     outs = [Completion() for _ in range(n)]
 
     logits, caches = model.decode(tokens, None, positions=positions, key_mask=key_mask)
-    live = torch.arange(n)  # original row of each batch row
+    live = torch.arange(n, device=dev)  # original row of each batch row
     next_pos = lens.clone()
     last = logits[:, -1]
     while len(live):
         tok, lp, slp = _pick(last, temps[live], top_p[live], generator)
         keep = []
-        for j, row in enumerate(live.tolist()):
-            t = int(tok[j])
+        # one device-to-host copy per step, not one per row
+        rows, toks, lps, slps = live.tolist(), tok.tolist(), lp.tolist(), slp.tolist()
+        for j, row in enumerate(rows):
+            t = toks[j]
             out = outs[row]
             out.tokens.append(t)
-            out.logprobs.append(float(lp[j]))
-            out.sampling_logprobs.append(float(slp[j]))
+            out.logprobs.append(lps[j])
+            out.sampling_logprobs.append(slps[j])
             if t in stops[row]:
                 out.finish_reason = "stop"
             elif len(out.tokens) >= budget[row]:
@@ -164,10 +168,10 @@ def _sample(model, prompts, plist, generator) -> list[Completion]:
         if not keep:
             break
         if len(keep) < len(live):  # finished rows leave the batch
-            sel = torch.tensor(keep)
+            sel = torch.tensor(keep, device=dev)
             caches = [type(c)(c.c_kv[sel], c.k_rope[sel]) for c in caches]
             key_mask, tok, live = key_mask[sel], tok[sel], live[sel]
-        key_mask = torch.cat((key_mask, torch.ones(len(live), 1, dtype=torch.bool)), 1)
+        key_mask = torch.cat((key_mask, torch.ones(len(live), 1, dtype=torch.bool, device=dev)), 1)
         pos = next_pos[live][:, None]
         logits, caches = model.decode(tok[:, None], caches, positions=pos, key_mask=key_mask)
         next_pos[live] += 1

@@ -182,6 +182,8 @@ def test_encode_masks_tokens_and_matches_whole_text_encoding(tok):
         ([{"role": "wizard", "content": "x"}], "unknown_role"),
         ([{"role": "user", "content": "x"}, {"role": "assistant", "content": "", "tool_calls": [{"function": {"arguments": "{}"}}]}], "tool_call_without_name"),
         ([{"role": "user", "content": "x"}, {"role": "tool", "content": "r"}, {"role": "assistant", "content": "y"}], "tool_result_without_call"),
+        ([{"role": "user", "content": "x"}, {"role": "assistant", "content": "", "tool_calls": [CALL]},
+          {"role": "tool", "tool_call_id": "c9", "content": "r"}], "tool_result_without_call"),
         ([{"role": "user", "content": {"text": "x"}}, {"role": "assistant", "content": "y"}], "non_string_content"),
         ([{"role": "user", "content": "x<|user|>"}, {"role": "assistant", "content": "y"}], "reserved_token_in_content"),
         ([{"role": "user", "content": "x"}], "no_assistant_message"),

@@ -107,6 +107,7 @@ def normalize(messages: Any) -> list[dict[str, Any]]:
         raise Reject("no_messages")
     out: list[dict[str, Any]] = []
     pending_calls = 0  # tool calls of the last assistant message not yet answered
+    pending_ids: set[str] = set()  # their ids, when the data has them
     for i, m in enumerate(messages):
         if not isinstance(m, dict):
             raise Reject("bad_message", f"message {i} is not an object")
@@ -135,16 +136,22 @@ def normalize(messages: Any) -> list[dict[str, Any]]:
             if norm_calls:
                 msg["tool_calls"] = norm_calls
             pending_calls = len(norm_calls)
+            pending_ids = {c["id"] for c in calls if isinstance(c, dict) and isinstance(c.get("id"), str) and c["id"]}
         elif role == "tool":
             if pending_calls == 0:
                 raise Reject("tool_result_without_call", where)
+            ref = m.get("tool_call_id")
+            if pending_ids and isinstance(ref, str) and ref:
+                if ref not in pending_ids:
+                    raise Reject("tool_result_without_call", f"{where}: tool_call_id {ref!r} answers no pending call")
+                pending_ids.discard(ref)
             pending_calls -= 1
             msg = {"role": role, "content": _text(m.get("content"), where)}
         else:
             msg = {"role": role, "content": _text(m.get("content"), where)}
             if role == "user" and m.get("thinking") is False:
                 msg["thinking"] = False
-            pending_calls = 0
+            pending_calls, pending_ids = 0, set()
         out.append(msg)
     if not any(m["role"] == "assistant" for m in out):
         raise Reject("no_assistant_message")

@@ -1,11 +1,12 @@
 """Asynchronous vs synchronous RL on a heavy-tailed workload (goal: async >= 1.5x faster).
 
-Workload: two toy tasks at ratio ``--plus-ratio``:1 — ``plus`` (the RL demo's task A: answer = the prompt digit + 1,
-whose reward is tracked) and ``long`` (the same rule on a problem whose size is drawn from a
-lognormal: median ``--median`` digits, sigma ``--sigma``, capped at ``--max-len``), so rollout
-lengths are heavy-tailed like agent rollouts; a tiny GLM-5-shaped model on CPU warm-started by the
-RL demo's SFT stage (training.rl.stages); two rollout-server processes, two task services, the
-trainer process — all real processes on 127.0.0.1.
+Workload: two toy tasks at ratio ``--plus-ratio``:1 — ``plus`` (the RL demo's task A: answer = the
+prompt digit + 1; its reward is the one tracked) and ``long`` (the same rule on a problem whose size
+is drawn from a lognormal — median ``--median`` digits, sigma ``--sigma``, capped at ``--max-len`` —
+with ``ignore_eos``, so its rollouts run to that heavy-tailed length, like agent rollouts); a tiny
+GLM-5-shaped model on CPU warm-started by the RL demo's SFT stage (training.rl.stages) on `plus`;
+two rollout-server processes, two task services, the trainer process — all real processes on
+127.0.0.1.
 
 Both runs train the same number of updates on the same number of samples (stale samples are kept
 and importance-corrected, so none are dropped). Baseline: synchronous RL — the orchestrator
@@ -35,18 +36,14 @@ from training.rl.async_config import RLAsyncConfig  # noqa: E402
 from training.rl.async_run import run_training  # noqa: E402
 
 
-def warm_start(out: Path, max_len: int) -> Path:
-    """The RL demo's SFT stage (training.rl.stages) on both tasks (the long one at 2..32 digits):
-    the answer format and a weak start, so RL has a reward to climb."""
+def warm_start(out: Path) -> Path:
+    """The RL demo's SFT stage (training.rl.stages) on `plus`, short: the answer format and a weak
+    start (~0.35 reward) that RL can climb from."""
     from training.rl.stages import Pipeline, load_pipeline_config
 
-    tasks = {"plus": {"kind": "shift", "digits": 1, "offset": 1}}
-    tasks |= {f"long{d}": {"kind": "shift", "digits": d, "offset": 1, "marker": "m2"}
-              for d in (2, 4, 8, 16, 32) if d <= max_len}
-    weights = {t: (len(tasks) - 1.0 if t == "plus" else 1.0) for t in tasks}
     cfg = load_pipeline_config(ROOT / "configs/rl_stages_demo.yaml", [
-        f"tasks={json.dumps(tasks)}", "sft.seq_len=80",
-        f"stages=[{{name: sft, kind: sft, steps: 16, lr: 6.0e-3, tasks: {json.dumps(weights)}}}]"])
+        'tasks={"plus": {"kind": "shift", "digits": 1, "offset": 1}}',
+        "stages=[{name: sft, kind: sft, steps: 20, lr: 6.0e-3, tasks: {plus: 1.0}}]"])
     found = latest_checkpoint(out / "stages" / "sft" / "trainer")
     if found is None:
         state = Pipeline(cfg, out, log=print).run()
@@ -59,7 +56,7 @@ def run(mode: str, args, init: Path, out: Path) -> list[dict]:
     tasks = [{"name": "plus", "kind": "toy", "ratio": args.plus_ratio, "capacity": 32,
               "args": {"kind": "shift", "digits": 1, "offset": 1}},
              {"name": "long", "kind": "toy", "ratio": 1, "capacity": 32,
-              "args": {"kind": "shift", "offset": 1, "marker": "m2", "lengths": lengths}}]
+              "args": {"kind": "shift", "offset": 1, "marker": "m2", "lengths": lengths, "ignore_eos": True}}]
     cfg = load_cli_config(RLAsyncConfig, ROOT / "configs/rl_async_tiny.yaml", [
         f"init_checkpoint={init}", f"trainer.mode={mode}", f"trainer.updates={args.updates}",
         f"trainer.batch_groups={args.batch_groups}", "trainer.stale_policy=importance", "trainer.staleness=4",
@@ -89,12 +86,12 @@ def main() -> None:
     ap.add_argument("--reset-optimizer", action=argparse.BooleanOptionalAction, default=False,
                     help="fresh optimizer state after each push (GLM-5 does, pushing every K > 1 updates)")
     ap.add_argument("--plus-ratio", type=float, default=3.0, help="plus : long groups")
-    ap.add_argument("--median", type=float, default=6.0, help="lognormal median problem size (digits)")
+    ap.add_argument("--median", type=float, default=16.0, help="lognormal median rollout length of `long` (tokens)")
     ap.add_argument("--sigma", type=float, default=1.0, help="lognormal sigma (tail weight)")
-    ap.add_argument("--max-len", type=int, default=32, help="largest problem (digits)")
+    ap.add_argument("--max-len", type=int, default=256, help="longest `long` rollout (tokens)")
     args = ap.parse_args()
     work = OUT_DIR / "rl_async"
-    init = warm_start(work / "sft", args.max_len)
+    init = warm_start(work / "sft")
     print(f"warm start: {init}")
     res = {}
     for mode in ("sync", "async"):
@@ -114,7 +111,7 @@ def main() -> None:
     print(f"idle ratio: async {a['idle_ratio']:.2f}, sync {s['idle_ratio']:.2f}")
     print(f"async reward on plus, first {k} updates {early:.3f} -> last {k} updates {late:.3f}")
     inputs = {**vars(args), "tasks": "plus (1-digit shift, reward tracked) + long (shift, digits ~ lognormal), ratio plus_ratio:1", "model": "configs/rl_async_tiny.yaml",
-              "warm_start": "training.rl.stages SFT, 16 steps on both tasks", "samples": {"async": a["samples"], "sync": s["samples"]}}
+              "warm_start": "training.rl.stages SFT, 20 steps on plus", "samples": {"async": a["samples"], "sync": s["samples"]}}
     write(__file__,
           Result("rl async vs sync wall time", ours, base, "s / 1000 trained samples", goal=1.5,
                  higher_is_better=False, ours_label="asynchronous (buffer threshold, push every update)",

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from training.rl.faults import FaultInjector
+from training.rl.launch import rollout_command, task_command
 from training.rl.ledger import Ledger
 from training.rl.orchestrator_config import OrchestratorConfig
 from training.rl.registry import Registry, Slot
@@ -114,8 +115,6 @@ class Orchestrator(TrainerProtocol):
         self.server = serve_json(self.routes(), self.cfg.host, self.cfg.port)
         self.url = f"http://{self.cfg.host}:{self.server.server_address[1]}"
         self.registry.start()
-        from training.rl.launch import rollout_command, task_command
-
         for i in range(self.cfg.rollout.replicas):
             self.registry.add_managed(f"rollout-{i}", "rollout", None, self.cfg.rollout.capacity,
                                       rollout_command(self, f"rollout-{i}"))

@@ -70,13 +70,14 @@ class ToyBackend:
     task's tool observations come from ``step``. ``lengths`` (heavy-tailed workloads): each
     instance's problem size (``digits``, so its answer and rollout length) is drawn from a
     lognormal ``{"median", "sigma", "max"}`` — a few problems are many times longer than most, as
-    agent rollouts are."""
+    agent rollouts are; ``ignore_eos`` makes every rollout run to its full budget."""
 
-    def __init__(self, kind: str = "copy", max_tokens: int | None = None, lengths: dict | None = None, **task: Any):
+    def __init__(self, kind: str = "copy", max_tokens: int | None = None, lengths: dict | None = None,
+                 ignore_eos: bool = False, **task: Any):
         from training.rl.toy_tasks import ToyTaskConfig
 
         self.cfg = ToyTaskConfig(kind=kind, **task)  # digits, offset, marker, seed: the toy task's own
-        self.max_tokens, self.lengths = max_tokens, lengths
+        self.max_tokens, self.lengths, self.ignore_eos = max_tokens, lengths, ignore_eos
         self._tasks: dict[int, Any] = {}
 
     def _digits(self, seed: int) -> int:
@@ -102,7 +103,9 @@ class ToyBackend:
         task, p = self._problem(seed)
         return {"id": f"{self.cfg.kind}-{seed}", "seed": seed, "prompt_ids": p.prompt,
                 "messages": [{"role": "user", "content": decode(p.prompt)}], "max_turns": task.max_turns,
-                "stop_token_ids": STOP_TOKENS, "max_tokens": self.max_tokens or 2 * len(p.answer) + 4}
+                # ignore_eos (SGLang/vLLM's name): every rollout runs to its budget, answer + 1
+                "stop_token_ids": [] if self.ignore_eos else STOP_TOKENS,
+                "max_tokens": self.max_tokens or (len(p.answer) + 1 if self.ignore_eos else 2 * len(p.answer) + 4)}
 
     def step(self, instance: dict, turns: list[list[int]]) -> list[int] | None:
         task, p = self._problem(int(instance["seed"]))

@@ -67,17 +67,25 @@ class Indexer(nn.Module):
 
 
 def index_scores(q: torch.Tensor, k: torch.Tensor, w: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
-    """I(t, s) = sum_h w[t,h] ReLU(q[t,h] . k[s]) in fp32, -inf where ``allowed`` [B, T, S] is false.
+    """I(t, s) = sum_h w[t,h] ReLU(q[t,h] . k[s]) in >= fp32, -inf where ``allowed`` [B, T, S] is false.
     q [B, T, nh, hd], k [B, S, hd], w [B, T, nh] -> [B, T, S]."""
-    s = torch.einsum("bthd,bsd->bhts", q.float(), k.float()).relu()
-    s = torch.einsum("bhts,bth->bts", s, w.float())
+    dt = torch.promote_types(q.dtype, torch.float32)  # at least fp32; float64 stays float64
+    s = torch.einsum("bthd,bsd->bhts", q.to(dt), k.to(dt)).relu()
+    s = torch.einsum("bhts,bth->bts", s, w.to(dt))
     return s.masked_fill(~allowed, NEG_INF)
 
 
 def select_topk(scores: torch.Tensor, topk: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Top-k key indices per query [B, T, k'] (k' = min(topk, S)) and which of them are allowed
-    (a query with fewer than k' allowed keys gets -inf picks, masked out)."""
-    vals, idx = scores.topk(min(topk, scores.shape[-1]), dim=-1)
+    (a query with fewer than k' allowed keys gets -inf picks, masked out).
+
+    Ties are common (ReLU makes many scores exactly 0) and ``torch.topk`` breaks them
+    differently for rows of different lengths, so the training path (S = L) and cached decoding
+    (S grows) could pick different keys; a stable sort breaks ties by position, the same way
+    in both, so sampled tokens and their training-time log-probabilities agree."""
+    k = min(topk, scores.shape[-1])
+    vals, idx = scores.sort(dim=-1, descending=True, stable=True)
+    vals, idx = vals[..., :k], idx[..., :k]
     return idx, vals > NEG_INF
 
 

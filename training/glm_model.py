@@ -161,8 +161,14 @@ class GLMModel(nn.Module):
         vals = [m.max_logits.max() for _, m in self.attention_modules() if m.max_logits is not None]
         return float(torch.stack(vals).max()) if vals else None
 
-    def update_expert_bias(self, group: dist.ProcessGroup | None = None) -> float | None:
-        """Apply the aux-loss-free bias update in every MoE layer; return the mean max/mean load."""
+    def update_expert_bias(self, group: dist.ProcessGroup | None = None, move: bool = True) -> float | None:
+        """Apply the aux-loss-free bias update in every MoE layer; return the mean max/mean load.
+        ``move=False`` (DSA dense warm-up: everything but the indexer is frozen) only clears
+        the step's load counts."""
+        if not move:
+            for layer in self.moe_layers():
+                layer.router.local_tokens_per_expert.zero_()
+            return None
         ratios = []
         for layer in self.moe_layers():
             load = layer.update_expert_bias(group)

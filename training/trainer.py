@@ -255,7 +255,7 @@ def _train_loop(cfg, shards, metrics_path, log, stop_after, resume, par) -> Trai
                     rec["max_attn_logit"] = round(max_logit if par is None else par.max(max_logit), 4)
                 if clip:
                     rec["qk_clipped_heads"] = qk_clip_(model, clip)
-                balance = model.update_expert_bias(par.group if par else None)
+                balance = model.update_expert_bias(par.group if par else None, move=step >= dsa_warmup)
                 dt = time.perf_counter() - t0
                 rec.update(
                     lr=lr,

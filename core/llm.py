@@ -2,8 +2,11 @@
 
 What corpus-scale scoring needs from a client: a concurrency limit, timeouts, retries with
 exponential backoff on the failures that retrying can fix (connection errors, timeouts,
-429/5xx, garbage bodies) and none on those it cannot (other 4xx), an on-disk cache keyed by
-(route, model, request) so a re-run costs nothing, and a record of every failure.
+429/5xx, garbage or truncated bodies) and none on those it cannot (other 4xx), a server's
+Retry-After honoured (up to ``retry_after_max_s``), one deadline per attempt (a socket timeout
+alone does not stop a server that trickles bytes), a bound on body size, an on-disk cache keyed
+by (route, model, request) so a re-run costs nothing, and a record of every failure (each failed
+attempt counted by kind in ``stats``, each failed request kept in ``failures``).
 ``map`` never raises for one bad request: it returns an ``LLMFailure`` in its place, so the
 caller can mark that document unscored instead of losing it.
 
@@ -13,6 +16,7 @@ The client is picklable (datatrove workers and Spark executors each rebuild thei
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import os
 import random
@@ -47,6 +51,11 @@ class LLMConfig(StrictModel):
     backoff_max_s: float = Field(default=10.0, ge=0)
     concurrency: int = Field(default=8, gt=0)
     cache_dir: str | None = "data/llm_cache"
+    # a 429/503's Retry-After is honoured up to this many seconds (a server asking for an hour
+    # is treated as failing, not waited for)
+    retry_after_max_s: float = Field(default=60.0, ge=0)
+    # a larger body is a bad response, not a memory blow-up
+    max_response_bytes: int = Field(default=64 * 2**20, gt=0)
 
 
 @dataclass
@@ -74,12 +83,16 @@ class LLMResponse:
 @dataclass
 class LLMFailure:
     url: str
-    kind: str  # connection | timeout | http_<status> | bad_response
+    kind: str  # connection | timeout | truncated | http_<status> | bad_response
     message: str
     attempts: int
 
     def __str__(self) -> str:
         return f"{self.url}: {self.kind} after {self.attempts} attempt(s): {self.message}"
+
+
+class _TooLarge(Exception):
+    pass
 
 
 class LLMError(UserError):
@@ -94,6 +107,7 @@ class _Attempt:
     kind: str = ""
     message: str = ""
     retry: bool = False
+    retry_after_s: float | None = None  # what the server asked for (429/503 Retry-After)
 
 
 def _validate(body: Any) -> str | None:
@@ -103,9 +117,30 @@ def _validate(body: Any) -> str | None:
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         return "no choices in the response"
     c = choices[0]
-    if not isinstance(c.get("message", {}).get("content", ""), (str, type(None))) and "text" not in c:
+    message = c.get("message")
+    if message is not None:
+        if not isinstance(message, dict) or not isinstance(message.get("content", ""), (str, type(None))):
+            return "choice message is not an object with string content"
+    elif not isinstance(c.get("text"), str):
         return "choice has neither message content nor text"
+    if c.get("logprobs") is not None and not isinstance(c["logprobs"], dict):
+        return "choice logprobs is not an object"
     return None
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds a Retry-After header asks for (delta-seconds or an HTTP date), None if absent/bad."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    from email.utils import parsedate_to_datetime
+
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
 
 
 class LLMClient:
@@ -157,25 +192,56 @@ class LLMClient:
         atomic_write_text(path, json.dumps(body))
 
     # -- transport ----------------------------------------------------------------------------
+    def _read_body(self, resp, deadline: float) -> bytes:
+        """The whole body within the attempt's deadline: a socket timeout bounds each read, not a
+        server that trickles a byte at a time; and within ``max_response_bytes``."""
+        chunks, size = [], 0
+        declared = resp.headers.get("Content-Length", "") if resp.headers else ""
+        while True:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"body not complete within {self.cfg.timeout_s:g}s")
+            chunk = resp.read1(65536) if hasattr(resp, "read1") else resp.read(65536)
+            if not chunk:
+                body = b"".join(chunks)
+                # read1 returns b"" when the server closes early, where read() would have raised
+                if declared.isdigit() and len(body) < int(declared):
+                    raise http.client.IncompleteRead(body, int(declared) - len(body))
+                return body
+            size += len(chunk)
+            if size > self.cfg.max_response_bytes:
+                raise _TooLarge(f"body over max_response_bytes={self.cfg.max_response_bytes}")
+            chunks.append(chunk)
+
     def _attempt(self, url: str, payload: dict[str, Any]) -> _Attempt:
         headers = {"Content-Type": "application/json"}
         if self.cfg.api_key_env and os.environ.get(self.cfg.api_key_env):
             headers["Authorization"] = f"Bearer {os.environ[self.cfg.api_key_env]}"
         req = urllib.request.Request(url, data=json.dumps(payload).encode(), headers=headers, method="POST")
+        deadline = time.monotonic() + self.cfg.timeout_s
         try:
             with self._opener.open(req, timeout=self.cfg.timeout_s) as resp:
-                raw = resp.read()
+                raw = self._read_body(resp, deadline)
         except urllib.error.HTTPError as err:
-            detail = err.read()[:300].decode("utf-8", "replace") if err.fp else ""
+            try:
+                detail = err.read()[:300].decode("utf-8", "replace") if err.fp else ""
+            except (OSError, http.client.HTTPException):
+                detail = ""
             return _Attempt(kind=f"http_{err.code}", message=detail or str(err.reason),
-                            retry=err.code in RETRYABLE_STATUS)
+                            retry=err.code in RETRYABLE_STATUS,
+                            retry_after_s=_retry_after(err.headers.get("Retry-After") if err.headers else None))
+        except _TooLarge as err:
+            return _Attempt(kind="bad_response", message=str(err), retry=False)
+        except http.client.IncompleteRead as err:  # the server closed before Content-Length bytes
+            return _Attempt(kind="truncated", message=f"{len(err.partial)} bytes of the body arrived", retry=True)
+        except http.client.HTTPException as err:  # a status line or headers that are not HTTP
+            return _Attempt(kind="bad_response", message=f"{type(err).__name__}: {err}"[:300], retry=True)
         except (TimeoutError, urllib.error.URLError, ConnectionError, OSError) as err:
             reason = getattr(err, "reason", err)
             kind = "timeout" if isinstance(reason, TimeoutError) or "timed out" in str(reason) else "connection"
             return _Attempt(kind=kind, message=str(reason), retry=True)
         try:
             body = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError):
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
             return _Attempt(kind="bad_response", message=f"not JSON: {raw[:80]!r}", retry=True)
         problem = _validate(body)
         if problem:
@@ -201,10 +267,18 @@ class LLMClient:
             if attempt.response is not None:
                 self._cache_put(cache, attempt.response)
                 return LLMResponse(attempt.response)
+            with self._lock:  # every failed attempt is counted by kind, not only the last
+                self.stats[f"attempt_{attempt.kind}"] += 1
+            if attempt.retry_after_s is not None and attempt.retry_after_s > self.cfg.retry_after_max_s:
+                attempt.message += f" (Retry-After {attempt.retry_after_s:g}s > retry_after_max_s)"
+                break
             if not attempt.retry or n == self.cfg.max_retries:
                 break
             delay = min(self.cfg.backoff_max_s, self.cfg.backoff_s * 2**n)
-            time.sleep(delay * (0.5 + random.random() / 2))
+            delay *= 0.5 + random.random() / 2
+            if attempt.retry_after_s is not None:  # the server knows when it can take more
+                delay = max(delay, attempt.retry_after_s)
+            time.sleep(delay)
         failure = LLMFailure(url, attempt.kind, attempt.message, n + 1)
         with self._lock:
             self.failures.append(failure)

@@ -22,6 +22,11 @@ class Reply:
     body: Any = None  # JSON-serialisable; None = the default completion
     raw: bytes | None = None  # sent as-is (garbage bodies)
     delay_s: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)  # extra headers (Retry-After, …)
+    # wire-level faults: bytes written to the socket instead of an HTTP response (a garbage
+    # status line, a Content-Length the body never reaches), then the connection is closed
+    wire: bytes | None = None
+    trickle_s: float = 0.0  # pause between the body's bytes (a server that never quite finishes)
 
 
 def default_completion(request: dict[str, Any]) -> dict[str, Any]:
@@ -67,14 +72,27 @@ class ScriptedServer:
                     with owner.lock:
                         owner.in_flight -= 1
                         done = True
+                    if reply.wire is not None:
+                        self.wfile.write(reply.wire)
+                        self.wfile.flush()
+                        self.close_connection = True
+                        return
                     data = reply.raw if reply.raw is not None else json.dumps(
                         reply.body if reply.body is not None else default_completion(body)).encode()
                     self.send_response(reply.status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
+                    for key, value in reply.headers.items():
+                        self.send_header(key, value)
                     self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
+                    if reply.trickle_s:
+                        for i in range(len(data)):
+                            self.wfile.write(data[i:i + 1])
+                            self.wfile.flush()
+                            time.sleep(reply.trickle_s)
+                    else:
+                        self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
                     pass  # the client gave up (timeout test): fine
                 finally:
                     if not done:

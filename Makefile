@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 .PHONY: help setup sysdeps demo quality-eval data-web spark-web data-swe data-swe-envs swe-real data-longctx train sft rl-demo rl-async test bench bench-gpu lint clean distclean
 
 help:
-	@echo "make demo       install into .venv if needed, run the demo job (MASTER=local[2] for Spark)"
+	@echo "make demo       install into .venv if needed, run the whole recipe on bounded samples -> out/demo (MASTER=local[2] for Spark)"
 	@echo "make data-web   web quality filtering of the sample's HTML pages -> out/web (MASTER=local[2] for Spark)"
 	@echo "make spark-web  the web job on Spark (local[2]; MASTER=spark://host:7077 for a cluster) -> out/web-spark"
 	@echo "make quality-eval  precision/recall of the DCLM classifier and the machine-text detector"

@@ -40,7 +40,9 @@ def default_substitutes() -> list[SubstituteRule]:
         {"match": ["python:3.9*", "python:3.8*"], "suite": "bullseye",
          "apt_packages": _BUILDPACK + ["python3", "python3-venv", "python3-pip"], "provision": ["shims", "uv", "pytest"]},
         {"match": ["buildpack-deps:*", "ubuntu:*", "debian:*"], "suite": "bookworm",
-         "apt_packages": _BUILDPACK + ["python3", "software-properties-common"], "provision": ["shims", "uv", "pytest"]},
+         "apt_packages": _BUILDPACK + ["python3", "python3-venv"], "provision": ["shims", "uv", "pytest"],
+         # Ubuntu jammy's pip predates PEP 668: tasks `pip install` into the system Python
+         "setup": ["ENV PIP_BREAK_SYSTEM_PACKAGES=1"]},
         {"match": ["node:*"], "suite": "bookworm", "apt_packages": _BUILDPACK + ["nodejs", "npm"]},
         {"match": ["golang:*"], "suite": "bookworm", "apt_packages": _BUILDPACK + ["golang-go"]},
         {"match": ["rust:*"], "suite": "bookworm", "apt_packages": _BUILDPACK + ["cargo", "rustc"]},
@@ -56,6 +58,9 @@ class ImagesConfig(StrictModel):
     base_tag: str = "local/debian:{suite}"
     build_timeout_s: float = Field(default=1800.0, gt=0)
     build_memory_mb: int = Field(default=4096, ge=256)
+    # task images of one language share their first layers; builds running at once would each
+    # build those layers (Docker does not share an in-progress layer), so builds queue by default
+    build_concurrency: int = Field(default=1, ge=1)
     # Debian packages renamed for tasks written against Ubuntu (the apt-get shim applies them)
     apt_renames: dict[str, str] = Field(default_factory=lambda: {
         "openjdk-21-jdk": "openjdk-17-jdk", "openjdk-21-jdk-headless": "openjdk-17-jdk-headless",

@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import ValidationError
 
+from core.config import format_validation_error
 from swe_envs.terminal.task import TaskConfig, TaskFormatError, load_task
 
 SUPPORTED_PARSERS = ("pytest",)
@@ -143,7 +145,14 @@ def convert_task(src: str | Path, dest: str | Path, overwrite: bool = False) -> 
                 raise TaskFormatError(f"{src / name}: invalid YAML: {err}") from None
             compose_keep, extra = _compose_plan(compose, src / name)
             cfg["environment"].update(extra)
-    config = TaskConfig.model_validate(cfg)  # bad timeouts etc. fail here, naming the key
+    try:
+        config = TaskConfig.model_validate(cfg)  # bad timeouts etc. fail here, naming the key
+    except ValidationError as err:
+        raise TaskFormatError(format_validation_error(err, str(ty)).replace("\n", "; ")) from None
+    try:  # YAML holds values TOML cannot (nulls in lists, non-string keys)
+        config.to_toml()
+    except (TypeError, ValueError) as err:
+        raise TaskFormatError(f"{ty}: not representable as task.toml: {err}") from None
 
     tmp = dest.with_name(dest.name + ".tmp-convert")
     shutil.rmtree(tmp, ignore_errors=True)

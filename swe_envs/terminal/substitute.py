@@ -191,6 +191,7 @@ class Substituter:
         self.images, self.cfg = images, cfg
         self.trust_lines, self.trust_context = trust_lines, trust_context
         self._locks: dict[str, threading.Lock] = {}
+        self._failed: dict[str, Substitution] = {}
         self._guard = threading.Lock()
 
     def rule_for(self, ref: str) -> tuple[int, SubstituteRule] | None:
@@ -204,7 +205,12 @@ class Substituter:
         with self._guard:
             lock = self._locks.setdefault(ref, threading.Lock())
         with lock:  # two tasks FROM the same image build its substitute once
-            return self._ensure(ref)
+            if ref in self._failed:  # and a failed substitute is not rebuilt for every task
+                return self._failed[ref]
+            res = self._ensure(ref)
+            if res.local is None:
+                self._failed[ref] = res
+            return res
 
     def _ensure(self, ref: str) -> Substitution:
         client = self.images.client

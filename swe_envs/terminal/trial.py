@@ -82,6 +82,7 @@ class Context:
         self.images = Images(self.client, build, access=access, log=log)
         self.subst = Substituter(self.images, cfg.images, access.dockerfile_lines(), access.context())
         self._build_locks: dict[str, threading.Lock] = {}
+        self._builds = threading.Semaphore(cfg.images.build_concurrency)
         self._guard = threading.Lock()
 
     def build(self, task: HarborTask):
@@ -89,7 +90,7 @@ class Context:
 
         with self._guard:
             lock = self._build_locks.setdefault(str(task.path), threading.Lock())
-        with lock:
+        with lock, self._builds:
             return build_task_images(task, self.images, self.subst)
 
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
 from training.chat_template import (
+    SPECIAL_RE,
     SPECIAL_TOKENS,
     Reject,
     add_special_tokens,
@@ -93,8 +94,11 @@ def test_generation_prompt_keeps_thinking_of_the_current_turn():
 
 # -- round trip ------------------------------------------------------------------------------------
 
-# no "<", ">" or "[": content may not contain the template's control tokens (those are rejects, tested below)
-safe_text = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="<>["), max_size=12)
+# any text but the template's control tokens themselves (those are rejects, tested below); "<",
+# "|", "[" and fragments like "</thin" stay in, next to the real tokens
+pieces = st.one_of(st.text(alphabet=st.characters(codec="utf-8"), max_size=4),
+                   st.sampled_from(["<", ">", "|", "[", "]", "</", "<|", "think", "</thin", "<|user"]))  # fmt: skip
+safe_text = st.lists(pieces, max_size=4).map("".join).filter(lambda t: not SPECIAL_RE.search(t))
 # values follow TOOLS' schema: a string, b integer, c array (the parser types them by it)
 ARG_VALUES = {"a": safe_text, "b": st.integers(-5, 5), "c": st.lists(st.integers(0, 3), max_size=3)}
 
@@ -128,7 +132,8 @@ TOOLS = [
 ]  # fmt: skip
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# derandomized and without an example database: the same 150 conversations on every machine
+@settings(max_examples=150, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(conversations())
 def test_render_parse_round_trip(msgs):
     (s,) = render(msgs, "preserved", tools=TOOLS)

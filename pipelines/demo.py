@@ -100,7 +100,9 @@ def run_demo(cfg: DemoConfig, master: str | None = None, log: Callable[[str], No
     from training.trainer import train
 
     out = Path(cfg.output).absolute()
-    require_file("train.config", cfg.train.config)  # fail before an hour of data work
+    # the trainer's config is checked before the data stages run, not after them
+    require_file("train.config", cfg.train.config)
+    _trainer_config(cfg, out, out / "longctx" / "stage1")
     stage = StepTimer(log)
     engine_name = "datatrove local" if master is None else f"spark {master}"
 

@@ -118,16 +118,24 @@ class LMConfig(StrictModel):
     threads: int = Field(default=1, ge=0)
 
 
+class EntropyLongVerify(EntropyLongConfig):
+    """The job's defaults (configs/longctx.yaml's), on a subclass so that a partial ``verify``
+    section keeps them. The LM runs on CPU: short documents and contexts; any same-domain text
+    lowers entropy ~0.2-0.4 nats, so delta asks for more."""
+
+    max_doc_tokens: int = Field(default=96, ge=8)
+    max_context_tokens: int = Field(default=256, gt=0)
+    candidates: int = Field(default=5, gt=0)
+    delta: float = 0.5
+    max_kept: int = Field(default=6, gt=0)
+
+
 class EntropyLongJobConfig(StrictModel):
     # documents verified (the LM is the slow part on CPU)
     docs: int = Field(default=4, ge=0)
     min_chars: int = Field(default=600, gt=0)
     sources: list[str] | None = ["python-docs"]
-    # the LM runs on CPU: short documents and contexts; any same-domain text lowers entropy
-    # ~0.2-0.4 nats, so delta asks for more (configs/longctx.yaml comments each value)
-    verify: EntropyLongConfig = EntropyLongConfig(
-        max_doc_tokens=96, max_context_tokens=256, candidates=5, delta=0.5, max_kept=6
-    )
+    verify: EntropyLongVerify = EntropyLongVerify()
 
 
 class LongCtxConfig(StrictModel):
@@ -312,6 +320,8 @@ def run_longctx(
     if only and len(stages) != len(set(only)):
         missing = sorted(set(only) - {s.name for s in cfg.stages})
         raise ConfigError(f"unknown stage(s) {missing}; the config has {[s.name for s in cfg.stages]}")
+    if cfg.lm.path and not Path(cfg.lm.path).exists():  # checked before the documents are read
+        raise ConfigError(f"lm.path: {cfg.lm.path} does not exist")
     step = StepTimer(log)
 
     with step("catalog"):

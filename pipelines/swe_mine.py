@@ -30,7 +30,7 @@ import duckdb
 from pydantic import Field
 
 from core.config import StrictModel
-from core.errors import UserError
+from core.errors import ConfigError, UserError
 from core.shards import Manifest, atomic_write_text
 from pipelines.bpe_tokenizer import TokenizerConfig, load_or_train
 from pipelines.chain import StageCounts
@@ -157,6 +157,8 @@ def run_swe_mine(
     events, api, repos = ([str(Path(p).absolute()) for p in group] for group in (events, api, repos))
     units = list_units(events, api, repos)
     index = load_benchmarks(cfg.mining)
+    if cfg.pack_shards and cfg.tokenizer.path and not Path(cfg.tokenizer.path).is_file():
+        raise ConfigError(f"tokenizer.path: file not found: {cfg.tokenizer.path}")
     engine = "duckdb" if master is None and spark is None else "spark"
     fingerprint = {
         "job": "swe-mine",

@@ -40,6 +40,8 @@ def test_a_partial_section_keeps_the_jobs_defaults_for_the_rest():
     assert cfg.edu.score.llm.base_url == "http://127.0.0.1:8008/v1" and cfg.edu.score.llm.cache_dir is None
     assert cfg.edu.score.threshold == 1.9 and cfg.edu.score.llm is not None and cfg.edu.serve_local_model
     assert cfg.dclm.train.epoch == 25 and cfg.dclm_data.positives == ["data/sample/books.jsonl"]
+    verify = validate_config(LongCtxConfig, {"entropylong": {"verify": {"candidates": 3}}}).entropylong.verify
+    assert verify.candidates == 3 and verify.delta == 0.5 and verify.max_doc_tokens == 96
 
 
 @pytest.fixture(scope="module")

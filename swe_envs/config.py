@@ -75,6 +75,10 @@ class SandboxConfig(StrictModel):
     network: str = "none"
     # a container past runs * test_timeout_s + this margin is killed from the host
     container_margin_s: float = Field(default=60.0, ge=0)
+    # a test run's log is cut (and the run stopped) at this size; no file in the container may
+    # grow past max_file_mb (a hostile or broken suite printing or writing gigabytes)
+    max_log_mb: int = Field(default=64, ge=1)
+    max_file_mb: int = Field(default=2048, ge=16)
 
 
 class BuildConfig(StrictModel):

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import docker
 import docker.errors
+import docker.types
 
 from swe_envs.config import SandboxConfig
 
@@ -45,8 +46,10 @@ for p in /task/patches/*.diff; do
 done
 i=1
 while [ $i -le {runs} ]; do
-  timeout -k 5 {timeout} sh /task/test.sh >/tmp/swe-out/run-$i.log 2>&1
-  echo $? > /tmp/swe-out/run-$i.rc
+  # the log is capped: a suite printing gigabytes gets SIGPIPE at the cap, and the host never
+  # reads more than that
+  {{ timeout -k 5 {timeout} sh /task/test.sh 2>&1; echo $? > /tmp/swe-out/run-$i.rc; }} |
+    head -c {max_log} > /tmp/swe-out/run-$i.log
   i=$((i + 1))
 done
 """
@@ -57,6 +60,7 @@ class RunLog:
     log: str
     rc: int
     timed_out: bool
+    output_limited: bool = False  # the log reached sandbox.max_log_mb and the run was cut there
 
 
 @dataclass
@@ -101,7 +105,8 @@ class Sandbox:
                         text if text.endswith("\n") else text + "\n", encoding="utf-8")
             (task / "test.sh").write_text(test_command + "\n", encoding="utf-8")
             (task / "run.sh").write_text(
-                RUN_SH.format(patch_rc=PATCH_FAILED_RC, runs=runs, timeout=int(timeout_s + 0.999)),
+                RUN_SH.format(patch_rc=PATCH_FAILED_RC, runs=runs, timeout=int(timeout_s + 0.999),
+                              max_log=self.cfg.max_log_mb * 2**20),
                 encoding="utf-8")
             for p in task.rglob("*"):  # readable by the container's unprivileged user
                 p.chmod(0o755 if p.is_dir() else 0o644)
@@ -121,6 +126,9 @@ class Sandbox:
                 mem_limit=f"{self.cfg.memory_mb}m", memswap_limit=f"{self.cfg.memory_mb}m",
                 pids_limit=self.cfg.pids, cap_drop=["ALL"], security_opt=["no-new-privileges"],
                 volumes={str(task): {"bind": "/task", "mode": "ro"}}, init=True,
+                # no file above max_file_mb: a suite cannot fill the host's disk with one file
+                ulimits=[docker.types.Ulimit(name="fsize", soft=self.cfg.max_file_mb * 2**20,
+                                             hard=self.cfg.max_file_mb * 2**20)],
                 labels={LABEL: owner(), "swe_envs.run": uuid.uuid4().hex}, detach=True,
                 environment={"HOME": "/home/swe", "CI": "true"},
             )
@@ -138,7 +146,7 @@ class Sandbox:
                 res.killed = True
                 _quiet(container.kill)
                 _quiet(lambda: container.wait(timeout=30))
-            files = _read_dir(container, "/tmp/swe-out")
+            files = _read_dir(container, "/tmp/swe-out", self.cfg.max_log_mb * 2**20)
             res.patch_failed = files.get("patch_failed", "").strip()
             if res.patch_failed:
                 res.patch_failed += ": " + files.get("apply.log", "").strip()[:500]
@@ -146,7 +154,9 @@ class Sandbox:
             while f"run-{i}.log" in files or f"run-{i}.rc" in files:
                 rc_text = files.get(f"run-{i}.rc", "").strip()
                 rc = int(rc_text) if rc_text.lstrip("-").isdigit() else -1
-                res.runs.append(RunLog(files.get(f"run-{i}.log", ""), rc, rc in (124, 137) or not rc_text))
+                log = files.get(f"run-{i}.log", "")
+                limited = len(log.encode("utf-8", "replace")) >= self.cfg.max_log_mb * 2**20 - 4
+                res.runs.append(RunLog(log, rc, rc in (124, 137) or not rc_text, limited))
                 i += 1
         except docker.errors.DockerException as err:
             res.error = f"docker: {err}"
@@ -165,17 +175,45 @@ def _quiet(fn) -> None:
         pass
 
 
-def _read_dir(container, path: str) -> dict[str, str]:
+class _CappedStream(io.RawIOBase):
+    """The archive stream, refusing to deliver more than ``limit`` bytes: the suite can write
+    into the output directory too, and the host must not read gigabytes back."""
+
+    def __init__(self, chunks, limit: int):
+        self.chunks, self.limit, self.buf, self.seen = iter(chunks), limit, b"", 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        while not self.buf:
+            chunk = next(self.chunks, None)
+            if chunk is None:
+                return 0
+            self.seen += len(chunk)
+            if self.seen > self.limit:
+                raise OSError(f"sandbox outputs over {self.limit} bytes")
+            self.buf = chunk
+        n = min(len(b), len(self.buf))
+        b[:n], self.buf = self.buf[:n], self.buf[n:]
+        return n
+
+
+def _read_dir(container, path: str, max_file_bytes: int = 64 * 2**20) -> dict[str, str]:
     try:
         stream, _ = container.get_archive(path)
     except docker.errors.NotFound:
         return {}
-    buf = io.BytesIO(b"".join(stream))
     out = {}
-    with tarfile.open(fileobj=buf) as tar:
-        for m in tar.getmembers():
-            if m.isfile():
-                out[m.name.split("/", 1)[-1]] = tar.extractfile(m).read().decode("utf-8", "replace")
+    capped = io.BufferedReader(_CappedStream(stream, 4 * max_file_bytes + 2**20))
+    try:
+        with tarfile.open(fileobj=capped, mode="r|") as tar:
+            for m in tar:
+                if m.isfile():
+                    data = tar.extractfile(m).read(max_file_bytes)
+                    out[m.name.split("/", 1)[-1]] = data.decode("utf-8", "replace")
+    except (OSError, tarfile.TarError) as err:  # what was read so far stands; the rest is refused
+        out.setdefault("_read_error", str(err))
     return out
 
 

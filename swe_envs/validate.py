@@ -39,6 +39,8 @@ def check_run(run: RunLog, parsed: ParseResult) -> str | None:
     parsed = parsed.guard or parsed
     if run.timed_out:
         return f"test run hit its time limit and was killed (exit code {run.rc})"
+    if run.output_limited:
+        return f"test output reached the log limit and the run was stopped there (exit code {run.rc})"
     if not parsed.statuses:
         return f"no test parsed from the log (runner {parsed.runner}, exit code {run.rc})"
     if not parsed.summary_seen:

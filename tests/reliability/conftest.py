@@ -35,3 +35,14 @@ def pytest_terminal_summary(terminalreporter):
     terminalreporter.write_sep("=", "reliability")
     terminalreporter.write_line(LEDGER.table())
     terminalreporter.write_line(f"(written to {path} and {path.with_suffix('.md')})")
+
+
+@pytest.fixture(scope="session")
+def docker_engine():
+    """A real engine with the offline base image (installed and started by ensure_docker when absent)."""
+    import sys
+
+    from swe_envs.docker_setup import BASE_TAG, docker_client, ensure_docker
+
+    ensure_docker(log=lambda m: print(f"[docker setup] {m}", file=sys.stderr))
+    return docker_client(), BASE_TAG

@@ -16,7 +16,7 @@ rollout finishes). Ours: asynchronous — servers keep generating into the buffe
 takes each batch at the threshold and pushes weights every update.
 
 Writes out/bench/rl_async.json; prints both idle ratios and the async run's reward curve.
-Run: `python benchmarks/rl_async.py [--updates 16] [--median 24] [--sigma 1.0]`.
+Run: `python benchmarks/rl_async.py [--updates 30] [--batch-groups 12] [--median 16] [--sigma 1.0]` (~6 min).
 """
 
 from __future__ import annotations
@@ -78,8 +78,8 @@ def run(mode: str, args, init: Path, out: Path) -> list[dict]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--updates", type=int, default=24)
-    ap.add_argument("--batch-groups", type=int, default=8)
+    ap.add_argument("--updates", type=int, default=30)
+    ap.add_argument("--batch-groups", type=int, default=12)
     ap.add_argument("--group-size", type=int, default=8)
     ap.add_argument("--servers", type=int, default=2)
     ap.add_argument("--push-every", type=int, default=1)

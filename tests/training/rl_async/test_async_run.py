@@ -16,7 +16,7 @@ TINY = [  # smaller and shorter than the shipped config: CI time
     "model.kv_lora_rank=16", "model.qk_head_dim=8", "model.qk_pos_emb_head_dim=8", "model.v_head_dim=8",
     "model.moe_ffn_hidden_size=16", "model.moe_shared_expert_intermediate_size=16",
     "orchestrator.group_size=3", "trainer.batch_groups=2", "orchestrator.heartbeat.interval_s=0.3",
-    "orchestrator.heartbeat.timeout_s=3",
+    "orchestrator.heartbeat.timeout_s=3", "trainer.push_every=1",
 ]
 
 

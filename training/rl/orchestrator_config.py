@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from core.config import StrictModel
 
@@ -84,3 +84,12 @@ class OrchestratorConfig(StrictModel):
     heartbeat: HeartbeatConfig = HeartbeatConfig()
     faults: FaultConfig = FaultConfig()
     thinking: bool = False  # render prompts with thinking on (GLM-5 chat template)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> OrchestratorConfig:
+        if self.min_group_size > self.group_size:
+            raise ValueError(f"min_group_size ({self.min_group_size}) > group_size ({self.group_size})")
+        names = [t.name for t in self.tasks]
+        if len(names) != len(set(names)):
+            raise ValueError(f"task names must be unique, got {names}")
+        return self

@@ -32,3 +32,18 @@ def test_partial_rollout_masks_old_version_tokens_only_when_configured():
     assert full.logprobs == [0.0, 0.0, -0.1, -0.2, -0.3, 0.0, 0.0, -0.4]
     newest = to_trajectory(t, 0, mask_old=True)
     assert newest.loss_mask == [0, 0, 0, 0, 1, 0, 0, 1]  # v3 tokens stay in context, out of the loss
+
+
+def test_config_refuses_inconsistent_settings():
+    import pytest
+
+    from core.config import validate_config
+    from core.errors import ConfigError
+    from training.rl.async_config import RLAsyncConfig
+
+    with pytest.raises(ConfigError, match="temperature"):  # trainer logprobs of another distribution
+        validate_config(RLAsyncConfig, {"orchestrator": {"sampling": {"temperature": 0.7}}})
+    with pytest.raises(ConfigError, match="min_group_size"):
+        validate_config(RLAsyncConfig, {"orchestrator": {"group_size": 2, "min_group_size": 3}})
+    with pytest.raises(ConfigError, match="unique"):
+        validate_config(RLAsyncConfig, {"orchestrator": {"tasks": [{"name": "a"}, {"name": "a"}]}})

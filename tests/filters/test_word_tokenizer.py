@@ -24,7 +24,9 @@ def test_same_tokens_sentences_and_spans_as_datatrove(sample_corpus):
     ref, ours = load_word_tokenizer("en"), SharedSpacyTokenizer("en", reset_every=7)
     # (not tested: text containing "IS_ALPHA", where datatrove's own output depends on spaCy's
     # memory-zone state — its word and sentence splits of the same text disagree)
-    for t in texts(sample_corpus, 12) + ["", "  \n ", "Mr. Smith went to Washington. He said: 'hi'!"]:
+    edge = ["", "  \n ", "Mr. Smith went to Washington. He said: 'hi'!", "Hello.  World", " a. b", "...",
+            "?! Really?!? Yes.", "e.g. this, i.e. that.", "東京。大阪！ ok", "end.\n\nNext para\n", "\"Quote.\" Then", "a.)b"]
+    for t in texts(sample_corpus, 12) + edge:
         assert ours.word_tokenize(t) == ref.word_tokenize(t)
         assert ours.sent_tokenize(t) == ref.sent_tokenize(t)
         assert ours.span_tokenize(t) == ref.span_tokenize(t)

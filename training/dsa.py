@@ -70,8 +70,9 @@ def index_scores(q: torch.Tensor, k: torch.Tensor, w: torch.Tensor, allowed: tor
     """I(t, s) = sum_h w[t,h] ReLU(q[t,h] . k[s]) in >= fp32, -inf where ``allowed`` [B, T, S] is false.
     q [B, T, nh, hd], k [B, S, hd], w [B, T, nh] -> [B, T, S]."""
     dt = torch.promote_types(q.dtype, torch.float32)  # at least fp32; float64 stays float64
-    s = torch.einsum("bthd,bsd->bhts", q.to(dt), k.to(dt)).relu()
-    s = torch.einsum("bhts,bth->bts", s, w.to(dt))
+    B, T, nh, hd = q.shape
+    s = torch.relu(q.to(dt).reshape(B, T * nh, hd) @ k.to(dt).transpose(1, 2))  # [B, T*nh, S]
+    s = (w.to(dt).reshape(B * T, 1, nh) @ s.view(B * T, nh, -1)).view(B, T, -1)  # weighted head sum
     return s.masked_fill(~allowed, NEG_INF)
 
 
@@ -84,16 +85,30 @@ def select_topk(scores: torch.Tensor, topk: int) -> tuple[torch.Tensor, torch.Te
     (S grows) could pick different keys; a stable sort breaks ties by position, the same way
     in both, so sampled tokens and their training-time log-probabilities agree."""
     k = min(topk, scores.shape[-1])
-    vals, idx = scores.sort(dim=-1, descending=True, stable=True)
-    vals, idx = vals[..., :k], idx[..., :k]
-    return idx, vals > NEG_INF
+    if k == scores.shape[-1]:
+        idx = torch.arange(k, device=scores.device).expand(scores.shape)
+        return idx, scores > NEG_INF
+    vals, idx = scores.topk(k, dim=-1)
+    thr = vals[..., -1:]
+    tied = scores == thr
+    if not ((tied.sum(-1, keepdim=True) > 1) & (thr > NEG_INF)).any():
+        return idx, vals > NEG_INF  # no finite tie at the k-th value: topk's set is the set
+    # everything above the k-th value plus the earliest positions equal to it: the set a stable
+    # descending sort would pick, at the cost of a top-k (no full sort)
+    above = scores > thr
+    room = k - above.sum(-1, keepdim=True)
+    keep = above | (tied & (tied.cumsum(-1) <= room))
+    idx = keep.nonzero()[:, -1].view(*scores.shape[:-1], k)  # exactly k per row, in position order
+    return idx, scores.gather(-1, idx) > NEG_INF
 
 
 def gather_tokens(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
-    """x [B, S, d], idx [B, T, k] -> [B, T, k, d] (per-query selected tokens)."""
-    B, T, k = idx.shape
-    flat = idx.reshape(B, T * k, 1).expand(-1, -1, x.shape[-1])
-    return x.gather(1, flat).view(B, T, k, x.shape[-1])
+    """x [B, S, d], idx [B, T, k] -> [B, T, k, d] (per-query selected tokens). Whole rows are
+    copied by ``index_select`` (several times faster on CPU than ``gather`` with an expanded
+    index, which addresses every element)."""
+    B, S, d = x.shape
+    rows = idx + (torch.arange(B, device=idx.device) * S).view(B, 1, 1)
+    return x.reshape(B * S, d).index_select(0, rows.reshape(-1)).view(*idx.shape, d)
 
 
 def sparse_mla(
@@ -110,8 +125,10 @@ def sparse_mla(
     q_lat [B, T, H, kv_lora] (query folded through W_UK), q_rope [B, T, H, rope], c_kv
     [B, S, kv_lora], k_rope [B, S, rope], idx/valid [B, T, k]. Returns the latent output
     [B, T, H, kv_lora] (apply W_UV after) and the attention probabilities [B, H, T, k]."""
-    c_sel, r_sel = gather_tokens(c_kv, idx), gather_tokens(k_rope, idx)
-    scores = torch.einsum("bthc,btkc->bhtk", q_lat, c_sel) + torch.einsum("bthr,btkr->bhtk", q_rope, r_sel)
+    # one gather of [latent; RoPE key] per selected token, one product with [q_lat; q_rope]
+    sel = gather_tokens(torch.cat((c_kv, k_rope), -1), idx)
+    c_sel = sel[..., : c_kv.shape[-1]]
+    scores = torch.einsum("bthc,btkc->bhtk", torch.cat((q_lat, q_rope), -1), sel)
     # softmax in at least fp32 (bf16 inputs under autocast), float64 stays float64
     scores = scores.to(torch.promote_types(scores.dtype, torch.float32))
     probs = (scores * scale).masked_fill(~valid[:, None], NEG_INF).softmax(-1)

@@ -14,7 +14,7 @@ training FLOPs per token, with every assumption listed in ``assumptions``. Count
   ``seq_len``: 2 per active matmul weight including the output layer (norms and biases are
   not matmuls), plus causal attention scores and values over an average context of
   (seq_len + 1) / 2. Attention is taken as dense
-  (the DSA indexer's projections are counted; its sparse selection is not modelled).
+  (the DSA indexer's projections are counted; attention FLOPs are counted dense).
 """
 
 from __future__ import annotations
@@ -177,7 +177,9 @@ def assumptions(c: ModelConfig) -> list[str]:
     if c.dsa_indexer_n_heads:
         out.append(
             f"DSA indexer per layer ({c.dsa_indexer_n_heads} heads x {c.dsa_indexer_head_dim}) counted in "
-            "params and projection FLOPs; sparse attention itself not modelled"
+            "params and projection FLOPs; attention FLOPs are counted dense (the top-"
+            f"{c.dsa_indexer_topk} sparse core and the indexer's scores: training.dsa.dsa_flops, "
+            "benchmarks/dsa_attention.py)"
         )
     if c.mtp_depths:
         out.append(

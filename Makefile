@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-$(shell sha256sum pyproject.toml | cut -c1-16)
 MASTER ?=
 PYTEST_ARGS ?=
 
-.PHONY: help setup sysdeps demo quality-eval data-web spark-web data-swe data-swe-envs swe-real data-longctx train sft rl-demo rl-async test bench bench-gpu lint clean distclean
+.PHONY: help setup sysdeps demo quality-eval data-web spark-web data-swe data-swe-envs swe-real data-longctx train train-dist gpu-check gpu-vendor sft rl-demo rl-async test bench bench-gpu lint clean distclean
 
 help:
 	@echo "make demo       install into .venv if needed, run the whole recipe on bounded samples -> out/demo (MASTER=local[2] for Spark)"
@@ -20,6 +20,9 @@ help:
 	@echo "make swe-real   environments + gold evaluation of the 20 real SWE-bench instances in ../shared/swe-real"
 	@echo "make data-longctx  long-context mid-training shards per stage -> out/longctx/<stage>/"
 	@echo "make train      train the tiny GLM-5-shaped model on the demo shards -> out/train/"
+	@echo "make train-dist the same with torchrun on NPROC=2 ranks (FSDP2 data + expert parallel) -> out/train-dist/"
+	@echo "make gpu-check  on a CUDA machine: Megatron GPTModel vs ours + MoE kernels -> out/gpu-check/report.json"
+	@echo "make gpu-vendor download megatron-core + small deps (py3.12 wheels) into vendor/gpu-wheels for gpu-check"
 	@echo "make sft        SFT with the GLM-5 chat template on the sample conversations -> out/sft/"
 	@echo "make rl-demo    CPU demo: SFT -> RL on A -> RL on B -> distillation -> out/rl_demo/curves.{json,png}"
 	@echo "make rl-async   asynchronous RL: rollout servers, task services, orchestrator, trainer -> out/rl_async/"
@@ -108,6 +111,24 @@ train: setup
 	@test -f out/demo/shards/manifest.json || $(MAKE) demo
 	$(PY) -m training.trainer --config configs/train_tiny.yaml --shards out/demo/shards \
 	  --metrics out/train/metrics.jsonl --checkpoint-dir out/train/ckpt
+
+# the same model data + expert parallel over NPROC torchrun ranks (gloo on CPU, NCCL on GPUs)
+NPROC ?= 2
+train-dist: setup
+	@test -f out/demo/shards/manifest.json || $(MAKE) demo
+	$(PY) -m torch.distributed.run --standalone --nproc-per-node $(NPROC) -m training.trainer \
+	  --config configs/train_dist.yaml --shards out/demo/shards \
+	  --metrics out/train-dist/metrics.jsonl --checkpoint-dir out/train-dist/ckpt
+
+# one call on a CUDA machine that reaches no registry (python3.12 + torch + triton there): Megatron's
+# GPTModel vs ours, then the MoE kernels -> out/gpu-check/report.json; exits 2 ("skipped") without CUDA.
+# `make gpu-vendor` (here) first fills vendor/gpu-wheels, which travels with the tree.
+GPU_PY ?= $(if $(wildcard $(PY)),$(PY),python3)
+gpu-check:
+	$(GPU_PY) -m training.gpu_check out/gpu-check/report.json
+
+gpu-vendor: setup
+	$(PY) -m training.gpu_check vendor
 
 # SFT on the bundled sample conversations (chat / reasoning / coding-agent), trained by training.trainer
 sft: setup

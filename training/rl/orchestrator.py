@@ -20,7 +20,6 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter, deque
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,61 +29,10 @@ from training.rl.ledger import Ledger
 from training.rl.orchestrator_config import OrchestratorConfig
 from training.rl.registry import Registry, Slot
 from training.rl.trainer_protocol import TrainerProtocol
+from training.rl.trajectory import Group, Traj
 from training.serving import rollout_client
 from training.serving.codec import Codec
 from training.serving.http_json import CallFailure, HttpError, call, serve_json
-
-
-@dataclass
-class Traj:
-    """One episode: model turns (sampled, trained) and environment observations (context only)
-    after the group's prompt, token-in/token-out."""
-
-    id: str
-    group: Group
-    stage: str = "generate"  # generate | step | grade | done | dropped
-    attempts: int = 0
-    epoch: int = 0  # bumped on resubmission; a reply for an older epoch is ignored
-    slot: str | None = None  # server the current call went to (None when not calling)
-    output_ids: list[int] = field(default_factory=list)  # everything after the prompt
-    loss_mask: list[int] = field(default_factory=list)  # 1 = sampled by the policy
-    logprobs: list[float] = field(default_factory=list)  # rollout logprob (0 on observations)
-    versions: list[int] = field(default_factory=list)  # weight version per token
-    turns: list[list[int]] = field(default_factory=list)
-    messages: list[dict] = field(default_factory=list)  # the unified message list after the prompt
-    finish_reason: str = ""
-    reward: float | None = None
-    info: dict = field(default_factory=dict)
-
-    def reset(self) -> None:
-        """Start the episode over (its server died or aborted it): partial tokens are not kept."""
-        self.stage, self.finish_reason = "generate", ""
-        self.output_ids, self.loss_mask, self.logprobs, self.versions = [], [], [], []
-        self.turns, self.messages = [], []
-
-    def payload(self) -> dict[str, Any]:
-        g = self.group
-        sampled = [v for v, m in zip(self.versions, self.loss_mask, strict=True) if m]
-        return {"id": self.id, "group": g.id, "task": g.task, "prompt_ids": g.prompt_ids,
-                "output_ids": self.output_ids, "loss_mask": self.loss_mask, "logprobs": self.logprobs,
-                "token_versions": self.versions, "turns": self.turns,
-                "weight_version": min(sampled, default=g.version), "finish_reason": self.finish_reason,
-                "reward": self.reward, "reward_info": self.info, "attempts": self.attempts,
-                "messages": g.messages + self.messages}
-
-
-@dataclass
-class Group:
-    id: str
-    task: str
-    instance: dict
-    messages: list[dict]
-    prompt_ids: list[int]
-    sampling: dict
-    version: int
-    max_turns: int = 1
-    token_level: bool = False  # the service gave prompt ids (no chat template)
-    trajs: list[Traj] = field(default_factory=list)
 
 
 class Orchestrator(TrainerProtocol):

@@ -73,6 +73,10 @@ def test_update_weights_path_and_tensors_and_abort(server, rl_assets):
     assert again == before
     wrong = call(f"{server}/update_weights", {"tensors_b64": base64.b64encode(b"junk").decode(), "weight_version": 7})
     assert isinstance(wrong, CallFailure) and wrong.kind == "http_400"
+    # the client's SGLang path (update_weights_from_disk, /generate) against our server's aliases
+    assert rollout_client.update_weights(server, "sglang", str(rl_assets["ckpt"]), 8, False)["weight_version"] == 8
+    gen = rollout_client.generate(server, "sglang", ids, {"max_tokens": 3, "temperature": 0.0, "top_p": 1.0}, "s", 30)
+    assert gen.output_ids == before[:3] and gen.versions == [8] * len(gen.output_ids)
     # abort: a long request ends early with finish_reason abort and what it had
     out = {}
     th = threading.Thread(target=lambda: out.update(call(f"{server}/generate", {

@@ -42,7 +42,7 @@ class Ledger:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.issued_path = self.dir / "issued.jsonl"
         self.path = self.dir / "ledger.jsonl"
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self.issued: dict[str, str] = {r["id"]: r["task"] for r in _read_rows(self.issued_path)}
         self.final: dict[str, str] = {}
         self.counts: Counter = Counter()
@@ -75,6 +75,15 @@ class Ledger:
             row = {"id": traj_id, "task": self.issued[traj_id], "status": status, "reason": reason, **fields}
             self._fh.write(json.dumps(row) + "\n")
             self._fh.flush()
+
+    def close_open(self, traj_id: str, reason: str, **fields: Any) -> bool:
+        """Drop ``traj_id`` with ``reason`` unless it is already final (a run ending while workers
+        still finish their last calls); returns whether a row was written."""
+        with self._lock:
+            if traj_id in self.final:
+                return False
+            self.record(traj_id, "dropped", reason, **fields)  # the lock is re-entrant
+            return True
 
     def open_ids(self) -> list[str]:
         with self._lock:

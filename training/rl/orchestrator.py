@@ -100,8 +100,7 @@ class Orchestrator(TrainerProtocol):
             self.in_progress.clear(), self.ready.clear(), self.delivered.clear(), self.jobs.clear()
         for g in groups:
             for t in g.trajs:
-                if t.id not in self.ledger.final:
-                    self.ledger.record(t.id, "dropped", reason, group=g.id)
+                self.ledger.close_open(t.id, reason, group=g.id)
         self.faults.stop()
         self.registry.stop()
         if self.server is not None:
@@ -314,8 +313,7 @@ class Orchestrator(TrainerProtocol):
             return self._requeue(traj, delay=min(0.05 * 2**traj.attempts, 1.0))
         stage = traj.stage
         traj.stage = "dropped"
-        self.ledger.record(traj.id, "dropped", f"failed:{stage}:{kind}", group=traj.group.id,
-                           attempts=traj.attempts)
+        self.ledger.close_open(traj.id, f"failed:{stage}:{kind}", group=traj.group.id, attempts=traj.attempts)
         self._group_progress(traj.group)
 
     def _group_progress(self, g: Group) -> None:
@@ -332,7 +330,7 @@ class Orchestrator(TrainerProtocol):
                 return
         for t in survivors:
             t.stage = "dropped"
-            self.ledger.record(t.id, "dropped", "group_too_small", group=g.id)
+            self.ledger.close_open(t.id, "group_too_small", group=g.id)
 
     def _on_unhealthy(self, slot: Slot) -> None:
         with self.cond:

@@ -44,3 +44,13 @@ def test_audit_reports_every_kind_of_bad_accounting(tmp_path):
     assert not report["ok"]
     assert report["duplicated"] == ["t0"] and report["lost"] == ["t2", "t3"]
     assert report["unknown"] == ["zz"] and report["dropped_without_reason"] == ["t1"]
+
+
+def test_close_open_drops_only_what_is_still_open(tmp_path):
+    led = Ledger(tmp_path)
+    led.issue("a", "copy", "g"), led.issue("b", "copy", "g")
+    led.record("a", "trained")
+    assert led.close_open("a", "run_ended") is False and led.close_open("b", "run_ended") is True
+    assert led.close_open("b", "run_ended") is False
+    led.close()
+    assert audit(tmp_path)["by_reason"] == {"trained": 1, "run_ended": 1}

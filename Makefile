@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-$(shell sha256sum pyproject.toml | cut -c1-16)
 MASTER ?=
 PYTEST_ARGS ?=
 
-.PHONY: help setup sysdeps demo quality-eval data-web spark-web data-swe data-swe-envs swe-real data-longctx train train-dist gpu-check gpu-vendor sft rl-demo rl-async test bench bench-gpu lint clean distclean
+.PHONY: help setup sysdeps demo quality-eval data-web spark-web data-swe data-swe-envs swe-real data-terminal data-search data-longctx train train-dist gpu-check gpu-vendor sft rl-demo rl-async test bench bench-gpu lint clean distclean
 
 help:
 	@echo "make demo       install into .venv if needed, run the whole recipe on bounded samples -> out/demo (MASTER=local[2] for Spark)"
@@ -18,6 +18,8 @@ help:
 	@echo "make data-swe   issue-PR mining on recorded GitHub data -> out/swe (MASTER=local[2] for Spark)"
 	@echo "make data-swe-envs  Docker environments for the mined instances, F2P/P2P -> out/swe_envs"
 	@echo "make swe-real   environments + gold evaluation of the 20 real SWE-bench instances in ../shared/swe-real"
+	@echo "make data-terminal  convert the Terminal-Bench seeds to Harbor, check oracle/nop over them -> out/terminal/"
+	@echo "make data-search  deep-search tasks from the sample's Python docs, BM25 baseline graded -> out/search/"
 	@echo "make data-longctx  long-context mid-training shards per stage -> out/longctx/<stage>/"
 	@echo "make train      train the tiny GLM-5-shaped model on the demo shards -> out/train/"
 	@echo "make train-dist the same with torchrun on NPROC=2 ranks (FSDP2 data + expert parallel) -> out/train-dist/"
@@ -97,6 +99,25 @@ data-swe-envs: setup
 swe-real: setup
 	$(PY) -m swe_envs setup-docker
 	$(PY) benchmarks/swe_real.py
+
+# Terminal-Bench seeds (../shared/terminal-seeds/*.tgz, or TERMINAL_SEEDS=DIR of them) -> Harbor tasks,
+# then build + oracle + nop per task through image substitution (long: hours for all 320 on 2 cores)
+TERMINAL_SEEDS ?= ../shared/terminal-seeds
+TERMINAL_WORKERS ?= 2
+data-terminal: setup
+	$(PY) -m swe_envs setup-docker
+	mkdir -p data/terminal-seeds && for f in $(TERMINAL_SEEDS)/*.tgz; do tar -xzf $$f -C data/terminal-seeds; done
+	$(PY) -m swe_envs terminal convert --input data/terminal-seeds --output out/terminal/harbor --overwrite
+	$(PY) -m swe_envs terminal check --tasks out/terminal/harbor --output out/terminal/check \
+	  --workers $(TERMINAL_WORKERS) --config configs/terminal.yaml --resume
+
+# deep-search tasks over the sample's Python documentation (HTML + links), graded with the BM25 solver
+data-search: setup
+	$(PY) -c "from pipelines.sample_corpus import SampleConfig, obtain_sample as o; print(o(SampleConfig(), log=lambda m: None).html_dir)" > data/.docs_dir
+	$(PY) -m synth.search generate --corpus $$(cat data/.docs_dir) --n 20 --out out/search/tasks.jsonl \
+	  --config configs/terminal_search.yaml
+	$(PY) -m synth.search solve --tasks out/search/tasks.jsonl --corpus $$(cat data/.docs_dir) --out out/search/bm25.jsonl
+	$(PY) -m synth.search grade --tasks out/search/tasks.jsonl --responses out/search/bm25.jsonl
 
 # long-context mid-training data: the demo's documents + tokenizer -> out/longctx/<stage>/
 # (the demo runs first when its tokenizer, written after its documents, is missing)

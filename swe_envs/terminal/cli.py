@@ -95,7 +95,8 @@ def run(
 def _llm(endpoint: str, model: str):
     from core.llm import LLMConfig
 
-    return LLMConfig(base_url=endpoint, model=model, cache_dir=None)
+    # generous: a CPU-served model writes a whole task per request
+    return LLMConfig(base_url=endpoint, model=model, cache_dir=None, timeout_s=600, max_retries=1)
 
 
 @app.command()

@@ -52,7 +52,7 @@ def test_demo_end_to_end(tmp_path, sample_corpus):
     web = json.loads((out / "job.json").read_text())
     for stage in ("langid", "minhash_dedup", "dclm_keep_top", "edu_score", "edu_threshold"):
         assert stage in web["counts"]
-    assert web["corpus"]["llm_sample_docs"] == 4 and web["corpus"]["llm_unscored_docs"] == 0
+    assert 0 < web["corpus"]["llm_sample_docs"] <= 4 and web["corpus"]["llm_unscored_docs"] == 0
     assert json.loads((out / "swe" / "job.json").read_text())["outputs"]["instances"] >= 1
     manifest = json.loads((out / "shards" / "manifest.json").read_text())
     assert manifest["stage"] == "demo" and manifest["seq_len"] == 128

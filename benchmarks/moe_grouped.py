@@ -27,7 +27,10 @@ def main() -> None:
     ap.add_argument("--experts", type=int, default=64)
     ap.add_argument("--topk", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=5)
+    # 1 by default: on a shared machine an oversubscribed second thread makes timings erratic
+    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (both sides)")
     args = ap.parse_args()
+    torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     E, h, f = args.experts, args.hidden, args.ffn
     x = torch.randn(args.tokens, h)

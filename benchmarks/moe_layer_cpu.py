@@ -31,7 +31,10 @@ def main() -> None:
     ap.add_argument("--experts", type=int, default=64)
     ap.add_argument("--topk", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=5)
+    # 1 by default: on a shared machine an oversubscribed second thread makes timings erratic
+    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (both sides)")
     a = ap.parse_args()
+    torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     cfg = ModelConfig(
         hidden_size=a.hidden, num_moe_experts=a.experts, moe_router_topk=a.topk, moe_ffn_hidden_size=a.ffn,

@@ -180,6 +180,8 @@ class GLMModel(nn.Module):
     def forward(self, tokens: torch.Tensor, doc_lens: list[torch.Tensor], return_hidden: bool = False):
         seg = segment_ids(doc_lens, tokens.shape[1])
         positions, mask = document_positions(seg), document_causal_mask(seg)
+        # built on the CPU from the loader's doc_lens; the model may live on a GPU
+        seg, positions, mask = (t.to(tokens.device) for t in (seg, positions, mask))
         x = self.embedding.word_embeddings(tokens.long())
         aux = x.new_zeros((), dtype=torch.float32)
         for layer in self.decoder.layers:
@@ -242,7 +244,7 @@ class GLMModel(nn.Module):
             raise ConfigError("model.multi_latent_attention: the cached decode path is MLA-only")
         if positions is None:
             start = caches[0].length if caches else 0
-            positions = (start + torch.arange(tokens.shape[1])).expand(tokens.shape[0], -1)
+            positions = (start + torch.arange(tokens.shape[1], device=tokens.device)).expand(tokens.shape[0], -1)
         x = self.embedding.word_embeddings(tokens.long())
         new = []
         for i, layer in enumerate(self.decoder.layers):

@@ -37,7 +37,7 @@ from training.model_config import ModelConfig
 
 def rope_cos_sin(positions: torch.Tensor, dim: int, base: float) -> tuple[torch.Tensor, torch.Tensor]:
     """cos/sin of shape positions.shape + (dim,), Megatron's ``cat(freqs, freqs)`` layout."""
-    inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim))
+    inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float32, device=positions.device) / dim))
     freqs = positions.to(torch.float32)[..., None] * inv_freq
     emb = torch.cat((freqs, freqs), dim=-1)
     return emb.cos(), emb.sin()
@@ -59,7 +59,7 @@ def _max_logits(
     q: torch.Tensor, k: torch.Tensor, mask: torch.Tensor, scale: float, block: int = 1024
 ) -> torch.Tensor:
     """Largest allowed pre-softmax logit per head, [H]; query blocks bound the memory."""
-    best = torch.full((q.shape[1],), float("-inf"))
+    best = torch.full((q.shape[1],), float("-inf"), device=q.device)
     for i in range(0, q.shape[2], block):
         s = (q[:, :, i : i + block] @ k.transpose(-2, -1)).float() * scale
         s = s.masked_fill(~mask[:, :, i : i + block], float("-inf"))

@@ -74,7 +74,8 @@ def grouped_experts(
     """All experts' SwiGLU MLPs in two grouped GEMMs (``F.grouped_mm``) over expert-major rows."""
     if x.shape[0] == 0:  # an expert-parallel rank can receive nothing; keep the graph connected
         return x.new_zeros(0, w2.shape[1]) + 0 * (w1.sum() + w2.sum()).to(x.dtype)
-    if not _grouped_mm_ok(x.dtype, x.shape[1], w1.shape[1], w2.shape[2]):
+    # CUDA's grouped_mm kernel takes bf16 only (the CPU one also fp32/fp16): fp32 on a GPU loops
+    if not _grouped_mm_ok(x.dtype, x.shape[1], w1.shape[1], w2.shape[2]) or (x.is_cuda and x.dtype != torch.bfloat16):
         return loop_experts(x, tokens_per_expert, w1, w2)
     w1, w2 = w1.to(x.dtype), w2.to(x.dtype)  # autocast does not cover grouped_mm
     offs = torch.cumsum(tokens_per_expert, 0).to(torch.int32)

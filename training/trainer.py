@@ -233,9 +233,12 @@ def _train_loop(cfg, shards, metrics_path, log, stop_after, resume, par) -> Trai
                     group["lr"] = lr
                 if dsa_warmup:
                     model.set_dsa_dense(step < dsa_warmup)
-                tokens = batch.tokens if par is None else batch.tokens.to(par.device)
+                tokens, loss_mask = batch.tokens, batch.loss_mask
+                if par is not None:  # NCCL ranks hold the model on their GPU
+                    tokens = tokens.to(par.device)
+                    loss_mask = None if loss_mask is None else loss_mask.to(par.device)
                 with autocast:
-                    out = model.loss(tokens, batch.doc_lens, loss_mask=batch.loss_mask)
+                    out = model.loss(tokens, batch.doc_lens, loss_mask=loss_mask)
                 opt.zero_grad(set_to_none=True)
                 out["loss"].backward()
                 if step < dsa_warmup:  # dense warm-up: only the indexer learns

@@ -34,7 +34,8 @@ CONV = [
     {"role": "tool", "tool_call_id": "c1", "content": "T"},
     {"role": "assistant", "reasoning_content": "R3", "content": "A2"},
 ]
-HEAD = "[gMASK]<sop><|system|>S<|user|>U1<|assistant|><think>"
+PRE = "[gMASK]<sop><|system|>S<|user|>U1<|assistant|>"
+HEAD = PRE + "<think>"
 CALL_TXT = "<tool_call>ls<arg_key>path</arg_key><arg_value>/</arg_value><arg_key>n</arg_key><arg_value>3</arg_value></tool_call>"
 
 
@@ -46,9 +47,9 @@ def test_interleaved_one_sample_per_user_turn_with_hand_masks():
     s0, s1 = render(CONV, "interleaved")
     assert s0.text == HEAD + "R1</think>A1<|user|>"
     assert trained(s0) == ["R1</think>A1<|user|>"]
-    # turn 2: turn 1's thinking is cleared and turn 1 is context only
+    # turn 2: turn 1's thinking is cleared to GLM-5's lone separator and turn 1 is context only
     assert s1.text == (
-        HEAD + "</think>A1<|user|>U2<|assistant|><think>R2</think>" + CALL_TXT
+        PRE + "</think>A1<|user|>U2<|assistant|><think>R2</think>" + CALL_TXT
         + "<|observation|><tool_response>T</tool_response><|assistant|><think>R3</think>A2<|user|>"
     )
     assert trained(s1) == ["R2</think>" + CALL_TXT + "<|observation|>", "R3</think>A2<|user|>"]
@@ -69,8 +70,8 @@ def test_turn_level_off_renders_an_empty_block_in_the_prompt():
     conv[3] = {"role": "user", "content": "U2", "thinking": False}
     s0, s1 = render(conv, "turn")
     assert trained(s0) == ["R1</think>A1<|user|>"]
-    # thinking off: "<think></think>" is prompt; the model's own text starts after it
-    assert "<|assistant|><think></think>" + CALL_TXT in s1.text
+    # thinking off: GLM-5's "</think>" is prompt; the model's own text starts after it
+    assert "<|assistant|></think>" + CALL_TXT in s1.text and "<think>" not in s1.text
     assert trained(s1) == [CALL_TXT + "<|observation|>", "A2<|user|>"]
     assert "R2" not in s1.text and "R3" not in s1.text
 
@@ -90,6 +91,41 @@ def test_generation_prompt_keeps_thinking_of_the_current_turn():
     # the rendered training text continues the prompt append-only
     (_, s1) = render(CONV, "interleaved")
     assert s1.text.startswith(prompt)
+
+
+def test_matches_glm5_reference_text_with_tools():
+    """Hand-written from GLM-5's chat_template.jinja (tools block word for word, compact layout,
+    stripped assistant text, lone </think> for cleared thinking, thinking-off prompt)."""
+    tools = [{"type": "function", "function": {"name": "ls", "parameters": {}}}]
+    msgs = [
+        {"role": "user", "content": "U1"},
+        {"role": "assistant", "reasoning_content": "\nR1 ", "content": " A1\n"},
+        {"role": "user", "content": " U2 "},
+        {"role": "assistant", "reasoning_content": "R2", "content": "", "tool_calls": [CALL]},
+        {"role": "tool", "content": "T"},
+        {"role": "assistant", "content": "A2"},
+    ]
+    block = (
+        "[gMASK]<sop><|system|>\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+        "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n"
+        '{"type": "function", "function": {"name": "ls", "parameters": {}}}\n</tools>\n\n'
+        "For each function call, output the function name and arguments within the following XML format:\n"
+        "<tool_call>{function-name}<arg_key>{arg-key-1}</arg_key><arg_value>{arg-value-1}</arg_value>"
+        "<arg_key>{arg-key-2}</arg_key><arg_value>{arg-value-2}</arg_value>...</tool_call>"
+    )
+    s0, s1 = render(msgs, "interleaved", tools)
+    assert s0.text == block + "<|user|>U1<|assistant|><think>R1</think>A1<|user|>"
+    assert s1.text == (
+        block + "<|user|>U1<|assistant|></think>A1<|user|> U2 <|assistant|><think>R2</think>" + CALL_TXT
+        + "<|observation|><tool_response>T</tool_response><|assistant|><think></think>A2<|user|>"
+    )
+    assert generation_prompt(msgs[:3], tools) == block + "<|user|>U1<|assistant|></think>A1<|user|> U2 <|assistant|><think>"
+    off = [*msgs[:2], {"role": "user", "content": "U2", "thinking": False}]
+    assert generation_prompt(off, tools, mode="turn").endswith("<|user|>U2<|assistant|></think>")
+    back, got_tools = parse(s1.text)  # the cleared block parses to no reasoning
+    want = normalize(msgs)
+    assert got_tools == tools and back == [*want[:1], {"role": "assistant", "content": "A1"}, *want[2:]]
+    assert want[1]["reasoning_content"] == "R1" and parse(render(msgs, "preserved", tools)[0].text)[0] == want
 
 
 # -- round trip ------------------------------------------------------------------------------------

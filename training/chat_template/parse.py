@@ -55,10 +55,17 @@ def parse(text: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     included wherever a thinking block is non-empty). Raises ValueError on malformed text."""
     if not text.startswith(PREFIX):
         raise ValueError(f"text does not start with {PREFIX}")
-    parts = [p for p in SPECIAL_RE.split(text[len(PREFIX) :]) if p]
-    messages: list[dict[str, Any]] = []
+    body = text[len(PREFIX) :]
     tools: list[dict[str, Any]] = []
-    types: dict[tuple[str, str], str] = {}
+    if body.startswith(SYSTEM + TOOLS_HEADER):  # cut out whole: its footer holds special tokens
+        end = body.find(TOOLS_FOOTER)
+        if end < 0:
+            raise ValueError("tool block without its footer")
+        tools = [json.loads(line) for line in body[len(SYSTEM + TOOLS_HEADER) : end].splitlines() if line]
+        body = body[end + len(TOOLS_FOOTER) :]
+    types = _arg_types(tools)
+    parts = [p for p in SPECIAL_RE.split(body) if p]
+    messages: list[dict[str, Any]] = []
     i = 0
 
     def take_text() -> str:
@@ -81,13 +88,7 @@ def parse(text: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         if i == len(parts) and tok in (USER, OBSERVATION) and messages and messages[-1]["role"] == "assistant":
             break  # the implied ending token of a final answer
         if tok == SYSTEM:
-            body = take_text()
-            if not messages and not tools and body.startswith(TOOLS_HEADER) and body.endswith(TOOLS_FOOTER):
-                listing = body[len(TOOLS_HEADER) : -len(TOOLS_FOOTER)]
-                tools = [json.loads(line) for line in listing.splitlines() if line]
-                types = _arg_types(tools)
-            else:
-                messages.append({"role": "system", "content": body})
+            messages.append({"role": "system", "content": take_text()})
         elif tok == USER:
             messages.append({"role": "user", "content": take_text()})
         elif tok == OBSERVATION:
@@ -99,8 +100,10 @@ def parse(text: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
                 expect(END_TOOL_RESPONSE)
         elif tok == ASSISTANT:
             msg: dict[str, Any] = {"role": "assistant"}
-            expect(THINK)
-            reasoning = take_text()
+            reasoning = ""
+            if i < len(parts) and parts[i] == THINK:  # else the lone </think> of a hidden block
+                i += 1
+                reasoning = take_text()
             expect(END_THINK)
             msg["content"] = take_text()
             if reasoning:

@@ -1,15 +1,23 @@
 """The GLM-5 chat template: render OpenAI-style messages to text with loss-mask spans, parse
 text back to messages, encode with the special tokens added to a tokenizer.
 
-Layout (GLM-4.5/GLM-5 family, compact GLM-5 form without newlines after role tokens)::
+Layout (GLM-5's template, the compact GLM-4.7 form: no newline after role tokens)::
 
     [gMASK]<sop><|system|>S<|user|>U<|assistant|><think>R</think>C<tool_call>NAME
     <arg_key>K</arg_key><arg_value>V</arg_value></tool_call><|observation|>
     <tool_response>T</tool_response><|assistant|><think>R2</think>C2<|user|>
 
+(one line in the real text). With ``tools`` the conversation opens with GLM-5's tool block,
+``<|system|>`` + ``TOOLS_HEADER`` + one JSON line per tool + ``TOOLS_FOOTER``, word for word.
+Assistant content and reasoning are stripped of surrounding whitespace, as the GLM template
+does. An assistant message whose thinking is not shown (cleared from an earlier user turn, or
+a thinking-off turn) renders GLM-5's lone ``</think>`` separator; one whose thinking is shown
+renders ``<think>R</think>`` even when R is empty (what the model writes after the
+``<|assistant|><think>`` generation prompt, so re-rendering stays append-only: GLM-5.1's rule).
+
 A model turn ends when the model emits the next role token (``<|user|>`` after an answer,
 ``<|observation|>`` after tool calls), so that token is trained. The generation prompt is
-``<|assistant|><think>`` (thinking on) or ``<|assistant|><think></think>`` (thinking off):
+``<|assistant|><think>`` (thinking on) or ``<|assistant|></think>`` (thinking off):
 everything the model writes after it — reasoning, ``</think>``, content, tool calls, the
 ending role token — is in the loss mask; system, user, observation and tool text never are.
 
@@ -21,7 +29,8 @@ Thinking modes (``--mode``):
 - ``preserved`` (``clear_thinking: false``): every thinking block is kept; one sample, every
   assistant message trained (long coding-agent runs).
 - ``turn``: thinking on or off per user turn (a user message may carry ``"thinking": false``);
-  an off turn renders an empty block as part of the prompt; cleared like ``interleaved``.
+  an off turn renders the empty block (``</think>``) as part of the prompt; cleared like
+  ``interleaved``.
 
 Tool-call argument values: strings are written raw, other JSON values as JSON; parsing uses
 the record's ``tools`` schema when it names a property's type, else reads a value as JSON
@@ -58,8 +67,16 @@ SPECIAL_RE = re.compile("(" + "|".join(re.escape(t) for t in sorted(SPECIAL_TOKE
 ROLE_TOKEN = {"system": SYSTEM, "user": USER, "assistant": ASSISTANT, "tool": OBSERVATION}
 # rollouts stop when the model hands the turn over
 STOP_TOKENS = [USER, OBSERVATION, EOS]
-TOOLS_HEADER = "# Tools\nYou may call one or more functions. Their signatures:\n<tools>\n"
-TOOLS_FOOTER = "</tools>"
+# GLM-5's tool block, verbatim (the footer's example call holds special tokens, as in GLM's)
+TOOLS_HEADER = (
+    "\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n"
+)
+TOOLS_FOOTER = (
+    "</tools>\n\nFor each function call, output the function name and arguments within the following XML format:\n"
+    "<tool_call>{function-name}<arg_key>{arg-key-1}</arg_key><arg_value>{arg-value-1}</arg_value>"
+    "<arg_key>{arg-key-2}</arg_key><arg_value>{arg-value-2}</arg_value>...</tool_call>"
+)
 
 
 class Reject(ValueError):
@@ -102,7 +119,7 @@ def _arguments(call: dict, where: str) -> dict[str, Any]:
 
 def normalize(messages: Any) -> list[dict[str, Any]]:
     """Validate and return canonical messages (tool-call ids dropped, arguments a JSON string
-    of an object, empty reasoning dropped). Raises ``Reject`` with a reason."""
+    of an object, assistant content and reasoning stripped, empty reasoning dropped). Raises ``Reject`` with a reason."""
     if not isinstance(messages, list) or not messages:
         raise Reject("no_messages")
     out: list[dict[str, Any]] = []
@@ -116,8 +133,9 @@ def normalize(messages: Any) -> list[dict[str, Any]]:
             raise Reject("unknown_role", f"message {i} has role {role!r}")
         where = f"message {i} ({role})"
         if role == "assistant":
-            msg: dict[str, Any] = {"role": role, "content": _text(m.get("content"), where, allow_none=True)}
-            reasoning = _text(m.get("reasoning_content"), f"{where} reasoning_content", allow_none=True)
+            # stripped as GLM's template strips them (the canonical form is what renders)
+            msg: dict[str, Any] = {"role": role, "content": _text(m.get("content"), where, allow_none=True).strip()}
+            reasoning = _text(m.get("reasoning_content"), f"{where} reasoning_content", allow_none=True).strip()
             if reasoning:
                 msg["reasoning_content"] = reasoning
             calls = m.get("tool_calls") or []
@@ -206,11 +224,11 @@ class Sample:
 def _render_assistant(s: Sample, m: dict, thinking: bool, show_reasoning: bool, trained: bool) -> None:
     """The assistant body after its ``<|assistant|>`` role token (the ending token is added
     as the next message's opener, or by ``_render`` at the end of a sample)."""
-    s.add(THINK)
-    if thinking:
-        s.add((m.get("reasoning_content", "") if show_reasoning else "") + END_THINK, trained)
+    if thinking and show_reasoning:
+        s.add(THINK)  # the generation prompt's last token
+        s.add(m.get("reasoning_content", "") + END_THINK, trained)
     else:
-        s.add(END_THINK)  # thinking off: the empty block is part of the prompt
+        s.add(END_THINK)  # cleared or thinking off: GLM-5's lone separator, part of the prompt
     body = m["content"]
     for c in m.get("tool_calls", []):
         body += TOOL_CALL + c["function"]["name"]
@@ -280,4 +298,4 @@ def generation_prompt(messages: Any, tools: Any = None, mode: Mode = "interleave
     last = _last_user(msgs)
     s = _render(msgs, _tools(tools), mode, 0 if mode == "preserved" else last, len(msgs) + 1, len(msgs))
     thinking = mode != "turn" or msgs[last].get("thinking", True)
-    return s.text + ASSISTANT + THINK + ("" if thinking else END_THINK)
+    return s.text + ASSISTANT + (THINK if thinking else END_THINK)

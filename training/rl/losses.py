@@ -43,8 +43,10 @@ def group_advantages(
     rewards: torch.Tensor, group_size: int, std_normalize: bool = True, eps: float = 1e-6
 ) -> torch.Tensor:
     """Rewards [N] ordered group by group (N = prompts x group_size) -> advantages [N]."""
-    if rewards.ndim != 1 or rewards.numel() % group_size:
+    if group_size < 1 or rewards.ndim != 1 or rewards.numel() % group_size:
         raise ValueError(f"{rewards.numel()} rewards do not split into groups of {group_size}")
+    if not torch.isfinite(rewards).all():  # one NaN would turn its whole group's advantages NaN
+        raise ValueError(f"non-finite rewards at {torch.nonzero(~torch.isfinite(rewards)).flatten().tolist()}")
     r = rewards.float().view(-1, group_size)
     centred = r - r.mean(dim=1, keepdim=True)
     if std_normalize and group_size > 1:

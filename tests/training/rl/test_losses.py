@@ -20,6 +20,20 @@ def test_group_advantages_normalise_within_each_group():
     torch.testing.assert_close(centred, torch.tensor([0.5, -0.5, -0.5, 0.5]))
     with pytest.raises(ValueError):
         group_advantages(torch.ones(5), 4)
+    with pytest.raises(ValueError):
+        group_advantages(torch.ones(4), 0)
+    with pytest.raises(ValueError, match="non-finite rewards at \\[2\\]"):
+        group_advantages(torch.tensor([1.0, 0.0, float("nan"), 1.0]), 2)
+
+
+def test_all_equal_rewards_give_zero_advantage_and_a_zero_finite_loss():
+    for rewards in ([1.0] * 4, [0.0] * 4, [1e6] * 4):
+        adv = group_advantages(torch.tensor(rewards), 4)
+        assert torch.equal(adv, torch.zeros(4))
+    logp = torch.randn(4, 3, requires_grad=True)
+    out = policy_loss(logp, logp.detach() + 0.1, adv, torch.ones(4, 3), PolicyLossConfig())
+    out.loss.backward()
+    assert float(out.loss.detach()) == 0.0 and torch.equal(logp.grad, torch.zeros(4, 3))
 
 
 def _loss(ratio: float, adv: float, **cfg):

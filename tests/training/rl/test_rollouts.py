@@ -115,3 +115,59 @@ def test_kl_to_a_reference_model_in_the_update(model):
     assert stats["kl"] == pytest.approx(0.0, abs=1e-6)  # measured before the step: policy == reference
     stats = policy_update(m, opt, trajs, rl_advantages(trajs, 2, cfg.loss), cfg, ref_model=model)
     assert stats["kl"] > 0  # the first step moved the policy away from the reference
+
+
+def test_chat_agent_loop_is_append_only_until_thinking_is_cleared():
+    """Token-in/token-out with the real GLM-5 template and a BPE tokenizer: inside one user turn
+    each re-rendered prompt extends the sampled tokens (an empty thinking block too); a new user
+    turn that clears earlier thinking is refused, and preserved mode is not."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    from training.chat_template import add_special_tokens, generation_prompt
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.train_from_iterator(["list the files, reasoning about ls and paths"] * 10, trainer=trainers.BpeTrainer(
+        vocab_size=300, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))  # fmt: skip
+    add_special_tokens(tok)
+
+    def ids(text: str) -> list[int]:
+        return tok.encode(text, add_special_tokens=False).ids
+
+    call = {"type": "function", "function": {"name": "ls", "arguments": '{"path": "/"}'}}
+    msgs = [{"role": "user", "content": "list the files"}]
+    for mode in ("interleaved", "preserved"):
+        context = ids(generation_prompt(msgs, mode=mode))
+        # the model's turn as sampled: reasoning, the closing tag, a tool call, the ending role token
+        context += ids("reason about ls</think><tool_call>ls<arg_key>path</arg_key><arg_value>/</arg_value></tool_call><|observation|>")
+        turn = [*msgs, {"role": "assistant", "reasoning_content": "reason about ls", "content": "", "tool_calls": [call]},
+                {"role": "tool", "content": "a b"}]  # fmt: skip
+        context += extend_context(context, ids(generation_prompt(turn, mode=mode)))
+        context += ids("</think>files: a b<|user|>")  # an answer with an empty thinking block
+        turn += [{"role": "assistant", "content": "files: a b"}, {"role": "user", "content": "thanks"}]
+        rerendered = ids(generation_prompt(turn, mode=mode))
+        if mode == "interleaved":  # the new user turn clears the earlier thinking: not what was sampled
+            with pytest.raises(NotAppendOnly):
+                extend_context(context, rerendered)
+        else:
+            assert extend_context(context, rerendered) == ids("thanks<|assistant|><think>")
+
+
+def test_distillation_update_moves_the_student_toward_its_teacher():
+    """policy_update with teacher logprobs: the advantage is sg[log pi_T - log pi_old], so tokens
+    the teacher likes more rise and tokens it likes less fall (a flipped sign fails this)."""
+    torch.manual_seed(3)
+    m = GLMModel(tiny_model(vocab_size=len(VOCAB), mtp_num_layers=None, num_layers=2))
+    task = ToyTask("plus", ToyTaskConfig(kind="shift", digits=1))
+    trajs = rollout(m, task, task.problems(8, np.random.default_rng(6)), 1,
+                    SamplingParams(temperature=1.0, max_tokens=2, stop_token_ids=[EOS]), torch.Generator().manual_seed(6))  # fmt: skip
+    b = batch_tensors(trajs)
+    before = logprobs_of(m, b, 1.0)
+    sign = torch.tensor([1.0 if i % 2 == 0 else -1.0 for i in range(len(trajs))])
+    teacher = before + sign[:, None] * b["mask"]  # teacher 1 nat above (even rows) / below (odd rows)
+    opt = build_optimizer(m, OptimizerConfig(name="adamw", lr=1e-2, weight_decay=0.0))
+    stats = policy_update(m, opt, trajs, None, UpdateConfig(loss={"tis_cap": None}), teacher_logp=teacher)
+    want = float((sign[:, None] * b["mask"]).sum() / b["mask"].sum())  # the logged mean advantage
+    assert stats["teacher_minus_student"] == pytest.approx(want, abs=1e-5)
+    delta = ((logprobs_of(m, b, 1.0) - before) * b["mask"]).sum(1)
+    assert delta[sign > 0].mean() > 0 > delta[sign < 0].mean()

@@ -84,6 +84,23 @@ def test_never_trains_system_user_or_observation_text():
                 assert untrained not in text, (mode, untrained)
 
 
+def test_only_the_stop_token_the_model_emits_ends_a_trained_turn():
+    """Data with two assistant messages in a row, a system message after an answer, or tool
+    calls answered by the user: the next role token is then not the model's stop token and
+    is never trained (the model must not learn to emit <|assistant|> or <|system|>)."""
+    call = {"type": "function", "function": {"name": "ls", "arguments": "{}"}}
+    msgs = [{"role": "user", "content": "U"}, {"role": "assistant", "content": "A"},
+            {"role": "assistant", "content": "B", "tool_calls": [call]}, {"role": "user", "content": "V"},
+            {"role": "assistant", "content": "C"}, {"role": "system", "content": "S"},
+            {"role": "user", "content": "W"}, {"role": "assistant", "content": "D"}]  # fmt: skip
+    (s,) = render(msgs, "preserved")
+    assert trained(s) == ["</think>A", "</think>B<tool_call>ls</tool_call>", "</think>C", "</think>D<|user|>"]
+    for mode in ("interleaved", "turn"):
+        for sample in render(msgs, mode):
+            text = "".join(trained(sample))
+            assert "<|assistant|>" not in text and "<|system|>" not in text
+
+
 def test_generation_prompt_keeps_thinking_of_the_current_turn():
     prompt = generation_prompt(CONV[:6])
     assert prompt.endswith("<tool_response>T</tool_response><|assistant|><think>")

@@ -251,10 +251,14 @@ def _render(
         listing = "".join(json.dumps(t, ensure_ascii=False) + "\n" for t in tools)
         s.add(SYSTEM + TOOLS_HEADER + listing + TOOLS_FOOTER)
     thinking, prev_trained = True, False
+    ends = ""  # the token that ends the previous (trained) assistant message
     for i, m in enumerate(messages[:upto]):
         role = m["role"]
         continues_observation = role == "tool" and i > 0 and messages[i - 1]["role"] == "tool"
-        s.add("" if continues_observation else ROLE_TOKEN[role], prev_trained)
+        # the next role token is trained only when it is the stop token the model emits there
+        # (after tool calls <|observation|>, after an answer <|user|>): never <|assistant|> or
+        # <|system|> when the data has two assistant messages in a row or a system message next
+        s.add("" if continues_observation else ROLE_TOKEN[role], prev_trained and ROLE_TOKEN[role] == ends)
         if role == "user":
             thinking = mode != "turn" or m.get("thinking", True)
             s.add(m["content"])
@@ -265,8 +269,9 @@ def _render(
         else:
             _render_assistant(s, m, thinking, i >= show_from, i >= train_from)
         prev_trained = role == "assistant" and i >= train_from
+        ends = OBSERVATION if m.get("tool_calls") else USER
     if prev_trained:  # the sample ends with a trained answer: its ending token is implied
-        s.add(OBSERVATION if messages[upto - 1].get("tool_calls") else USER, True)
+        s.add(ends, True)
     return s
 
 

@@ -166,8 +166,8 @@ def tokenized_samples(cfg: DataConfig, tok, report: ReadReport) -> dict[str, lis
             if record is None:
                 report.rejects["bad_json"] += 1
                 continue
-            if ds.min_reward is not None and isinstance(record, dict):
-                reward = record.get("reward")
+            if ds.min_reward is not None:  # a record without a reward (a bare message list too) fails it
+                reward = record.get("reward") if isinstance(record, dict) else None
                 if not isinstance(reward, (int, float)) or reward < ds.min_reward:
                     report.rejects["below_min_reward"] += 1
                     continue

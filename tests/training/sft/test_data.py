@@ -122,3 +122,10 @@ def test_terminal_agent_trials_are_sft_input(tmp_path, tok):
     by_cat = tokenized_samples(cfg, tok, report)
     assert report.conversations == 3 and report.rejects == Counter(below_min_reward=2)
     assert len(by_cat["coding_agent"]) == 1
+    # a bare message list has no reward: it fails min_reward too, never slips past the filter
+    bare = tmp_path / "bare.jsonl"
+    bare.write_text(json.dumps(traj) + "\n" + json.dumps({"messages": traj, "reward": 1.0}) + "\n")
+    report = ReadReport()
+    cfg = DataConfig(datasets=[{"path": str(bare), "category": "coding_agent", "min_reward": 1.0}])
+    assert len(tokenized_samples(cfg, tok, report)["coding_agent"]) == 1
+    assert report.rejects == Counter(below_min_reward=1)

@@ -81,6 +81,9 @@ class RunnerConfig(StrictModel):
     pids: int = Field(default=1024, ge=16)
     # a command past its limit is killed inside the container; the host waits this much longer
     exec_margin_s: float = Field(default=30.0, ge=0)
+    # scales the task's agent and verifier timeouts (Harbor's --timeout-multiplier): tasks are timed on
+    # idle machines, a shared or slow one needs more
+    timeout_multiplier: float = Field(default=1.0, gt=0)
     # caps on the task's own timeouts, so one bad task cannot hold a worker for hours
     agent_timeout_max_s: float = Field(default=1800.0, gt=0)
     verifier_timeout_max_s: float = Field(default=1800.0, gt=0)

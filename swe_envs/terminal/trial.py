@@ -113,7 +113,7 @@ class TrialSpec:
 
 def _verify(env, step: Step, task: HarborTask, cfg: TerminalConfig, vdir: Path) -> tuple[float | None, dict, str]:
     v = task.config.verifier
-    timeout = min(step.timeout_sec or v.timeout_sec, cfg.runner.verifier_timeout_max_s)
+    timeout = min((step.timeout_sec or v.timeout_sec) * cfg.runner.timeout_multiplier, cfg.runner.verifier_timeout_max_s)
     env.exec("rm -rf /tests /logs/verifier && mkdir -p /tests /logs/verifier", timeout_s=60)
     env.upload(step.tests_dir, "/tests")
     res = env.exec("bash /tests/test.sh", timeout_s=timeout, env={"TEST_DIR": "/tests", **v.env}, user=v.user)
@@ -160,7 +160,8 @@ def run_trial(ctx: Context, spec: TrialSpec, out: Path) -> dict:
     messages: list[dict] = []
     try:
         env = Environment(ctx.client, task, built, cfg.runner)
-        agent_timeout = min(task.config.agent.timeout_sec, cfg.runner.agent_timeout_max_s)
+        agent_timeout = min(task.config.agent.timeout_sec * cfg.runner.timeout_multiplier,
+                            cfg.runner.agent_timeout_max_s)
         rewards = []
         for i, step in enumerate(task.steps):
             ta = time.monotonic()

@@ -10,8 +10,9 @@ import sys
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+from tokenizers import Tokenizer
 
+from tests.training.chat_tok import chat_tokenizer
 from training.chat_template import (
     SPECIAL_RE,
     SPECIAL_TOKENS,
@@ -207,12 +208,7 @@ def test_parse_without_schema_reads_json_values():
 
 @pytest.fixture(scope="module")
 def tok() -> Tokenizer:
-    t = Tokenizer(models.BPE())
-    t.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<|endoftext|>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)  # fmt: skip
-    t.train_from_iterator(["hello world A1 A2 R1 R2 path ls tool"] * 20, trainer=trainer)
-    return add_special_tokens(t)
+    return chat_tokenizer("hello world A1 A2 R1 R2 path ls tool")
 
 
 def test_encode_masks_tokens_and_matches_whole_text_encoding(tok):

@@ -121,15 +121,10 @@ def test_chat_agent_loop_is_append_only_until_thinking_is_cleared():
     """Token-in/token-out with the real GLM-5 template and a BPE tokenizer: inside one user turn
     each re-rendered prompt extends the sampled tokens (an empty thinking block too); a new user
     turn that clears earlier thinking is refused, and preserved mode is not."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from tests.training.chat_tok import chat_tokenizer
+    from training.chat_template import generation_prompt
 
-    from training.chat_template import add_special_tokens, generation_prompt
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.train_from_iterator(["list the files, reasoning about ls and paths"] * 10, trainer=trainers.BpeTrainer(
-        vocab_size=300, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))  # fmt: skip
-    add_special_tokens(tok)
+    tok = chat_tokenizer("list the files, reasoning about ls and paths")
 
     def ids(text: str) -> list[int]:
         return tok.encode(text, add_special_tokens=False).ids

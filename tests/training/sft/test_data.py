@@ -8,20 +8,16 @@ import json
 from collections import Counter
 
 import pytest
-from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+from tokenizers import Tokenizer
 
-from training.chat_template import add_special_tokens, normalize
+from tests.training.chat_tok import chat_tokenizer
+from training.chat_template import normalize
 from training.sft.data import DataConfig, ReadReport, fit_to_context, mix, tokenized_samples
 
 
 @pytest.fixture(scope="module")
 def tok() -> Tokenizer:
-    t = Tokenizer(models.BPE())
-    t.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    trainer = trainers.BpeTrainer(vocab_size=280, special_tokens=["<|endoftext|>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)  # fmt: skip
-    t.train_from_iterator(["question answer think tool"] * 10, trainer=trainer)
-    return add_special_tokens(t)
+    return chat_tokenizer("question answer think tool", vocab_size=280)
 
 
 def turn(i: int, n_words: int = 3) -> list[dict]:

@@ -22,6 +22,7 @@ from swe_envs.images import slug
 from swe_envs.terminal.config import TerminalConfig
 from swe_envs.terminal.convert import convert_task, is_tb_task
 from swe_envs.terminal.discover import find_tasks
+from swe_envs.terminal.needs import offline_capable, task_needs
 from swe_envs.terminal.task import TaskFormatError, load_task
 
 
@@ -72,8 +73,9 @@ def check_tasks(tasks: Path, out: Path, cfg: TerminalConfig, workers: int = 1, l
             if line.strip():
                 row = json.loads(line)
                 done[row["task"]] = row
-    elif results_path.exists():
-        results_path.unlink()
+    else:
+        results_path.unlink(missing_ok=True)
+        (out / "details.jsonl").unlink(missing_ok=True)
     ctx = Context(cfg, log)
     lock = threading.Lock()
     rows: list[dict] = list(done.values())
@@ -85,6 +87,7 @@ def check_tasks(tasks: Path, out: Path, cfg: TerminalConfig, workers: int = 1, l
             return
         oracle = nop = None
         error = ""
+        needs: list[dict] = []
         try:
             if is_tb_task(path):
                 dest = out / "converted" / name
@@ -93,6 +96,7 @@ def check_tasks(tasks: Path, out: Path, cfg: TerminalConfig, workers: int = 1, l
                 task = load_task(dest)
             else:
                 task = load_task(path)
+            needs = task_needs(task)
             oracle = run_trial(ctx, TrialSpec(task, "oracle", f"{slug(name)}__oracle"), out / "trials")
             if oracle["built"]:
                 nop = run_trial(ctx, TrialSpec(task, "nop", f"{slug(name)}__nop"), out / "trials")
@@ -103,10 +107,13 @@ def check_tasks(tasks: Path, out: Path, cfg: TerminalConfig, workers: int = 1, l
         row = check_row(name, oracle, nop, error)
         with lock:
             rows.append(row)
-            details[name] = {"substitutions": (oracle or {}).get("substitutions", []),
+            details[name] = {"task": name, "needs": needs, "offline_capable": offline_capable(needs),
+                             "substitutions": (oracle or {}).get("substitutions", []),
                              "timings": {"oracle": (oracle or {}).get("timings"), "nop": (nop or {}).get("timings")}}
             with open(results_path, "a", encoding="utf-8") as fh:
                 fh.write(json.dumps(row) + "\n")
+            with open(out / "details.jsonl", "a", encoding="utf-8") as fh:
+                fh.write(json.dumps(details[name]) + "\n")
             log(f"[{len(rows)}/{len(paths)}] {'ok ' if row['ok'] else 'BAD'} {name} {row['reason'][:160]}")
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -129,11 +136,18 @@ def summarize(rows: list[dict], details: dict[str, dict] | None = None) -> dict:
         g["built"] += r["built"]
         g["oracle_pass"] += (r["oracle_reward"] or 0) >= 1
         g["ok"] += r["ok"]
-    subs = Counter()
+    subs, needs = Counter(), Counter()
     for d in (details or {}).values():
         for s in d["substitutions"]:
             subs[f"{s['upstream']} -> {'itself' if s['real'] else s['local'] or 'FAILED'}"] += 1
+        for n in d["needs"]:
+            needs[n["need"] + ("" if n["offline"] else " [not provisioned]")] += 1
+    capable = {k for k, d in (details or {}).items() if d["offline_capable"]}
+    cap_rows = [r for r in rows if r["task"] in capable]
     return {"tasks": len(rows), "built": sum(r["built"] for r in rows),
+            "offline_capable": len(cap_rows),
+            "oracle_pass_offline_capable": sum((r["oracle_reward"] or 0) >= 1 for r in cap_rows),
+            "needs": dict(needs.most_common()),
             "oracle_pass": sum((r["oracle_reward"] or 0) >= 1 for r in rows), "ok": sum(r["ok"] for r in rows),
             "groups": {k: dict(v) for k, v in sorted(groups.items())},
             "reasons": dict(Counter(_reason_class(r["reason"]) for r in rows if not r["ok"]).most_common()),

@@ -58,6 +58,32 @@ def validate(
         raise typer.Exit(1)
 
 
+@app.command()
+@user_errors
+def needs(
+    tasks: Path = typer.Option(..., help="a task dir or a dir of them (Harbor or old Terminal-Bench layout)"),
+) -> None:
+    """What each task fetches from outside (images, installers, registries) and whether it is provisioned offline."""
+    import tempfile
+    from collections import Counter
+
+    from swe_envs.terminal.discover import find_tasks
+    from swe_envs.terminal.needs import offline_capable, task_needs
+    from swe_envs.terminal.trial import as_harbor
+
+    counts: Counter = Counter()
+    capable = total = 0
+    with tempfile.TemporaryDirectory(prefix="terminal-needs-") as scratch:
+        for p in find_tasks(tasks):
+            n = task_needs(as_harbor(p, Path(scratch)))
+            total += 1
+            capable += offline_capable(n)
+            counts.update(x["need"] + ("" if x["offline"] else "  [NOT provisioned offline]") for x in n)
+    for need, c in counts.most_common():
+        typer.echo(f"{c:>5}  {need}")
+    typer.echo(f"offline-capable tasks: {capable}/{total}")
+
+
 def _runner_config(config: Path | None, set_: list[str] | None):
     from swe_envs.terminal.config import TerminalConfig
 

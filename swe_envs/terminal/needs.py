@@ -1,0 +1,55 @@
+"""What a task fetches from outside, read from its files: which upstream images, which run-time
+downloads, and whether this offline setup provisions each (the report of ``terminal check``)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from swe_envs.terminal.substitute import from_images
+from swe_envs.terminal.task import HarborTask
+
+# (name, pattern over Dockerfile + test/solution scripts, provisioned offline here?)
+PATTERNS = [
+    ("uv installer (curl | sh)", r"/uv/[^\s]*install\.sh", True),
+    ("uv add/pip from an index at test time", r"\buv (?:add|pip install)\b", True),
+    ("rustup installer", r"rustup\.rs|rustup-init", True),
+    ("Go release tarball", r"/go\d[\w.]*\.linux-", True),
+    ("nodesource setup script", r"nodesource\.com/setup_", True),
+    ("Ubuntu PPA (add-apt-repository)", r"add-apt-repository\s+ppa:", True),
+    ("npm install -g at build time", r"npm install -g", True),
+    ("pip install at build time", r"pip3? install", True),
+    ("apt-get at test time", r"apt-get (?:update|install)", True),
+]
+
+
+def task_needs(task: HarborTask) -> list[dict]:
+    texts = []
+    if task.dockerfile:
+        texts.append(task.dockerfile.read_text(encoding="utf-8", errors="replace"))
+    for step in task.steps:
+        for d in (step.tests_dir, step.solution_dir):
+            for p in sorted(d.glob("*.sh")) if d else []:
+                texts.append(p.read_text(encoding="utf-8", errors="replace"))
+    blob = "\n".join(texts)
+    out = [{"need": f"image {ref}", "offline": True} for ref in (from_images(texts[0]) if task.dockerfile else [])]
+    out += [{"need": name, "offline": ok} for name, pat, ok in PATTERNS if re.search(pat, blob)]
+    env = task.environment_dir
+    wrapper = env.rglob("gradle-wrapper.properties")
+    if any("distributionUrl" in p.read_text(errors="replace") for p in wrapper):
+        out.append({"need": "Gradle distribution download (gradlew)", "offline": False})
+    for cargo in env.rglob("Cargo.toml"):
+        if _cargo_deps(cargo):
+            out.append({"need": "crates from a registry (Cargo dependencies)", "offline": False})
+            break
+    return out
+
+
+def _cargo_deps(path: Path) -> bool:
+    text = path.read_text(errors="replace")
+    m = re.search(r"^\[dependencies\]\s*\n(.*?)(?=^\[|\Z)", text, re.MULTILINE | re.DOTALL)
+    return bool(m and any(line.strip() and not line.strip().startswith("#") for line in m.group(1).splitlines()))
+
+
+def offline_capable(needs: list[dict]) -> bool:
+    return all(n["offline"] for n in needs)

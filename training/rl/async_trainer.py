@@ -5,12 +5,13 @@ trainer's idle time); drop (or keep with truncated importance weights) every tra
 than ``staleness`` versions behind the weights being trained; one group-wise policy step
 (``training.rl.update``: group-normalised advantages, clipped token-level loss, TIS against the
 rollout logprobs; loss only on sampled tokens, optionally only on a partial rollout's newest-
-version tokens); every ``push_every`` updates save a checkpoint, push it to the rollout servers
-as the next ``weight_version`` (aborting their in-flight requests if configured), reset the
-optimizer if configured, and only then commit the trained trajectories to the ledger. A trainer
-that dies loses at most the updates since its last push: on restart it reloads that checkpoint
-and the orchestrator hands the uncommitted groups back — each trajectory is trained exactly once
-in the run's surviving history.
+version tokens); every ``push_every`` updates reset the optimizer if configured, save a
+checkpoint (holding the reset state and the ledger commit of its updates), push it to the rollout
+servers as the next ``weight_version`` (aborting their in-flight requests if configured), and only
+then commit the trained trajectories to the ledger. A trainer that dies loses at most the updates
+since its last checkpoint: on restart it reloads it, re-sends its commit and, if the push never
+went out, its weights; the orchestrator hands the uncommitted groups back — each trajectory is
+trained exactly once in the run's surviving history.
 
 Runs as its own process (``python -m training.rl.async_trainer``), started by ``train``.
 """
@@ -98,8 +99,12 @@ class AsyncTrainer:
         self.update = int(state.get("update", 0))
         self.version = int(state.get("weight_version", 0))
         self.totals = dict(state.get("totals") or {"trained": 0, "stale_dropped": 0, "idle_s": 0.0, "wall_s": 0.0})
+        self.ckpt_path = found
+        # what this checkpoint trained; the commit may not have reached the orchestrator before a crash
+        self.resumed_commit: dict = state.get("commit") or {}
         self.pending: list[dict] = []  # trained rows awaiting the next checkpoint
         self.pending_groups: list[str] = []
+        self.dropped_unreported = 0  # stale drops of batches that made no update: counted in the next row
         self.log(f"[trainer] start at update {self.update}, weight_version {self.version} ({found.name})")
 
     def _step(self, groups: list[list[dict]]) -> dict[str, float]:
@@ -116,26 +121,35 @@ class AsyncTrainer:
 
     def _push(self) -> None:
         self.version += 1
-        state = {"update": self.update, "weight_version": self.version, "totals": self.totals,
+        if self.tc.reset_optimizer:  # before saving: a trainer restarted from this checkpoint starts fresh too
+            self.opt = build_optimizer(self.model, self.tc.optimizer)
+        # the commit travels inside the checkpoint: a trainer killed after saving and before the
+        # orchestrator recorded it sends it again on restart, so these groups are never re-delivered
+        commit = {"trained": self.pending, "groups": self.pending_groups}
+        state = {"update": self.update, "weight_version": self.version, "totals": self.totals, "commit": commit,
                  "config": {"model": self.cfg.model.model_dump(mode="json")}}
         path = save_checkpoint(self.ckpt_dir, self.update, self.model, self.opt, state)
         tok = self.out / "tokenizer.json"
         if tok.is_file():
             shutil.copy(tok, path / "tokenizer.json")
-        res = _orch(self.url, "weights", {"version": self.version, "path": str(path),
-                                           "abort_inflight": self.tc.partial_rollout == "abort"})
-        if res.get("failed"):
-            self.log(f"[trainer] push to some servers failed (they restart from it): {res['failed']}")
-        if self.tc.reset_optimizer:
-            self.opt = build_optimizer(self.model, self.tc.optimizer)
-        _orch(self.url, "commit", {"trained": self.pending, "groups": self.pending_groups})
+        self._send_weights(path)
+        _orch(self.url, "commit", commit)
         self.pending, self.pending_groups = [], []
         for old in sorted(self.ckpt_dir.glob("step-*"))[: -self.tc.keep_checkpoints]:
             shutil.rmtree(old, ignore_errors=True)
 
+    def _send_weights(self, path: Path) -> None:
+        res = _orch(self.url, "weights", {"version": self.version, "path": str(path),
+                                           "abort_inflight": self.tc.partial_rollout == "abort"})
+        if res.get("failed"):
+            self.log(f"[trainer] push to some servers failed (they restart from it): {res['failed']}")
+
     def run(self) -> None:
-        res = _orch(self.url, "trainer_start", {"update": self.update})
+        res = _orch(self.url, "trainer_start", {"update": self.update, "commit": self.resumed_commit})
         self.log(f"[trainer] orchestrator re-queued {res['requeued']} uncommitted group(s)")
+        if int(res["weight_version"]) < self.version:  # killed after its checkpoint, before the push
+            self.log(f"[trainer] servers are on v{res['weight_version']}: pushing v{self.version} again")
+            self._send_weights(self.ckpt_path)
         self._truncate_metrics()
         sink = MetricsSink(self.out / "metrics.jsonl", append=True, log=self.log)
         t_start = time.monotonic()
@@ -158,6 +172,7 @@ class AsyncTrainer:
                 ids = [g["group"] for g in got["groups"]]
                 if not kept:
                     _orch(self.url, "commit", {"groups": ids})
+                    self.dropped_unreported += len(dropped)
                     continue
                 t1 = time.monotonic()
                 stats = self._step(kept)
@@ -174,7 +189,7 @@ class AsyncTrainer:
                 for t in trajs:
                     by_task.setdefault(t["task"], []).append(t["reward"])
                 rec = {"update": self.update, "reward": round(sum(t["reward"] for t in trajs) / len(trajs), 6),
-                       "weight_version": self.version, "stale_dropped": len(dropped),
+                       "weight_version": self.version, "stale_dropped": len(dropped) + self.dropped_unreported,
                        "stale_dropped_total": self.totals["stale_dropped"],
                        "idle_ratio": round(self.totals["idle_s"] / max(self.totals["wall_s"], 1e-9), 4),
                        "samples": len(trajs), "trained_total": self.totals["trained"],
@@ -183,10 +198,13 @@ class AsyncTrainer:
                        "wait_s": round(t1 - t0, 3), "train_s": round(time.monotonic() - t1, 3),
                        "reward_by_task": {k: round(sum(v) / len(v), 4) for k, v in sorted(by_task.items())},
                        "mean_tokens": round(sum(len(t["output_ids"]) for t in trajs) / len(trajs), 2), **stats}
+                # written before the push: a restart drops rows past its checkpoint (_truncate_metrics),
+                # so a row is never missing for an update that a checkpoint holds
+                sink.write(rec | {"step": self.update})
+                self.dropped_unreported = 0
                 self._maybe_crash()  # trained but not yet pushed or committed: the hardest moment to die
                 if self.update % self.tc.push_every == 0 or self.update == self.tc.updates:
                     self._push()
-                sink.write(rec | {"step": self.update})
                 self.log(f"[trainer] update {self.update}: reward {rec['reward']:.3f} v{self.version} "
                          f"stale {len(dropped)} idle {rec['idle_ratio']:.2f} {rec['samples_per_s']:.2f} samples/s")
         finally:

@@ -76,14 +76,19 @@ class Ledger:
             self._fh.write(json.dumps(row) + "\n")
             self._fh.flush()
 
-    def close_open(self, traj_id: str, reason: str, **fields: Any) -> bool:
-        """Drop ``traj_id`` with ``reason`` unless it is already final (a run ending while workers
-        still finish their last calls); returns whether a row was written."""
+    def record_once(self, traj_id: str, status: str, reason: str | None = None, **fields: Any) -> bool:
+        """``record`` unless ``traj_id`` is already final (a commit sent again after a restart);
+        returns whether a row was written."""
         with self._lock:
             if traj_id in self.final:
                 return False
-            self.record(traj_id, "dropped", reason, **fields)  # the lock is re-entrant
+            self.record(traj_id, status, reason, **fields)  # the lock is re-entrant
             return True
+
+    def close_open(self, traj_id: str, reason: str, **fields: Any) -> bool:
+        """Drop ``traj_id`` with ``reason`` unless it is already final (a run ending while workers
+        still finish their last calls); returns whether a row was written."""
+        return self.record_once(traj_id, "dropped", reason, **fields)
 
     def open_ids(self) -> list[str]:
         with self._lock:

@@ -3,7 +3,7 @@
 Serves registration, heartbeats, routing and the trainer protocol (see ``training.rl.orchestrator``)
 with managed and external servers as configured, until interrupted; then drops what is left with
 the reason ``orchestrator_stopped`` and writes ``OUT/summary.json``. ``C`` is an orchestrator YAML
-or an RL config with an ``orchestrator:`` section.
+or an RL config with an ``orchestrator:`` section (``configs/rl_async_tiny.yaml`` works as is).
 """
 
 from __future__ import annotations
@@ -21,6 +21,32 @@ from training.rl.orchestrator import Orchestrator
 from training.rl.orchestrator_config import OrchestratorConfig
 from training.serving.codec import Codec
 
+
+def load_orchestrator_config(config: Path, out: Path) -> OrchestratorConfig:
+    """The orchestrator section of ``config``. An RL config (``orchestrator:`` section) that names
+    no checkpoint starts its managed rollout servers as ``train`` would: from a seeded init of its
+    ``model`` (or its ``init_checkpoint``) written to OUT/checkpoints, with its tokenizer."""
+    data = load_yaml(config)
+    out.mkdir(parents=True, exist_ok=True)
+    if isinstance(data.get("orchestrator"), dict):
+        from training.rl.async_config import RLAsyncConfig
+        from training.rl.async_run import initial_checkpoint, resolve_tokenizer
+
+        rl = validate_config(RLAsyncConfig, data, str(config))
+        cfg = rl.orchestrator
+        if cfg.checkpoint is None and cfg.tokenizer is None:
+            cfg.tokenizer = str(resolve_tokenizer(rl, out))
+        if cfg.checkpoint is None and cfg.rollout.replicas:
+            cfg.checkpoint = str(initial_checkpoint(rl, out, Codec.load(cfg.tokenizer).vocab_size))
+    else:
+        cfg = validate_config(OrchestratorConfig, data, str(config))
+    if cfg.tokenizer is None and cfg.checkpoint:
+        cfg.tokenizer = str(Path(cfg.checkpoint) / "tokenizer.json")
+    if cfg.tokenizer is None:
+        raise ConfigError(f"{config}: tokenizer (or checkpoint with a tokenizer.json) is required to render prompts")
+    return cfg
+
+
 app = typer.Typer(add_completion=False, help="Run the multi-task rollout orchestrator.")
 
 
@@ -36,16 +62,9 @@ def orchestrator(
     """Serve registration, heartbeats, routing and the trainer protocol until interrupted."""
     if mode not in ("async", "sync"):
         raise ConfigError(f"--mode must be async or sync, got {mode!r}")
-    data = load_yaml(config)
-    data = data.get("orchestrator", data) if isinstance(data.get("orchestrator"), dict) else data
-    cfg = validate_config(OrchestratorConfig, data, str(config))
+    cfg = load_orchestrator_config(config, out)
     if port is not None:
         cfg.port = port
-    if (cfg.rollout.replicas or cfg.tasks) and cfg.tokenizer is None and cfg.checkpoint:
-        cfg.tokenizer = str(Path(cfg.checkpoint) / "tokenizer.json")
-    if cfg.tokenizer is None:
-        raise ConfigError(f"{config}: tokenizer (or checkpoint with a tokenizer.json) is required to render prompts")
-    out.mkdir(parents=True, exist_ok=True)
     orch = Orchestrator(cfg, out, Codec.load(cfg.tokenizer), mode=mode)
     url = orch.start()
     if port_file:

@@ -3,10 +3,11 @@
 ``POST /batch {"groups": B, "timeout_s"}`` returns up to B finished groups, waiting until B are
 ready (the buffer's release threshold; in sync mode the request is also the demand that makes the
 orchestrator generate them). ``POST /commit`` writes final ledger rows — the trainer sends them
-once the update that used them is checkpointed. ``POST /trainer_start`` puts groups delivered but
-never committed (their trainer died) back at the front of the buffer. ``POST /weights`` pushes a
-checkpoint to every healthy rollout server as the next weight version (aborting in-flight requests
-if asked); managed servers that restart later start from it.
+once the update that used them is checkpointed. ``POST /trainer_start`` records the commit the
+trainer's checkpoint carries (idempotently: its process may have died before sending it) and puts
+groups delivered but never committed (their trainer died) back at the front of the buffer.
+``POST /weights`` pushes a checkpoint to every healthy rollout server as the next weight version
+(aborting in-flight requests if asked); managed servers that restart later start from it.
 """
 
 from __future__ import annotations
@@ -58,7 +59,15 @@ class TrainerProtocol:
         return {"committed": done}
 
     def trainer_start(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A (re)started trainer: first the commit its checkpoint carries (the previous process may
+        have died before sending it; rows already recorded are skipped), then every group delivered
+        and still not committed goes back to the front of the buffer."""
+        done = body.get("commit") or {}
+        for row in done.get("trained", []):
+            self.ledger.record_once(row["id"], "trained", None, **{k: v for k, v in row.items() if k != "id"})
         with self.cond:
+            for gid in done.get("groups", []):
+                self.delivered.pop(gid, None)
             back = [g for g in self.delivered.values()
                     if any(t.id not in self.ledger.final for t in g.trajs)]
             self.delivered.clear()

@@ -73,10 +73,3 @@ def test_faults_every_trajectory_trained_once_or_dropped_with_reason(tmp_path):
         assert 0 <= m["idle_ratio"] <= 1 and m["versions_behind_max"] <= 1  # staleness bound S=1
     assert [m["weight_version"] for m in metrics] == [0, 1, 2, 3, 4]  # trained on v, pushes v+1
 
-
-def test_sync_mode_trains_on_policy(tmp_path):
-    cfg = _config("trainer.mode=sync", "trainer.updates=2", "orchestrator.rollout.replicas=1")
-    summary = run_training(cfg, tmp_path / "run", log=lambda m: None)
-    metrics = _rows(tmp_path / "run" / "metrics.jsonl")
-    assert len(metrics) == 2 and all(m["versions_behind_max"] == 0 for m in metrics)
-    assert summary["ledger"]["ok"] and summary["ledger"]["by_reason"].get("stale", 0) == 0

@@ -48,3 +48,36 @@ def test_chat_task_groups_and_abort_on_push(rl_assets, tmp_path):
     finally:
         summary = orch.shutdown()
     assert summary["ledger"]["open"] == 0
+
+
+def test_sync_mode_generates_on_demand_on_current_weights(tmp_path):
+    """The synchronous baseline: nothing is generated until the trainer asks, exactly the groups
+    asked for, and a batch asked for after a push is sampled entirely on the pushed weights."""
+    from tests.training.rl_async.conftest import make_checkpoint
+    from training.rl.task_backends import toy_tokenizer
+
+    tok = tmp_path / "tokenizer.json"
+    toy_tokenizer().save(str(tok))
+    ckpt, ckpt2 = make_checkpoint(tmp_path / "c0", tok), make_checkpoint(tmp_path / "c1", tok, seed=1, version=1)
+    cfg = OrchestratorConfig.model_validate({
+        "checkpoint": str(ckpt), "tokenizer": str(tok), "group_size": 2, "workers": 4, "request_timeout_s": 60,
+        "sampling": {"max_tokens": 8}, "rollout": {"replicas": 1, "capacity": 4},
+        "heartbeat": {"interval_s": 0.2, "timeout_s": 10},
+        "tasks": [{"name": "copy", "kind": "toy", "args": {"kind": "copy", "digits": 2}}]})
+    orch = Orchestrator(cfg, tmp_path / "out", Codec.load(tok), mode="sync", log=lambda m: None)
+    orch.start()
+    try:
+        assert orch.wait_ready(120)
+        assert orch.counters["groups_created"] == 0  # no demand yet: the servers stay idle
+        first = orch.take_batch(2, 120)
+        assert len(first["groups"]) == 2 and orch.counters["groups_created"] == 2
+        assert all(set(t["token_versions"]) == {0} for g in first["groups"] for t in g["trajectories"])
+        q = orch.status()["queues"]
+        assert q["in_progress"] == q["ready"] == 0  # nothing generated ahead of the next request
+        assert orch.push_weights({"version": 1, "path": str(ckpt2)})["pushed"] == 1
+        second = orch.take_batch(1, 120)
+        trajs = [t for g in second["groups"] for t in g["trajectories"]]
+        assert trajs and all(set(t["token_versions"]) == {1} and t["weight_version"] == 1 for t in trajs)
+    finally:
+        summary = orch.shutdown()
+    assert summary["ledger"]["open"] == 0

@@ -1,0 +1,106 @@
+"""The trainer's push/commit protocol against a real in-process orchestrator (HTTP on 127.0.0.1,
+no rollout servers: finished groups are put in its buffer directly, so the test is about the
+trainer alone and costs a few tiny updates).
+
+A trainer that dies between saving its checkpoint and committing the trained trajectories is the
+window a process kill can hit; the kill is stood in for by an exception raised at that moment
+(``os._exit`` would end pytest). The run must still account every trajectory trained exactly once,
+in the update that trained it, and the servers must get the checkpoint's weights."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+import training.rl.async_trainer as trainer_mod
+from core.cli import load_cli_config
+from training.rl.async_config import RLAsyncConfig
+from training.rl.async_run import initial_checkpoint, resolve_tokenizer
+from training.rl.async_trainer import AsyncTrainer
+from training.rl.ledger import audit
+from training.rl.orchestrator import Orchestrator
+from training.rl.trajectory import Group, Traj
+from training.serving.codec import Codec
+
+ROOT = Path(__file__).resolve().parents[3]
+TINY = ["model.num_layers=2", "model.hidden_size=32", "model.ffn_hidden_size=64", "model.q_lora_rank=16",
+        "model.kv_lora_rank=16", "model.qk_head_dim=8", "model.qk_pos_emb_head_dim=8", "model.v_head_dim=8",
+        "model.moe_ffn_hidden_size=16", "model.moe_shared_expert_intermediate_size=16"]
+
+
+class Killed(Exception):
+    pass
+
+
+def _put_group(orch: Orchestrator, gid: str, version: int, rewards: list[float]) -> None:
+    g = Group(gid, "copy", {}, [{"role": "user", "content": "copy"}], [1, 2, 3], {}, version)
+    for i, r in enumerate(rewards):
+        t = Traj(f"{gid}-{i}", g, stage="done", output_ids=[5, 6, 7], loss_mask=[1, 1, 1],
+                 logprobs=[-2.0, -2.0, -2.0], versions=[version] * 3, turns=[[5, 6, 7]], finish_reason="stop",
+                 reward=r)
+        orch.ledger.issue(t.id, "copy", gid)
+        g.trajs.append(t)
+    with orch.cond:
+        orch.ready.append(g)
+        orch.cond.notify_all()
+
+
+@pytest.fixture()
+def run(tmp_path):
+    cfg = load_cli_config(RLAsyncConfig, ROOT / "configs/rl_async_tiny.yaml", [
+        *TINY, "trainer.updates=2", "trainer.batch_groups=1", "trainer.push_every=1", "trainer.staleness=0",
+        "trainer.reset_optimizer=true", "orchestrator.group_size=2", "orchestrator.tasks=[]",
+        "orchestrator.rollout.replicas=0"])
+    out = tmp_path / "run"
+    out.mkdir()
+    codec = Codec.load(resolve_tokenizer(cfg, out))
+    initial_checkpoint(cfg, out, codec.vocab_size)
+    orch = Orchestrator(cfg.orchestrator, out, codec, log=lambda m: None)
+    url = orch.start()
+    yield cfg, out, orch, url
+    if not orch.stopping.is_set():
+        orch.shutdown("run_ended")
+
+
+@pytest.mark.parametrize("die_at", ["weights", "commit"])
+def test_trainer_killed_between_checkpoint_and_commit(run, monkeypatch, die_at):
+    cfg, out, orch, url = run
+    _put_group(orch, "g0", 0, [1.0, 0.0])
+    real = trainer_mod._orch
+
+    def dies_in_push(u, route, body=None, timeout_s=600.0):
+        if route == die_at and (route != "commit" or body.get("trained")):
+            raise Killed(route)
+        return real(u, route, body, timeout_s)
+
+    monkeypatch.setattr(trainer_mod, "_orch", dies_in_push)
+    with pytest.raises(Killed):
+        AsyncTrainer(cfg, out, url, log=lambda m: None).run()
+    monkeypatch.setattr(trainer_mod, "_orch", real)
+
+    ckpt = out / "checkpoints" / "step-00000001"
+    assert json.loads((ckpt / "trainer.json").read_text())["weight_version"] == 1
+    # the optimizer was reset at the push: the checkpoint holds the reset state, not the old moments
+    assert torch.load(ckpt / "optimizer.pt", weights_only=False)["optimizer"]["state"] == {}
+
+    # meanwhile: a group too old for staleness 0 and a fresh one
+    _put_group(orch, "g1", 0, [1.0, 0.0])
+    _put_group(orch, "g2", 1, [0.0, 1.0])
+    AsyncTrainer(cfg, out, url, log=lambda m: None).run()
+
+    rows = {r["id"]: r for r in map(json.loads, (out / "ledger.jsonl").read_text().splitlines())}
+    assert {i: (r["status"], r.get("update"), r["reason"]) for i, r in rows.items() if i.startswith("g0")} == {
+        "g0-0": ("trained", 1, None), "g0-1": ("trained", 1, None)}  # once, in the update that trained it
+    assert {rows[f"g1-{i}"]["reason"] for i in range(2)} == {"stale"}
+    assert {(rows[f"g2-{i}"]["status"], rows[f"g2-{i}"]["update"]) for i in range(2)} == {("trained", 2)}
+    assert orch.counters["groups_redelivered"] == 0
+    # the restarted trainer re-pushed the checkpoint it resumed from when the push had not gone out
+    assert orch.counters["weight_pushes"] == 2 and orch.weight_version == 2
+    metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [m["update"] for m in metrics] == [1, 2]
+    assert metrics[1]["stale_dropped"] == 2  # the all-stale batch before update 2 is counted in its row
+    orch.shutdown("run_ended")
+    assert audit(out)["ok"]

@@ -183,3 +183,17 @@ def test_convert_cli(tmp_path):
                         "--output", str(tmp_path / "o")], capture_output=True, text=True,
                        cwd=Path(__file__).resolve().parents[3])
     assert r.returncode == 2 and r.stderr.strip() == f"error: input not found: {src}"
+
+
+def test_needs_report_on_real_seeds(tb_seeds, tmp_path):
+    from swe_envs.terminal.needs import offline_capable, task_needs
+
+    def needs(rel):
+        return task_needs(load_task(convert_task(tb_seeds / rel, tmp_path / rel.replace("/", "_"))))
+
+    ev = needs("evoeval/3")
+    assert offline_capable(ev) and {"uv installer (curl | sh)", "apt-get at test time"} <= {n["need"] for n in ev}
+    java = needs("aider_polyglot/polyglot_java_bank-account")
+    assert not offline_capable(java) and "Gradle distribution download (gradlew)" in {n["need"] for n in java}
+    go = needs("aider_polyglot/polyglot_go_alphametics")
+    assert offline_capable(go) and "Go release tarball" in {n["need"] for n in go}

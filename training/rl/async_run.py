@@ -87,7 +87,8 @@ def run_training(cfg: RLAsyncConfig, out: Path, resume: bool = False, log=print)
     cfg.model = cfg.model.model_validate(meta["config"]["model"])  # a resumed run keeps its shapes
     orch_cfg = cfg.orchestrator.model_copy(update={"checkpoint": str(ckpt), "tokenizer": str(tok_path)})
     (out / "config.json").write_text(cfg.model_copy(update={"orchestrator": orch_cfg}).model_dump_json(indent=1))
-    orch = Orchestrator(orch_cfg, out, codec, mode=cfg.trainer.mode, log=log)
+    # nothing is generated before the trainer starts: async and sync runs are timed from the same moment
+    orch = Orchestrator(orch_cfg, out, codec, mode=cfg.trainer.mode, log=log, wait_for_trainer=True)
     orch.weight_version = int(meta.get("weight_version", 0))
     url = orch.start()
     log(f"orchestrator on {url} ({cfg.trainer.mode}); logs in {out / 'logs'}")

@@ -37,7 +37,7 @@ from training.serving.http_json import CallFailure, HttpError, call, serve_json
 
 class Orchestrator(TrainerProtocol):
     def __init__(self, cfg: OrchestratorConfig, out_dir: str | Path, codec: Codec, mode: str = "async",
-                 log=print):
+                 log=print, wait_for_trainer: bool = False):
         self.cfg, self.codec, self.mode, self.log = cfg, codec, mode, log
         self.out = Path(out_dir)
         self.ledger = Ledger(self.out)
@@ -54,6 +54,11 @@ class Orchestrator(TrainerProtocol):
         self.next_start: dict[str, float] = {}
         self.seq = 0
         self.stopping = threading.Event()
+        # wait_for_trainer: generate nothing before the trainer's first /trainer_start, so rollouts
+        # made while the trainer process starts are not free work outside its measured wall time
+        self.trainer_seen = threading.Event()
+        if not wait_for_trainer:
+            self.trainer_seen.set()
         self.faults = FaultInjector(cfg.faults, self)
         self.server = None
         self.url = ""
@@ -130,7 +135,7 @@ class Orchestrator(TrainerProtocol):
     def _creator(self) -> None:
         while not self.stopping.is_set():
             with self.cond:
-                if self._room() <= 0 or not self.registry.healthy("rollout"):
+                if self._room() <= 0 or not self.trainer_seen.is_set() or not self.registry.healthy("rollout"):
                     self.cond.wait(0.1)
                     continue
             task = self._pick_task()

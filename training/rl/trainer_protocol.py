@@ -75,6 +75,7 @@ class TrainerProtocol:
                 g.trajs = [t for t in g.trajs if t.id not in self.ledger.final]
                 self.ready.appendleft(g)
             self.counters["groups_redelivered"] += len(back)
+            self.trainer_seen.set()
             self.cond.notify_all()
         return {"requeued": len(back), "weight_version": self.weight_version, "weights_path": self.weights_path}
 

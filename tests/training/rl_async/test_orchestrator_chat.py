@@ -22,10 +22,12 @@ def test_chat_task_groups_and_abort_on_push(rl_assets, tmp_path):
         "rollout": {"replicas": 1, "capacity": 4}, "heartbeat": {"interval_s": 0.2, "timeout_s": 5},
         "tasks": [{"name": "search", "kind": "search", "args": {"tasks": str(tasks)}}]})
     codec = Codec.load(rl_assets["tokenizer"])
-    orch = Orchestrator(cfg, tmp_path / "out", codec, log=lambda m: None)
+    orch = Orchestrator(cfg, tmp_path / "out", codec, log=lambda m: None, wait_for_trainer=True)
     orch.start()
     try:
         assert orch.wait_ready(90)
+        assert orch.take_batch(1, 1.0)["groups"] == [] and orch.counters["groups_created"] == 0
+        assert orch.trainer_start({})["requeued"] == 0  # the trainer is here: generation starts
         batch = orch.take_batch(1, 90)
         traj = batch["groups"][0]["trajectories"][0]
         gmask = codec.encode("[gMASK]<sop>")

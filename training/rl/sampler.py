@@ -69,10 +69,11 @@ class Completion:
 
 
 def _filter_top_p(probs: torch.Tensor, top_p: torch.Tensor) -> torch.Tensor:
-    """Zero the tail outside each row's nucleus (the top token always stays)."""
+    """Zero the tail outside each row's nucleus (the top token always stays; top_p = 1 keeps
+    every token, although a float32 cumsum over a large vocabulary can pass 1 before the tail)."""
     sorted_p, idx = probs.sort(dim=-1, descending=True)
     before = sorted_p.cumsum(-1) - sorted_p  # mass strictly above each token
-    keep_sorted = before < top_p[:, None]
+    keep_sorted = (before < top_p[:, None]) | (top_p[:, None] >= 1)
     keep = torch.zeros_like(keep_sorted).scatter(-1, idx, keep_sorted)
     return probs * keep
 

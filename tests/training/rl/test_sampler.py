@@ -10,7 +10,7 @@ from core.errors import UserError
 from tests.training.glm_tiny import tiny_model
 from training.glm_model import GLMModel
 from training.rl.losses import pad_rows, token_logprobs
-from training.rl.sampler import SamplingParams, sample
+from training.rl.sampler import SamplingParams, _filter_top_p, sample
 
 VOCAB = 40
 
@@ -85,6 +85,14 @@ def test_sampling_logprobs_renormalise_the_nucleus(model):
     nucleus = sample(model, [[1, 2]], SamplingParams(temperature=0.8, top_p=0.5, max_tokens=5), generator=g)[0]
     assert all(s >= lp - 1e-6 for s, lp in zip(nucleus.sampling_logprobs, nucleus.logprobs, strict=True))
     assert any(s > lp + 1e-3 for s, lp in zip(nucleus.sampling_logprobs, nucleus.logprobs, strict=True))
+
+
+def test_top_p_one_keeps_the_whole_tail():
+    # the float32 mass above the last token rounds to 1.0: top_p = 1 must still keep it
+    probs = torch.tensor([[0.5, 0.5, 1e-9]])
+    assert float((probs[0, :2].cumsum(-1))[-1]) >= 1.0
+    assert torch.equal(_filter_top_p(probs, torch.tensor([1.0])), probs)
+    assert torch.equal(_filter_top_p(probs, torch.tensor([0.6])), torch.tensor([[0.5, 0.5, 0.0]]))
 
 
 def test_bad_requests_are_user_errors(model):

@@ -146,6 +146,17 @@ def test_matches_glm5_reference_text_with_tools():
     assert want[1]["reasoning_content"] == "R1" and parse(render(msgs, "preserved", tools)[0].text)[0] == want
 
 
+def test_inline_thinking_in_content_is_split_like_glm_does():
+    msgs = [{"role": "user", "content": "U"}, {"role": "assistant", "content": "<think>\nR\n</think>\n\nA"},
+            {"role": "user", "content": "V"}, {"role": "assistant", "content": "R2</think>B"}]  # fmt: skip
+    assert normalize(msgs)[1] == {"role": "assistant", "content": "A", "reasoning_content": "R"}
+    assert normalize(msgs)[3] == {"role": "assistant", "content": "B", "reasoning_content": "R2"}
+    (s,) = render(msgs, "preserved")
+    assert trained(s) == ["R</think>A<|user|>", "R2</think>B<|user|>"]
+    with pytest.raises(Reject, match="reserved_token_in_content"):  # a second block is not thinking
+        normalize([msgs[0], {"role": "assistant", "content": "<think>R</think>A</think>"}])
+
+
 # -- round trip ------------------------------------------------------------------------------------
 
 # any text but the template's control tokens themselves (those are rejects, tested below); "<",

@@ -9,7 +9,8 @@ Layout (GLM-5's template, the compact GLM-4.7 form: no newline after role tokens
 
 (one line in the real text). With ``tools`` the conversation opens with GLM-5's tool block,
 ``<|system|>`` + ``TOOLS_HEADER`` + one JSON line per tool + ``TOOLS_FOOTER``, word for word.
-Assistant content and reasoning are stripped of surrounding whitespace, as the GLM template
+Assistant content and reasoning are stripped of surrounding whitespace, and content with its
+thinking inline (``<think>R</think>A``, no ``reasoning_content``) is split, as the GLM template
 does. An assistant message whose thinking is not shown (cleared from an earlier user turn, or
 a thinking-off turn) renders GLM-5's lone ``</think>`` separator; one whose thinking is shown
 renders ``<think>R</think>`` even when R is empty (what the model writes after the
@@ -133,9 +134,14 @@ def normalize(messages: Any) -> list[dict[str, Any]]:
             raise Reject("unknown_role", f"message {i} has role {role!r}")
         where = f"message {i} ({role})"
         if role == "assistant":
+            content, reasoning = m.get("content"), m.get("reasoning_content")
+            if reasoning is None and isinstance(content, str) and END_THINK in content:
+                # thinking inline in the content ("<think>R</think>A"): split as GLM's template does
+                head, content = content.split(END_THINK, 1)
+                reasoning = head.split(THINK)[-1]
             # stripped as GLM's template strips them (the canonical form is what renders)
-            msg: dict[str, Any] = {"role": role, "content": _text(m.get("content"), where, allow_none=True).strip()}
-            reasoning = _text(m.get("reasoning_content"), f"{where} reasoning_content", allow_none=True).strip()
+            msg: dict[str, Any] = {"role": role, "content": _text(content, where, allow_none=True).strip()}
+            reasoning = _text(reasoning, f"{where} reasoning_content", allow_none=True).strip()
             if reasoning:
                 msg["reasoning_content"] = reasoning
             calls = m.get("tool_calls") or []

@@ -106,6 +106,8 @@ class Orchestrator(TrainerProtocol):
         for g in groups:
             for t in g.trajs:
                 self.ledger.close_open(t.id, reason, group=g.id)
+        for tid in self.ledger.open_ids():  # issued but in no queue (a group still being built)
+            self.ledger.close_open(tid, reason)
         self.faults.stop()
         self.registry.stop()
         if self.server is not None:
@@ -147,10 +149,12 @@ class Orchestrator(TrainerProtocol):
             self.seq += 1
             res = call(f"{slot.endpoint}/task", {"seed": seed}, self.cfg.request_timeout_s)
             self.registry.release(slot)
-            group = self._make_group(task.name, res)
-            if group is None:
-                continue
-            with self.cond:
+            with self.cond:  # issue and enqueue atomically w.r.t. shutdown: no id is issued after its sweep
+                if self.stopping.is_set():
+                    return
+                group = self._make_group(task.name, res)
+                if group is None:
+                    continue
                 self.in_progress[group.id] = group
                 self.jobs.extend(group.trajs)
                 self.groups_by_task[task.name] += 1

@@ -104,3 +104,14 @@ def test_trainer_killed_between_checkpoint_and_commit(run, monkeypatch, die_at):
     assert metrics[1]["stale_dropped"] == 2  # the all-stale batch before update 2 is counted in its row
     orch.shutdown("run_ended")
     assert audit(out)["ok"]
+
+
+def test_shutdown_closes_every_issued_trajectory(run):
+    """A trajectory issued but not yet in any queue when the run ends (its group still being
+    built) is dropped with the run's reason, not lost."""
+    _, out, orch, _ = run
+    _put_group(orch, "g0", 0, [1.0, 0.0])
+    orch.ledger.issue("g1-0", "copy", "g1")  # the creator issued it, the group is not enqueued yet
+    orch.shutdown("run_ended")
+    report = audit(out)
+    assert report["ok"] and report["by_reason"] == {"run_ended": 3}, report

@@ -53,6 +53,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--docs", type=int, default=150)
     ap.add_argument("--llm-docs", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=2, help="timed rounds of each chain (best kept)")
     args = ap.parse_args()
     corpus = obtain_sample(SampleConfig(max_html_pages=args.docs))
     html = [Path(f.path).read_text(errors="replace") for f in list_input_files(corpus.inputs()) if f.format == "html"]
@@ -77,19 +78,21 @@ def main() -> None:
             for step in warm:
                 data = step.run(data)
             list(data)
-        dt_text.split_into_parts.cache_clear()
-        t0 = time.perf_counter()
-        data = iter(docs())
-        for step in copy.deepcopy(steps):
-            data = step.run(data)
-        plain_kept = sorted(d.id for d in data)
-        t_plain = time.perf_counter() - t0
+        t_plain = t_ours = float("inf")
+        for _ in range(args.rounds):  # interleaved, best of each: load from elsewhere hits both alike
+            dt_text.split_into_parts.cache_clear()
+            t0 = time.perf_counter()
+            data = iter(docs())
+            for step in copy.deepcopy(steps):
+                data = step.run(data)
+            plain_kept = sorted(d.id for d in data)
+            t_plain = min(t_plain, time.perf_counter() - t0)
 
-        dt_text.split_into_parts.cache_clear()
-        t0 = time.perf_counter()
-        chain = StepChain(copy.deepcopy(ours_steps))
-        ours_kept = sorted(d.id for d in chain.process(docs()) if get_reject(d) is None)
-        t_ours = time.perf_counter() - t0
+            dt_text.split_into_parts.cache_clear()
+            t0 = time.perf_counter()
+            chain = StepChain(copy.deepcopy(ours_steps))
+            ours_kept = sorted(d.id for d in chain.process(docs()) if get_reject(d) is None)
+            t_ours = min(t_ours, time.perf_counter() - t0)
         n = len(texts)
         print(f"{n} documents ({mb:.1f} MB of extracted text)")
         print(f"  plain datatrove pipeline  {n / t_plain:7.1f} docs/s  {mb / t_plain:5.2f} MB/s")

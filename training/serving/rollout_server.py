@@ -9,7 +9,8 @@ and external agent frameworks can point at SGLang or vLLM instead):
   "token_weight_versions", "prompt_tokens", "completion_tokens"}}``
 * ``POST /v1/completions`` (prompt text or token ids, ``logprobs``) and ``POST /v1/chat/completions``
   (GLM-5 chat template; ``logprobs: true``; the reply parsed back into ``reasoning_content`` and
-  ``tool_calls``)
+  ``tool_calls``); ``n`` samples per prompt; ``stop`` strings are refused (400), use ``stop_token_ids``;
+  ``top_logprobs`` carry the sampled token only
 * ``POST /update_weights`` (alias ``/update_weights_from_disk``): ``{"model_path"}`` (a checkpoint
   directory or .safetensors) or ``{"tensors_b64"}`` (pushed safetensors bytes), ``weight_version``,
   ``abort_all_requests``
@@ -25,6 +26,7 @@ import json
 import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +95,19 @@ class RolloutServer:
                               "weight_version": self.engine.weight_version,
                               "token_weight_versions": req.versions}}
 
+    def _run_n(self, body: dict[str, Any], ids: list[int], params: SamplingParams) -> list:
+        """``n`` samples of one prompt (OpenAI's ``n``: agent frameworks ask for a group this way),
+        decoded together by the engine's continuous batching."""
+        n = body.get("n", 1)
+        if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 64:
+            raise HttpError(400, "n must be an integer in [1, 64]")
+        if body.get("stop"):  # a string stop cannot be honoured token-exactly: refuse, never ignore
+            raise HttpError(400, "stop strings are not supported; use stop_token_ids")
+        if n == 1:
+            return [self._run(ids, params, None)]
+        with ThreadPoolExecutor(n) as pool:
+            return list(pool.map(lambda _: self._run(ids, params, None), range(n)))
+
     def completions(self, body: dict[str, Any]) -> dict[str, Any]:
         prompt = body.get("prompt")
         if isinstance(prompt, str):
@@ -101,33 +116,40 @@ class RolloutServer:
             ids = prompt
         else:
             raise HttpError(400, "prompt must be a string or a list of token ids")
-        req = self._run(ids, _params(body, []), None)
-        choice: dict[str, Any] = {"index": 0, "text": self.codec.decode(req.tokens),
-                                  "finish_reason": req.finish_reason}
-        if body.get("logprobs") is not None:
-            toks = [self.codec.token(t) for t in req.tokens]
-            choice["logprobs"] = {"tokens": toks, "token_logprobs": req.logprobs, "token_ids": req.tokens,
-                                  "top_logprobs": [{t: lp} for t, lp in zip(toks, req.logprobs, strict=True)]}
-        return self._envelope("text_completion", "cmpl", choice, len(ids), req)
+        choices = []
+        reqs = self._run_n(body, ids, _params(body, []))
+        for i, req in enumerate(reqs):
+            choice: dict[str, Any] = {"index": i, "text": self.codec.decode(req.tokens),
+                                      "finish_reason": req.finish_reason}
+            if body.get("logprobs") is not None:  # top_logprobs: the sampled token only
+                toks = [self.codec.token(t) for t in req.tokens]
+                choice["logprobs"] = {"tokens": toks, "token_logprobs": req.logprobs, "token_ids": req.tokens,
+                                      "top_logprobs": [{t: lp} for t, lp in zip(toks, req.logprobs, strict=True)]}
+            choices.append(choice)
+        return self._envelope("text_completion", "cmpl", choices, len(ids), reqs)
 
     def chat(self, body: dict[str, Any]) -> dict[str, Any]:
         try:
             ids = self.codec.chat_prompt(body.get("messages"), thinking=bool(body.get("thinking", False)))
         except UserError as err:
             raise HttpError(400, str(err)) from None
-        req = self._run(ids, _params(body, self.codec.stop_ids), None)
-        message = self.codec.chat_reply(req.tokens)
-        choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": req.finish_reason}
-        if body.get("logprobs"):
-            choice["logprobs"] = {"content": [{"token": self.codec.token(t), "logprob": lp, "top_logprobs": []}
-                                              for t, lp in zip(req.tokens, req.logprobs, strict=True)]}
-        return self._envelope("chat.completion", "chatcmpl", choice, len(ids), req)
+        choices = []
+        reqs = self._run_n(body, ids, _params(body, self.codec.stop_ids))
+        for i, req in enumerate(reqs):
+            choice: dict[str, Any] = {"index": i, "message": self.codec.chat_reply(req.tokens),
+                                      "finish_reason": req.finish_reason}
+            if body.get("logprobs"):
+                choice["logprobs"] = {"content": [{"token": self.codec.token(t), "logprob": lp, "top_logprobs": []}
+                                                  for t, lp in zip(req.tokens, req.logprobs, strict=True)]}
+            choices.append(choice)
+        return self._envelope("chat.completion", "chatcmpl", choices, len(ids), reqs)
 
-    def _envelope(self, obj: str, prefix: str, choice: dict, n_prompt: int, req) -> dict[str, Any]:
+    def _envelope(self, obj: str, prefix: str, choices: list[dict], n_prompt: int, reqs: list) -> dict[str, Any]:
+        completion = sum(len(r.tokens) for r in reqs)
         return {"id": f"{prefix}-{uuid.uuid4().hex[:12]}", "object": obj, "created": int(time.time()),
-                "model": self.name, "choices": [choice], "weight_version": self.engine.weight_version,
-                "usage": {"prompt_tokens": n_prompt, "completion_tokens": len(req.tokens),
-                          "total_tokens": n_prompt + len(req.tokens)}}
+                "model": self.name, "choices": choices, "weight_version": self.engine.weight_version,
+                "usage": {"prompt_tokens": n_prompt, "completion_tokens": completion,
+                          "total_tokens": n_prompt + completion}}
 
     def update_weights(self, body: dict[str, Any]) -> dict[str, Any]:
         version = body.get("weight_version")

@@ -51,6 +51,13 @@ def test_openai_routes(server):
     choice = chat["choices"][0]
     assert choice["message"]["role"] == "assistant"
     assert len(choice["logprobs"]["content"]) == chat["usage"]["completion_tokens"]
+    group = call(f"{server}/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "n": 3,
+                                                   "max_tokens": 4, "logprobs": True})
+    assert [c["index"] for c in group["choices"]] == [0, 1, 2]
+    assert group["usage"]["completion_tokens"] == sum(len(c["logprobs"]["content"]) for c in group["choices"])
+    for body in ({"n": 0}, {"stop": ["\n"]}):  # refused, never silently ignored
+        bad = call(f"{server}/v1/completions", {"prompt": "sort", "max_tokens": 2, **body})
+        assert isinstance(bad, CallFailure) and bad.kind == "http_400"
     bad = call(f"{server}/v1/chat/completions", {"messages": [{"role": "wizard", "content": "x"}]})
     assert isinstance(bad, CallFailure) and bad.kind == "http_400"
     bad = call(f"{server}/generate", {"input_ids": [10**9]})

@@ -30,7 +30,7 @@ def bad_batch(docker_ready, tmp_path_factory):
                "{not json", json.dumps({"instance_id": "tests__nofields-1", "repo": "tests/good"})]
     parser = root / "crash_parser.py"
     parser.write_text("def parse(log):\n    raise RuntimeError('this parser is broken')\n")
-    cfg = {"sandbox": {"test_timeout_s": 6},
+    cfg = {"sandbox": {"test_timeout_s": 20},  # the hang test sleeps far longer; a loaded host still runs pytest
            "validation": {"test_commands": {"tests/fakepass": "python -m pytest -rA -v -p no:cacheprovider; exit 0"},
                           "parsers": {"tests/parsercrash": f"file:{parser}"}}}
     (root / "cfg.yaml").write_text(yaml.safe_dump(cfg))

@@ -10,6 +10,7 @@ import time
 from training.rl.orchestrator import Orchestrator
 from training.rl.orchestrator_config import OrchestratorConfig
 from training.serving.codec import Codec
+from training.serving.http_json import call
 
 
 def test_chat_task_groups_and_abort_on_push(rl_assets, tmp_path):
@@ -37,9 +38,10 @@ def test_chat_task_groups_and_abort_on_push(rl_assets, tmp_path):
         assert traj["reward"] in (0.0, 1.0) and traj["task"] == "search"
 
         # a push with abort_inflight while the next groups generate: aborted, resubmitted, then v1
+        # in the engine, not merely sent: a request still in transit would not be aborted
         slot = orch.registry.healthy("rollout")[0]
-        deadline = time.monotonic() + 30
-        while slot.inflight == 0 and time.monotonic() < deadline:
+        deadline = time.monotonic() + 120
+        while call(f"{slot.endpoint}/health", None)["inflight"] == 0 and time.monotonic() < deadline:
             time.sleep(0.01)
         res = orch.push_weights({"version": 1, "path": str(rl_assets["ckpt2"]), "abort_inflight": True})
         assert res["pushed"] == 1 and not res["failed"]

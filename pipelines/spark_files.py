@@ -6,11 +6,12 @@ its steps is added to the job with ``SparkContext.addFile`` and the handle (in a
 steps; the caller's objects are untouched) is pointed at ``sparkfiles:NAME``, which an
 executor resolves with ``SparkFiles.get``. Names are content-addressed (path, size, mtime),
 so two jobs of one session that both ship a ``dclm.bin`` never collide, and re-shipping an
-unchanged file is free.
+unchanged file is free. Staged copies live until the driver exits.
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import shutil
@@ -63,6 +64,17 @@ def stage_file(path: str, staging: Path | None = None) -> Path:
     return out
 
 
+def _staging(sc) -> Path:
+    """This application's staging directory, removed when the driver exits: Spark may serve
+    an added file to a late executor at any time while the application lives, and a hard
+    link would otherwise keep an 800 MB model alive after its job's output is deleted."""
+    d = Path(tempfile.gettempdir()) / STAGING / sc.applicationId
+    if not d.is_dir():
+        d.mkdir(parents=True)
+        atexit.register(shutil.rmtree, d, True)
+    return d
+
+
 def ship_step_files(steps: list, sc) -> list:
     """Copies of ``steps`` whose file handles point at files shipped with ``sc.addFile``."""
     from pyspark import cloudpickle
@@ -70,7 +82,7 @@ def ship_step_files(steps: list, sc) -> list:
     copies = cloudpickle.loads(cloudpickle.dumps(steps))
     for handle in _handles(copies, set()):
         if handle.path and not handle.path.startswith(SPARK_FILES):
-            staged = stage_file(handle.path)
+            staged = stage_file(handle.path, _staging(sc))
             sc.addFile(str(staged))
             handle.path = SPARK_FILES + staged.name
     return copies

@@ -111,6 +111,24 @@ def test_demo_files_from_curves(full_run, tmp_path):
     assert (tmp_path / "curves.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_demo_summary_is_hand_computed():
+    def stage(name, kind, task, a_vals, b_vals):
+        pts = [{"reward": {"A": a, "B": b}} for a, b in zip(a_vals, b_vals, strict=True)]
+        return {"name": name, "kind": kind, "task": task, "points": pts}
+
+    curves = {"stages": [
+        stage("sft", "sft", "A", [0.0, 0.1], [0.0, 0.1]),
+        stage("rl_A", "rl", "A", [0.1, 0.5, 0.6, 0.7], [0.1, 0.1, 0.1, 0.1]),  # A ends at mean(.5,.6,.7) = .6
+        stage("rl_B", "rl", "B", [0.6, 0.3, 0.2, 0.1], [0.1, 0.6, 0.8, 1.0]),  # A falls to .2, B rises to .8
+        stage("distill", "distill", "A", [0.2, 0.4, 0.5, 0.6], [0.8, 0.7, 0.7, 0.7]),  # A back to .5
+    ]}  # fmt: skip
+    got = summarize(curves)
+    assert got["a_before_rl"] == 0.1 and got["a_after_rl_a"] == pytest.approx(0.6)
+    assert got["a_after_rl_b"] == pytest.approx(0.2) and got["b_after_rl_b"] == pytest.approx(0.8)
+    assert got["a_after_distill"] == pytest.approx(0.5) and got["b_after_distill"] == pytest.approx(0.7)
+    assert got["recovered_fraction"] == pytest.approx(0.75)  # (.5 - .2) / (.6 - .2)
+
+
 def test_cli_dispatcher():
     out = subprocess.run([sys.executable, "-m", "training.rl", "--help"], capture_output=True, text=True, check=True)
     assert "demo" in out.stdout and "stages" in out.stdout

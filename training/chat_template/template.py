@@ -130,7 +130,7 @@ def normalize(messages: Any) -> list[dict[str, Any]]:
         if not isinstance(m, dict):
             raise Reject("bad_message", f"message {i} is not an object")
         role = m.get("role")
-        if role not in ROLE_TOKEN:
+        if not isinstance(role, str) or role not in ROLE_TOKEN:  # an unhashable role is no TypeError
             raise Reject("unknown_role", f"message {i} has role {role!r}")
         where = f"message {i} ({role})"
         if role == "assistant":
@@ -305,6 +305,8 @@ def generation_prompt(messages: Any, tools: Any = None, mode: Mode = "interleave
     """Prompt text for the next assistant message. Thinking after the last user message is
     kept (all of it in preserved mode); in turn mode the last user message's ``thinking``
     flag decides between ``<think>`` and an empty block."""
+    if not isinstance(messages, list):  # rollouts and datasets are untrusted: a reason, not a TypeError
+        raise Reject("no_messages")
     msgs = normalize(messages + [{"role": "assistant", "content": ""}])[:-1]
     last = _last_user(msgs)
     s = _render(msgs, _tools(tools), mode, 0 if mode == "preserved" else last, len(msgs) + 1, len(msgs))

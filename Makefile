@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-$(shell sha256sum pyproject.toml | cut -c1-16)
 MASTER ?=
 PYTEST_ARGS ?=
 
-.PHONY: help setup sysdeps demo quality-eval data-web spark-web data-swe data-swe-envs swe-real data-terminal data-search data-longctx train train-dist gpu-check gpu-vendor sft rl-demo rl-async test bench bench-gpu lint clean distclean
+.PHONY: help setup sysdeps demo quality-eval data-web spark-web data-swe data-swe-envs swe-real data-terminal data-search data-longctx train train-dist gpu-check gpu-vendor sft rl-demo rl-async test fuzz chaos bench bench-gpu lint clean distclean
 
 help:
 	@echo "make demo       install into .venv if needed, run the whole recipe on bounded samples -> out/demo (MASTER=local[2] for Spark)"
@@ -29,6 +29,8 @@ help:
 	@echo "make rl-demo    CPU demo: SFT -> RL on A -> RL on B -> distillation -> out/rl_demo/curves.{json,png}"
 	@echo "make rl-async   asynchronous RL: rollout servers, task services, orchestrator, trainer -> out/rl_async/"
 	@echo "make test       install into .venv if needed, run the test suite"
+	@echo "make fuzz       long fuzzing of every reader/parser -> one reliability table (out/reliability/fuzz.md)"
+	@echo "make chaos      long LLM-fault, hostile-suite and SIGKILL-resume runs -> one table (out/reliability/chaos.md)"
 	@echo "make bench      benchmarks (ratios against named baselines) -> out/bench/*.json + one table"
 	@echo "make bench-gpu  MoE kernels on a CUDA GPU: correctness + timings -> out/bench/kernels_gpu.json"
 	@echo "make lint       ruff"
@@ -167,6 +169,19 @@ rl-async: setup
 # the whole suite, Spark tests included (markers: spark, docker, gpu — gpu skips without CUDA)
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# reliability (tests/reliability): the same properties CI checks with few seeded examples, run long;
+# each prints one table per area: inputs tried, faults injected, records lost, escapes
+fuzz: setup
+	RELIABILITY_LONG=1 RELIABILITY_TABLE=out/reliability/fuzz.json $(PY) -m pytest -q \
+	  tests/reliability/test_fuzz_readers.py tests/reliability/test_fuzz_mining.py \
+	  tests/reliability/test_fuzz_log_parsers.py tests/reliability/test_fuzz_harbor.py \
+	  tests/reliability/test_fuzz_chat.py
+
+chaos: setup
+	RELIABILITY_LONG=1 RELIABILITY_TABLE=out/reliability/chaos.json $(PY) -m pytest -q \
+	  tests/reliability/test_bad_records.py tests/reliability/test_chaos_llm.py \
+	  tests/reliability/test_containment.py tests/reliability/test_kill_resume.py
 
 # every benchmarks/*.py, one at a time (BENCH="minhash,sampler" for some), each writing
 # out/bench/<script>.json; then one table of all; exits 0 whether or not goals hold

@@ -9,7 +9,9 @@ two rollout-server processes, two task services, the trainer process — all rea
 127.0.0.1.
 
 Both runs train the same number of updates on the same number of samples (stale samples are kept
-and importance-corrected, so none are dropped). Baseline: synchronous RL — the orchestrator
+and importance-corrected, so none are dropped), timed from the trainer's start (the orchestrator
+generates nothing before it). Async trains groups in the order they finish, which favours short
+rollouts: the trained tokens of both runs and the per-token ratio are reported too. Baseline: synchronous RL — the orchestrator
 generates one batch on the current weights, the trainer trains on it, then the next batch is
 generated (rollout servers idle while the trainer trains, the trainer idle while the slowest
 rollout finishes). Ours: asynchronous — servers keep generating into the buffer, the trainer
@@ -97,7 +99,11 @@ def main() -> None:
     for mode in ("sync", "async"):
         rows = run(mode, args, init, work / mode)
         last = rows[-1]
+        # async trains groups in the order they finish, so its samples can be shorter on average than
+        # sync's (which trains every group it generated): trained tokens are reported next to samples
+        tokens = sum(r["mean_tokens"] * r["samples"] for r in rows)
         res[mode] = {"wall_s": last["wall_s"], "samples": last["trained_total"], "idle_ratio": last["idle_ratio"],
+                     "tokens": round(tokens),
                      "rewards": [r["reward_by_task"].get("plus", 0.0) for r in rows], "versions_behind": [r["versions_behind_mean"] for r in rows],
                      "mean_tokens": round(sum(r["mean_tokens"] for r in rows) / len(rows), 1)}
         print(f"{mode:5s}: {last['trained_total']} samples in {last['wall_s']:.1f}s  idle ratio {last['idle_ratio']:.2f}"
@@ -108,10 +114,14 @@ def main() -> None:
     ours, base = a["wall_s"] * per / a["samples"], s["wall_s"] * per / s["samples"]
     k = max(1, len(a["rewards"]) // 4)
     early, late = sum(a["rewards"][:k]) / k, sum(a["rewards"][-k:]) / k
+    tok_ours, tok_base = a["wall_s"] * per / a["tokens"], s["wall_s"] * per / s["tokens"]
     print(f"idle ratio: async {a['idle_ratio']:.2f}, sync {s['idle_ratio']:.2f}")
+    print(f"per trained token: async {tok_ours:.2f} s, sync {tok_base:.2f} s per 1000 tokens "
+          f"({tok_base / tok_ours:.2f}x; mean tokens per sample async {a['mean_tokens']}, sync {s['mean_tokens']})")
     print(f"async reward on plus, first {k} updates {early:.3f} -> last {k} updates {late:.3f}")
     inputs = {**vars(args), "tasks": "plus (1-digit shift, reward tracked) + long (shift, digits ~ lognormal), ratio plus_ratio:1", "model": "configs/rl_async_tiny.yaml",
-              "warm_start": "training.rl.stages SFT, 20 steps on plus", "samples": {"async": a["samples"], "sync": s["samples"]}}
+              "warm_start": "training.rl.stages SFT, 20 steps on plus", "samples": {"async": a["samples"], "sync": s["samples"]},
+              "trained_tokens": {"async": a["tokens"], "sync": s["tokens"]}}
     write(__file__,
           Result("rl async vs sync wall time", ours, base, "s / 1000 trained samples", goal=1.5,
                  higher_is_better=False, ours_label="asynchronous (buffer threshold, push every update)",
@@ -120,7 +130,9 @@ def main() -> None:
                         "reward_async": a["rewards"], "reward_sync": s["rewards"],
                         "versions_behind_async": a["versions_behind"]}),
           inputs,
-          [Result("rl async trainer busy ratio", 1 - a["idle_ratio"], 1 - s["idle_ratio"], "share of wall time",
+          [Result("rl async vs sync wall time per trained token", tok_ours, tok_base, "s / 1000 trained tokens",
+                  higher_is_better=False, ours_label="asynchronous", baseline_label="synchronous"),
+           Result("rl async trainer busy ratio", 1 - a["idle_ratio"], 1 - s["idle_ratio"], "share of wall time",
                   ours_label="async trainer", baseline_label="sync trainer"),
            Result("rl async reward late vs early", late, early, "mean reward", ours_label=f"last {k} updates",
                   baseline_label=f"first {k} updates")])  # fmt: skip

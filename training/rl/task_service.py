@@ -24,7 +24,7 @@ from core.cli import user_errors
 from core.errors import ConfigError, UserError
 from training.rl.faults import ServerFaults
 from training.rl.task_backends import RewardUnavailable, build_backend
-from training.serving.http_json import HttpError, call, serve_json
+from training.serving.http_json import HttpError, call, exit_with_parent, serve_json
 
 
 class TaskService:
@@ -129,6 +129,8 @@ def main(
     seed: int = typer.Option(0, help="fault injection seed"),
     port_file: str = typer.Option(None, help="write the bound port here once listening"),
 ) -> None:
+    if key:  # launched by an orchestrator: gone with it
+        exit_with_parent()
     try:
         backend_args = json.loads(args)
     except json.JSONDecodeError as err:

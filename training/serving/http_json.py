@@ -14,7 +14,10 @@ whether to retry, resubmit elsewhere or drop, so failures are values, not except
 from __future__ import annotations
 
 import json
+import os
+import signal
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
@@ -129,3 +132,17 @@ def call(url: str, payload: dict[str, Any] | None = None, timeout_s: float = 30.
         return json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError):
         return CallFailure(url, "garbled", f"not JSON: {raw[:60]!r}")
+
+
+def exit_with_parent(poll_s: float = 1.0) -> None:
+    """A managed server must not outlive the orchestrator that launched it: an orchestrator killed
+    with SIGKILL cannot stop its children (they run in their own sessions), so each one watches
+    for being re-parented and then sends itself SIGTERM (its normal, unwinding shutdown)."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, daemon=True, name="parent-watch").start()

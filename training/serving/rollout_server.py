@@ -40,7 +40,7 @@ from training.model_config import ModelConfig
 from training.rl.sampler import SamplingParams
 from training.serving.codec import Codec
 from training.serving.engine import Engine, read_weights
-from training.serving.http_json import HttpError, call, serve_json
+from training.serving.http_json import HttpError, call, exit_with_parent, serve_json
 
 
 def load_served_model(checkpoint: str | Path) -> tuple[GLMModel, int, dict[str, Any]]:
@@ -202,6 +202,8 @@ def main(
 ) -> None:
     from training.rl.faults import ServerFaults
 
+    if key:  # launched by an orchestrator: gone with it
+        exit_with_parent()
     if threads:
         torch.set_num_threads(threads)
     model, version, _ = load_served_model(checkpoint)

@@ -105,3 +105,37 @@ def test_orchestrator_takes_an_rl_config_as_is(tmp_path):
     assert ckpt.parent == tmp_path / "checkpoints" and (ckpt / "model.safetensors").is_file()
     assert json.loads((ckpt / "trainer.json").read_text())["weight_version"] == 0
     assert Path(cfg.tokenizer) == tmp_path / "tokenizer.json" and [t.name for t in cfg.tasks] == ["copy", "lookup"]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state != "Z"  # a zombie waiting for whoever adopted it has exited
+
+
+def test_managed_servers_exit_when_the_orchestrator_is_killed(tmp_path):
+    """An orchestrator killed with SIGKILL cannot stop its children: they notice and exit."""
+    import os
+
+    tok = tmp_path / "tokenizer.json"
+    toy_tokenizer().save(str(tok))
+    cfg = {"tokenizer": str(tok), "rollout": {"replicas": 0}, "heartbeat": {"interval_s": 0.2, "timeout_s": 10},
+           "tasks": [{"name": "copy", "kind": "toy", "args": {"kind": "copy", "digits": 2}}]}
+    (tmp_path / "orch.yaml").write_text(yaml.safe_dump(cfg))
+    orch = subprocess.Popen([sys.executable, "-m", "training.rl", "orchestrator", "--config", str(tmp_path / "orch.yaml"),
+                             "--out", str(tmp_path / "out"), "--port-file", str(tmp_path / "orch.port")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    pid = None
+    try:
+        url = f"http://127.0.0.1:{wait_port_file(orch, tmp_path / 'orch.port')}"
+        pid = _wait(lambda: next((s["pid"] for s in _status(url)["servers"] if s["state"] == "healthy"), None),
+                    timeout_s=120, what="a healthy managed task service")
+        orch.kill()
+        orch.wait(timeout=30)
+        _wait(lambda: not _alive(pid), timeout_s=60, what="the orphaned task service to exit")
+    finally:
+        stop(orch)
+        if pid and _alive(pid):
+            os.kill(pid, signal.SIGKILL)

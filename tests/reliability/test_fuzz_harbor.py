@@ -110,3 +110,15 @@ def test_task_yaml_converts_or_is_refused_with_a_reason(task):
             return
         terminal.load_task(out)
     LEDGER.add("Harbor task.toml/task.yaml", tried=1)
+
+
+def test_task_yaml_with_an_escaped_lone_surrogate_is_refused(tmp_path):
+    """Found by the long fuzz run: YAML's "\\uD800" escape made the converter crash writing task.toml."""
+    src = tmp_path / "src"
+    shutil.copytree(TB_TASKS[0], src, symlinks=True)
+    meta = yaml.safe_load((src / "task.yaml").read_text())
+    meta["author_name"] = {"\ud800": False}
+    (src / "task.yaml").write_text(yaml.safe_dump(meta, allow_unicode=False))
+    with pytest.raises(terminal.TaskFormatError, match="lone surrogate"):
+        convert.convert_task(src, tmp_path / "out")
+    assert not (tmp_path / "out").exists()

@@ -175,7 +175,8 @@ class Orchestrator(TrainerProtocol):
                 if not prompt_ids:
                     raise ValueError("empty prompt_ids")
             else:
-                prompt_ids = self.codec.chat_prompt(inst["messages"], thinking=self.cfg.thinking)
+                prompt_ids = self.codec.chat_prompt(inst["messages"], thinking=self.cfg.thinking,
+                                                    tools=inst.get("tools") or None)
             s = self.cfg.sampling
             stops = inst.get("stop_token_ids", self.codec.stop_ids)
             sampling = {"temperature": s.temperature, "top_p": s.top_p, "stop_token_ids": [int(t) for t in stops],

@@ -130,7 +130,8 @@ class RolloutServer:
 
     def chat(self, body: dict[str, Any]) -> dict[str, Any]:
         try:
-            ids = self.codec.chat_prompt(body.get("messages"), thinking=bool(body.get("thinking", False)))
+            ids = self.codec.chat_prompt(body.get("messages"), thinking=bool(body.get("thinking", False)),
+                                         tools=body.get("tools") or None)
         except UserError as err:
             raise HttpError(400, str(err)) from None
         choices = []

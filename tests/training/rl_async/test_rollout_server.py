@@ -51,6 +51,11 @@ def test_openai_routes(server):
     choice = chat["choices"][0]
     assert choice["message"]["role"] == "assistant"
     assert len(choice["logprobs"]["content"]) == chat["usage"]["completion_tokens"]
+    tool = {"type": "function", "function": {"name": "bash", "description": "run a command",
+                                             "parameters": {"type": "object", "properties": {"command": {"type": "string"}}}}}
+    with_tools = call(f"{server}/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}],
+                                                        "tools": [tool], "max_tokens": 1})
+    assert with_tools["usage"]["prompt_tokens"] > chat["usage"]["prompt_tokens"] + 10  # the tools are in the prompt
     group = call(f"{server}/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "n": 3,
                                                    "max_tokens": 4, "logprobs": True})
     assert [c["index"] for c in group["choices"]] == [0, 1, 2]

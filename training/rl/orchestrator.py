@@ -235,9 +235,12 @@ class Orchestrator(TrainerProtocol):
         if budget["max_tokens"] <= 0:  # the episode used its whole token budget
             traj.stage = "grade"
             return self._grade(traj)
+        # a server that does not tag its tokens (SGLang, vLLM) sampled with the weights it last
+        # accepted, not with the latest version pushed: a failed push must not relabel its samples
+        served = int(slot.info.get("weight_version", 0))
         res = rollout_client.generate(slot.endpoint, self.cfg.rollout.backend, g.prompt_ids + traj.output_ids,
                                       budget, f"{traj.id}.{traj.attempts}.{epoch}", self.cfg.request_timeout_s,
-                                      self.weight_version, self.cfg.rollout.model)
+                                      served, self.cfg.rollout.model)
         self.registry.release(slot)
         if not self._current(traj, epoch):
             return

@@ -89,6 +89,8 @@ class TrainerProtocol:
         def push(s) -> None:
             results[s.key] = rollout_client.update_weights(s.endpoint, self.cfg.rollout.backend, path, version,
                                                            abort_inflight)
+            if not isinstance(results[s.key], CallFailure):
+                s.info["weight_version"] = version  # what its untagged samples are labelled with
 
         threads = [threading.Thread(target=push, args=(s,)) for s in slots]
         for th in threads:

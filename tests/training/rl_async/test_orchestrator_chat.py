@@ -85,3 +85,45 @@ def test_sync_mode_generates_on_demand_on_current_weights(tmp_path):
     finally:
         summary = orch.shutdown()
     assert summary["ledger"]["open"] == 0
+
+
+def test_failed_push_does_not_relabel_an_untagged_servers_samples(tmp_path):
+    """An SGLang-style server (no per-token versions in its replies) whose weight update fails
+    keeps sampling with its old weights: its trajectories stay labelled with the old version, so
+    the staleness bound sees them as they are. SGLang cannot run here: a small stand-in server
+    on 127.0.0.1 speaks its /generate shape and refuses /update_weights_from_disk."""
+    from training.rl.task_backends import toy_tokenizer
+    from training.rl.task_service import TaskService
+    from training.serving.http_json import HttpError, serve_json
+
+    def refuse(body):
+        raise HttpError(500, "weights not loaded")
+
+    sglang = serve_json({"GET /health": lambda b: {"status": "ok"}, "POST /update_weights_from_disk": refuse,
+                         "POST /generate": lambda b: {"output_ids": [5, 6], "meta_info": {
+                             "finish_reason": {"type": "stop"}, "output_token_logprobs": [[-1.0, 5, None],
+                                                                                          [-1.0, 6, None]]}}})
+    svc = TaskService("toy", "copy", {"kind": "copy", "digits": 2})
+    svc.load()
+    tasks = serve_json(svc.routes())
+    tok = tmp_path / "tokenizer.json"
+    toy_tokenizer().save(str(tok))
+    cfg = OrchestratorConfig.model_validate({
+        "tokenizer": str(tok), "group_size": 2, "max_ahead_groups": 1, "workers": 2,
+        "rollout": {"backend": "sglang", "replicas": 0, "endpoints": [f"http://127.0.0.1:{sglang.server_address[1]}"]},
+        "heartbeat": {"interval_s": 0.1, "timeout_s": 10},
+        "tasks": [{"name": "copy", "replicas": 0, "endpoints": [f"http://127.0.0.1:{tasks.server_address[1]}"]}]})
+    orch = Orchestrator(cfg, tmp_path / "out", Codec.load(tok), log=lambda m: None)
+    orch.start()
+    try:
+        assert orch.wait_ready(60)
+        res = orch.push_weights({"version": 1, "path": str(tmp_path / "nowhere")})
+        assert res["pushed"] == 0 and len(res["failed"]) == 1 and orch.weight_version == 1
+        orch.take_batch(1, 60)  # a group possibly started before the push
+        trajs = [t for g in orch.take_batch(1, 60)["groups"] for t in g["trajectories"]]
+        assert trajs and all(t["weight_version"] == 0 and set(t["token_versions"]) == {0} for t in trajs)
+    finally:
+        orch.shutdown()
+        for srv in (sglang, tasks):
+            srv.shutdown()
+            srv.server_close()

@@ -26,6 +26,7 @@ import yaml
 from pydantic import ValidationError
 
 from core.config import format_validation_error
+from core.records import find_lone_surrogate
 from swe_envs.terminal.task import TaskConfig, TaskFormatError, load_task
 
 SUPPORTED_PARSERS = ("pytest",)
@@ -116,6 +117,9 @@ def convert_task(src: str | Path, dest: str | Path, overwrite: bool = False) -> 
         raise TaskFormatError(f"{ty}: invalid YAML: {err}") from None
     if not isinstance(meta, dict):
         raise TaskFormatError(f"{ty}: top level must be a mapping")
+    bad_char = find_lone_surrogate(meta)
+    if bad_char:  # YAML's "\uD800" escape: a str no UTF-8 file (task.toml) can hold
+        raise TaskFormatError(f"{ty}: {bad_char} is a lone surrogate")
     instruction = meta.pop("instruction", None)
     if not isinstance(instruction, str) or not instruction.strip():
         raise TaskFormatError(f"{ty}: instruction is missing or empty")

@@ -249,7 +249,9 @@ class Environment:
         """Tell package tools there is no network, so they use what the image provisions."""
         if not self.offline:
             return {}
-        return {"UV_OFFLINE": "1", "PIP_NO_INDEX": "1", "CARGO_NET_OFFLINE": "true", "GOPROXY": "off",
+        # pip and uv find what the substitute's wheelhouse provisions (pytest and its dependencies)
+        return {"UV_OFFLINE": "1", "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": "/opt/provision/wheels",
+                "CARGO_NET_OFFLINE": "true", "GOPROXY": "off",
                 "GOFLAGS": "-mod=mod", "npm_config_offline": "true"}
 
     def exec(self, command: str, timeout_s: float, env: dict[str, str] | None = None, user: str | None = None,

@@ -18,22 +18,25 @@ PATTERNS = [
     ("nodesource setup script", r"nodesource\.com/setup_", True),
     ("Ubuntu PPA (add-apt-repository)", r"add-apt-repository\s+ppa:", True),
     ("npm install -g at build time", r"npm install -g", True),
+    # the project's own dependencies, installed by run-tests.sh: needs a warmed npm cache (not done)
+    ("npm install of the project's dependencies at test time", r"^\s*npm (?:install|ci)\s*$", False),
     ("pip install at build time", r"pip3? install", True),
     ("apt-get at test time", r"apt-get (?:update|install)", True),
 ]
 
 
 def task_needs(task: HarborTask) -> list[dict]:
+    dockerfile = task.dockerfile.read_text(encoding="utf-8", errors="replace") if task.dockerfile else ""
     texts = []
-    if task.dockerfile:
-        texts.append(task.dockerfile.read_text(encoding="utf-8", errors="replace"))
     for step in task.steps:
         for d in (step.tests_dir, step.solution_dir):
             for p in sorted(d.glob("*.sh")) if d else []:
                 texts.append(p.read_text(encoding="utf-8", errors="replace"))
-    blob = "\n".join(texts)
-    out = [{"need": f"image {ref}", "offline": True} for ref in (from_images(texts[0]) if task.dockerfile else [])]
-    out += [{"need": name, "offline": ok} for name, pat, ok in PATTERNS if re.search(pat, blob)]
+    scripts = "\n".join(texts)
+    blob = dockerfile + "\n" + scripts
+    out = [{"need": f"image {ref}", "offline": True} for ref in from_images(dockerfile)]
+    out += [{"need": name, "offline": ok} for name, pat, ok in PATTERNS
+            if re.search(pat, scripts if name.endswith("at test time") else blob, re.MULTILINE)]
     env = task.environment_dir
     wrapper = env.rglob("gradle-wrapper.properties")
     if any("distributionUrl" in p.read_text(errors="replace") for p in wrapper):

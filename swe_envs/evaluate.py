@@ -47,9 +47,12 @@ def read_predictions(spec: str, instances: dict[str, dict[str, Any]]) -> tuple[d
     text = path.read_text(encoding="utf-8", errors="replace")
     rows: list[Any] = []
     problems: list[dict] = []
-    try:  # a JSON list or an object keyed by id (SWE-bench accepts both) ...
+    try:  # a JSON list, an object keyed by id (SWE-bench accepts both) or one prediction ...
         data = json.loads(text)
-        rows = data if isinstance(data, list) else list(data.values()) if isinstance(data, dict) else [data]
+        if isinstance(data, dict) and "instance_id" not in data:
+            rows = list(data.values())
+        else:  # a one-line JSONL file parses as one prediction object, not as a map of ids
+            rows = data if isinstance(data, list) else [data]
     except json.JSONDecodeError:  # ... else JSONL
         for n, line in enumerate(text.splitlines(), 1):
             if not line.strip():

@@ -28,6 +28,10 @@ def test_predictions_in_every_swebench_shape(tmp_path):
     assert list(read_predictions(str(tmp_path / "d.json"), INSTANCES)[0]) == ["a"]
     preds, problems = read_predictions(str(tmp_path / "p.jsonl"), INSTANCES)
     assert [p["reason"].split(":")[0] for p in problems] == ["malformed prediction line", "duplicate prediction"]
+    # a one-line JSONL file is one prediction, not a map of ids to its three fields
+    (tmp_path / "one.jsonl").write_text(json.dumps(rows[0]) + "\n")
+    preds, problems = read_predictions(str(tmp_path / "one.jsonl"), INSTANCES)
+    assert list(preds) == ["a"] and problems == []
     with pytest.raises(InputError, match="predictions file not found"):
         read_predictions(str(tmp_path / "nope.jsonl"), INSTANCES)
 

@@ -13,7 +13,7 @@ import pytest
 
 from swe_envs.config import SandboxConfig, SweEnvsConfig
 from swe_envs.images import Images
-from swe_envs.sandbox import LABEL, Sandbox
+from swe_envs.sandbox import LABEL, Sandbox, owner
 from tests.swe_envs.envs.bad_repos import HANG
 from tests.swe_envs.envs.conftest import ROOT, write_jsonl
 from tests.swe_envs.envs.lang_repos import make_repo
@@ -75,7 +75,8 @@ def test_timeout_kills_and_container_is_removed(docker_ready, python_toolchain):
     res = sb.run(python_toolchain, "sleep 600", [], runs=1, timeout_s=3)
     assert time.monotonic() - t0 < 60
     assert res.runs[0].timed_out and res.runs[0].rc == 124
-    assert docker_ready.containers.list(all=True, filters={"label": LABEL}) == []
+    # this process's containers only: other runs on a shared engine carry the same label
+    assert docker_ready.containers.list(all=True, filters={"label": f"{LABEL}={owner()}"}) == []
 
 
 def test_sigterm_mid_run_removes_container(docker_ready, tmp_path):

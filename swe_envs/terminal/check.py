@@ -116,8 +116,13 @@ def check_tasks(tasks: Path, out: Path, cfg: TerminalConfig, workers: int = 1, l
                 fh.write(json.dumps(details[name]) + "\n")
             log(f"[{len(rows)}/{len(paths)}] {'ok ' if row['ok'] else 'BAD'} {name} {row['reason'][:160]}")
 
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
         list(pool.map(one, paths))
+    except KeyboardInterrupt:  # Ctrl-C / SIGTERM: drop the queued tasks, let running ones clean up
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
     summary = summarize(rows, details)
     atomic_write_text(out / "summary.json", json.dumps(summary, indent=1))
     return summary

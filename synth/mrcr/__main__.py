@@ -115,7 +115,7 @@ def oracle_cmd(
     out: Path = typer.Option(..., help="responses JSONL to write (the true answers)"),
 ) -> None:
     """Write the true answers as responses (a grader check: they score 1.0)."""
-    from synth.mrcr.grade import read_jsonl
+    from core.io import read_jsonl
 
     rows = read_jsonl(samples, "samples")
     with open(out, "w", encoding="utf-8") as fh:

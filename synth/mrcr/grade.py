@@ -4,11 +4,11 @@ removed from both."""
 
 from __future__ import annotations
 
-import json
 from difflib import SequenceMatcher
 from pathlib import Path
 
 from core.errors import InputError
+from core.io import read_jsonl
 
 
 def grade(response: str, answer: str, random_string_to_prepend: str) -> float:
@@ -17,25 +17,6 @@ def grade(response: str, answer: str, random_string_to_prepend: str) -> float:
     response = response.removeprefix(random_string_to_prepend)
     answer = answer.removeprefix(random_string_to_prepend)
     return float(SequenceMatcher(None, response, answer).ratio())
-
-
-def read_jsonl(path: str | Path, what: str) -> list[dict]:
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{what} file not found: {path}")
-    rows = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise InputError(f"{path}:{n}: invalid JSON ({err.msg})") from None
-            if not isinstance(row, dict):
-                raise InputError(f"{path}:{n}: expected a JSON object")
-            rows.append(row)
-    return rows
 
 
 def grade_files(samples_path: str | Path, responses_path: str | Path) -> list[tuple[dict, float]]:

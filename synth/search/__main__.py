@@ -80,9 +80,9 @@ def solve(
     depth: int = typer.Option(10, min=1, help="BM25 results the solver looks at"),
 ) -> None:
     """Answer every task with the BM25 tool solver (a retrieval baseline for `grade`)."""
+    from core.io import read_jsonl
     from synth.search.bm25 import BM25
     from synth.search.corpus import load_corpus
-    from synth.search.grade import read_jsonl
     from synth.search.solvers import tool_solve
 
     docs = load_corpus(corpus)

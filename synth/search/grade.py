@@ -7,11 +7,11 @@ every page title must not pass).
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 from core.errors import InputError
+from core.io import read_jsonl
 
 _ANSWER_LINE = re.compile(r"(?im)^\s*(?:final\s+)?answer\s*[:：]\s*(.+?)\s*$")
 
@@ -30,24 +30,6 @@ def score(response: str, answers: list[str]) -> float:
 
 def answers_of(task: dict) -> list[str]:
     return [task["answer"], *task.get("aliases", [])]
-
-
-def read_jsonl(path: Path, what: str) -> list[dict]:
-    if not Path(path).is_file():
-        raise InputError(f"{what} file not found: {path}")
-    rows = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise InputError(f"{path}:{n}: invalid JSON ({err.msg})") from None
-            if not isinstance(row, dict):
-                raise InputError(f"{path}:{n}: expected a JSON object")
-            rows.append(row)
-    return rows
 
 
 def grade_files(tasks_path: Path, responses_path: Path) -> list[tuple[dict, float]]:

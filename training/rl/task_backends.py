@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import ConfigError, InputError
+from core.io import read_jsonl
 
 
 class RewardUnavailable(RuntimeError):
@@ -48,12 +49,9 @@ def _last_text(messages: list[dict]) -> str:
 
 
 def _read_jsonl(path: str | Path, what: str) -> list[dict]:
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(f"{what} not found: {p}")
-    rows = [json.loads(line) for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = read_jsonl(path, what)
     if not rows:
-        raise InputError(f"{what} is empty: {p}")
+        raise InputError(f"{what} is empty: {path}")
     return rows
 
 

@@ -39,16 +39,21 @@ def test_chat_task_groups_and_abort_on_push(rl_assets, tmp_path):
 
         # a push with abort_inflight while the next groups generate: aborted, resubmitted, then v1
         # in the engine, not merely sent: a request still in transit would not be aborted
+        # (on an idle machine a 48-token request can finish between the health poll and the push:
+        # push again, with the next version, until one push lands on a request in flight)
         slot = orch.registry.healthy("rollout")[0]
-        deadline = time.monotonic() + 120
-        while call(f"{slot.endpoint}/health", None)["inflight"] == 0 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        res = orch.push_weights({"version": 1, "path": str(rl_assets["ckpt2"]), "abort_inflight": True})
-        assert res["pushed"] == 1 and not res["failed"]
-        later = orch.take_batch(2, 120)
+        version = 0
+        while orch.counters["aborted_resubmitted"] == 0 and version < 8:
+            version += 1
+            deadline = time.monotonic() + 120
+            while call(f"{slot.endpoint}/health", None)["inflight"] == 0 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            res = orch.push_weights({"version": version, "path": str(rl_assets["ckpt2"]), "abort_inflight": True})
+            assert res["pushed"] == 1 and not res["failed"]
+            later = orch.take_batch(2, 120)
         assert orch.counters["aborted_resubmitted"] >= 1
         fresh = [t for g in later["groups"] for t in g["trajectories"]]
-        assert fresh and all(set(t["token_versions"]) == {1} for t in fresh[-2:])
+        assert fresh and all(set(t["token_versions"]) == {version} for t in fresh[-2:])
     finally:
         summary = orch.shutdown()
     assert summary["ledger"]["open"] == 0

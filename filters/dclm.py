@@ -115,19 +115,39 @@ def precision_recall(predicted: list[bool], actual: list[bool]) -> tuple[float, 
     return precision, recall, f1
 
 
-def train_supervised(path: str, args: FastTextArgs):
-    """fastText supervised training; on its "Encountered NaN" divergence (small data and high
-    learning rates) retry with half the learning rate, up to three times."""
-    import fasttext
+# fastText's trainer reads memory an earlier training in the same process left behind: the
+# fourth of four identical trainings in one process gives a different model, and now and then
+# a NaN ("Encountered NaN."), whatever the learning rate. A fresh interpreter per training is
+# reproducible, so training runs in a child process that saves the model.
+_TRAIN_IN_CHILD = (
+    "import json, sys\n"
+    "import fasttext\n"
+    "try:\n"
+    "    model = fasttext.train_supervised(input=sys.argv[1], verbose=0, **json.loads(sys.argv[2]))\n"
+    "except RuntimeError as err:\n"
+    "    sys.exit(f'fastText: {err}')\n"
+    "model.save_model(sys.argv[3])\n"
+)
+
+
+def train_supervised(path: str, args: FastTextArgs, out: str | Path):
+    """fastText supervised training of ``path`` into ``out`` (in a child process, see above);
+    returns the loaded model. On divergence (NaN: small data and high learning rates) retry
+    with half the learning rate, up to three times."""
+    import subprocess
+    import sys
 
     params = args.model_dump()
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
     for _ in range(4):
-        try:
-            return fasttext.train_supervised(input=path, verbose=0, **params)
-        except RuntimeError as err:
-            if "NaN" not in str(err):
-                raise
-            params["lr"] /= 2
+        proc = subprocess.run([sys.executable, "-c", _TRAIN_IN_CHILD, str(path), json.dumps(params), str(out)],
+                              capture_output=True, text=True)
+        if proc.returncode == 0:
+            return load_model(out)
+        err = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}"
+        if "NaN" not in err:
+            raise InputError(f"fastText training of {path} failed: {err}")
+        params["lr"] /= 2
     raise InputError(f"fastText diverged (NaN) even at lr={params['lr'] * 2}; check the training data")
 
 
@@ -147,11 +167,9 @@ def train_classifier(pos: list[str], neg: list[str], out: str | Path, args: Fast
             fh.write(f"{lab} {text}\n")
         train_path = fh.name
     try:
-        model = train_supervised(train_path, args)
+        model = train_supervised(train_path, args, out)
     finally:
         Path(train_path).unlink(missing_ok=True)
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    model.save_model(str(out))
     if not valid:
         return EvalReport(float("nan"), float("nan"), float("nan"), 0, len(train))
     predicted = [positive_probability(model, t, labels[0]) >= 0.5 for _, t in valid]

@@ -84,11 +84,9 @@ def train_distilled(texts: list[str], scores: list[float], out: str | Path, thre
         path = fh.name
     try:
         # a few dozen LLM-scored documents: fastText needs many passes at a high rate to fit them
-        model = train_supervised(path, args or FastTextArgs(epoch=25, lr=0.5))
+        model = train_supervised(path, args or FastTextArgs(epoch=25, lr=0.5), out)
     finally:
         Path(path).unlink(missing_ok=True)
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    model.save_model(str(out))
     pred = [expected_score(model, t) for t, _ in valid]
     true = [s for _, s in valid]
     same = sum((p >= threshold) == (t >= threshold) for p, t in zip(pred, true, strict=True)) / len(valid)

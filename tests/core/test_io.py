@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from core.errors import InputError
-from core.io import read_jsonl
+from core.io import iter_jsonl, read_jsonl, write_jsonl_atomic
 
 
 def test_objects_in_order_and_blank_lines_skipped(tmp_path):
@@ -28,3 +28,20 @@ def test_bad_line_names_file_and_line(tmp_path, text, message):
 def test_missing_file_names_what_it_is(tmp_path):
     with pytest.raises(InputError, match="responses file not found"):
         read_jsonl(tmp_path / "nope.jsonl", "responses")
+
+
+def test_iter_jsonl_streams_and_fails_at_the_bad_line(tmp_path):
+    p = tmp_path / "a.jsonl"
+    p.write_text('{"a": 1}\n{"a": 2}\nnot json\n', encoding="utf-8")
+    rows = iter_jsonl(p, "events")
+    assert next(rows) == {"a": 1} and next(rows) == {"a": 2}  # read before the bad line
+    with pytest.raises(InputError, match=r"a\.jsonl:3: invalid JSON"):
+        next(rows)
+
+
+def test_write_jsonl_atomic_round_trips_and_leaves_no_temporary(tmp_path):
+    p = tmp_path / "sub" / "out.jsonl"
+    rows = [{"a": 1, "t": "é"}, {"b": [1, 2]}]
+    assert write_jsonl_atomic(p, rows) == 2
+    assert read_jsonl(p, "rows") == rows
+    assert [x.name for x in p.parent.iterdir()] == ["out.jsonl"]

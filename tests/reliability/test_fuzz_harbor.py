@@ -1,5 +1,5 @@
 """Fuzzing Harbor ``task.toml`` parsing and the Terminal-Bench ``task.yaml`` converter with real
-task files (data/harbor-seeds, data/terminal-seeds) mutated: fields replaced by arbitrary values,
+task files (the shared Terminal-Bench seeds, and their Harbor conversions) mutated: fields replaced by arbitrary values,
 deleted, lines cut or garbled. A task is untrusted input (LLM-written, downloaded): it loads, or
 it is refused with a TaskFormatError naming the problem — never another exception."""
 
@@ -22,11 +22,27 @@ terminal = pytest.importorskip("swe_envs.terminal.task")
 convert = pytest.importorskip("swe_envs.terminal.convert")
 
 ROOT = Path(__file__).resolve().parents[2]
-TOMLS = [p.read_text() for p in sorted((ROOT / "data" / "harbor-seeds").rglob("task.toml"))[:20]]
-TB_TASKS = sorted(p.parent for p in (ROOT / "data" / "terminal-seeds").rglob("task.yaml"))[:10]
-if not TOMLS or not TB_TASKS:  # the seeds are fetched by the terminal suite's own fixtures
-    pytest.skip("no Harbor / Terminal-Bench seed tasks under data/ (run tests/swe_envs/terminal first)",
-                allow_module_level=True)
+
+
+def _seed_tasks() -> tuple[list[str], list[Path]]:
+    """The shared Terminal-Bench seeds (extracted once under data/terminal-seeds) and the Harbor
+    task.toml of the first 20, converted by our converter into a scratch dir."""
+    from tests.swe_envs.terminal.conftest import SEEDS, extract_seeds
+
+    if not any(SEEDS.glob("*.tgz")):
+        return [], []
+    tb = sorted(p.parent for p in extract_seeds(ROOT / "data" / "terminal-seeds").rglob("task.yaml"))
+    harbor = Path(tempfile.mkdtemp(prefix="harbor-seeds-"))
+    tomls = []
+    for src in tb[:20]:
+        tomls.append((convert.convert_task(src, harbor / src.name) / "task.toml").read_text())
+    shutil.rmtree(harbor)
+    return tomls, tb[:10]
+
+
+TOMLS, TB_TASKS = _seed_tasks()
+if not TOMLS or not TB_TASKS:
+    pytest.skip("the shared Terminal-Bench seed archives are absent (set TERMINAL_SEEDS)", allow_module_level=True)
 
 
 def _garble(text: str, draw) -> str:

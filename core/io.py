@@ -3,14 +3,15 @@
 Reading: a missing file, an invalid line or a line that is not an object is one ``InputError``
 naming the file and line number (the CLI prints it as one line); blank lines are skipped.
 ``iter_jsonl`` streams (corpora, event dumps), ``read_jsonl`` loads a small file whole.
-Writing: ``write_jsonl_atomic`` writes beside the target and renames, so a reader (or a
-resumed job) never sees half a file.
+Writing: ``atomic_write_text`` and ``write_jsonl_atomic`` write beside the target and rename,
+so a reader (or a resumed job) sees the old file or the new one, never half a file.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -40,12 +41,25 @@ def read_jsonl(path: str | Path, what: str) -> list[dict]:
     return list(iter_jsonl(path, what))
 
 
+def _temporary(path: Path) -> Path:
+    """A temp name beside ``path`` carrying process and thread, so concurrent writers never
+    share one (the rename is atomic only within one filesystem, hence beside the target)."""
+    return path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to a temp name, then rename it to ``path``."""
+    tmp = _temporary(path)
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
 def write_jsonl_atomic(path: str | Path, rows: Iterable[dict]) -> int:
     """Write ``rows`` as JSON Lines to ``path`` through a temporary file and a rename; returns
     the number of rows."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp = _temporary(path)
     n = 0
     with open(tmp, "w", encoding="utf-8") as fh:
         for row in rows:

@@ -35,7 +35,7 @@ from pydantic import Field
 
 from core.config import StrictModel
 from core.errors import UserError
-from core.shards import atomic_write_text
+from core.io import atomic_write_text
 
 RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 

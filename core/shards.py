@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,6 +27,7 @@ from pydantic import Field, ValidationError
 
 from core.config import StrictModel, format_validation_error
 from core.errors import ShardError
+from core.io import atomic_write_text
 
 MANIFEST = "manifest.json"
 FORMAT = "glm5-recipe.shards/v1"
@@ -93,14 +93,6 @@ def sha256_file(path: str | Path, chunk: int = 1 << 22) -> str:
         while block := f.read(chunk):
             h.update(block)
     return h.hexdigest()
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write to a temp name, then rename: readers see the old file or the new one, never a torn one.
-    The temp name carries process and thread, so concurrent writers never share one."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 class ShardWriter:

@@ -16,7 +16,8 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from core.config import StrictModel
 from core.errors import ConfigError
-from core.shards import TokenizerInfo, atomic_write_text
+from core.io import atomic_write_text
+from core.shards import TokenizerInfo
 
 DEFAULT_EOS = "<|endoftext|>"
 

@@ -29,7 +29,7 @@ import duckdb
 from datatrove.pipeline.base import PipelineStep
 
 from core.errors import UserError
-from core.shards import atomic_write_text
+from core.io import atomic_write_text
 from pipelines.chain import StageCounts, StepChain, check_balanced, describe_step
 from pipelines.readers import InputFile, InputSpec, ReadLimits
 

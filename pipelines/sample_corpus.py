@@ -25,7 +25,7 @@ from pathlib import Path
 
 from core.config import StrictModel
 from core.errors import UserError
-from core.shards import atomic_write_text
+from core.io import atomic_write_text
 from pipelines.readers import InputSpec
 
 PACKAGES = {

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import InputError
-from core.shards import atomic_write_text
+from core.io import atomic_write_text
 from swe_envs.config import SweEnvsConfig
 from swe_envs.parsers import PASSED, parse_log
 from swe_envs.repos import find_repo, git

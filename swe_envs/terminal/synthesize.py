@@ -25,8 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.io import atomic_write_text
 from core.llm import LLMClient, LLMError
-from core.shards import atomic_write_text
 from swe_envs.images import slug
 from swe_envs.terminal.config import SynthConfig
 from swe_envs.terminal.rubric import judge, static_problems

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.shards import atomic_write_text
+from core.io import atomic_write_text
 from swe_envs.images import slug
 from swe_envs.terminal.config import TerminalConfig
 from swe_envs.terminal.convert import convert_task, is_tb_task

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from core.errors import InputError
-from core.io import iter_jsonl, read_jsonl, write_jsonl_atomic
+from core.io import atomic_write_text, iter_jsonl, read_jsonl, write_jsonl_atomic
 
 
 def test_objects_in_order_and_blank_lines_skipped(tmp_path):
@@ -45,3 +45,11 @@ def test_write_jsonl_atomic_round_trips_and_leaves_no_temporary(tmp_path):
     assert write_jsonl_atomic(p, rows) == 2
     assert read_jsonl(p, "rows") == rows
     assert [x.name for x in p.parent.iterdir()] == ["out.jsonl"]
+
+
+def test_atomic_write_text_replaces_whole_file_and_leaves_no_temporary(tmp_path):
+    p = tmp_path / "state.json"
+    p.write_text("old and longer than the new text", encoding="utf-8")
+    atomic_write_text(p, "new é")
+    assert p.read_text(encoding="utf-8") == "new é"
+    assert [x.name for x in tmp_path.iterdir()] == ["state.json"]

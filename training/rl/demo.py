@@ -17,7 +17,7 @@ from typing import Any
 import typer
 
 from core.cli import user_errors
-from core.shards import atomic_write_text
+from core.io import atomic_write_text
 from training.rl.stages import Pipeline, curves_of, load_pipeline_config
 
 

@@ -2,7 +2,8 @@
 
 Reading: a missing file, an invalid line or a line that is not an object is one ``InputError``
 naming the file and line number (the CLI prints it as one line); blank lines are skipped.
-``iter_jsonl`` streams (corpora, event dumps), ``read_jsonl`` loads a small file whole.
+``iter_jsonl`` streams (corpora, event dumps), ``numbered_jsonl`` also gives each object's line
+number (for a caller's own field checks), ``read_jsonl`` loads a small file whole.
 Writing: ``atomic_write_text`` and ``write_jsonl_atomic`` write beside the target and rename,
 so a reader (or a resumed job) sees the old file or the new one, never half a file.
 """
@@ -18,8 +19,9 @@ from pathlib import Path
 from core.errors import InputError
 
 
-def iter_jsonl(path: str | Path, what: str) -> Iterator[dict]:
-    """Every object in ``path`` in order, one at a time; ``what`` names the file in errors."""
+def numbered_jsonl(path: str | Path, what: str) -> Iterator[tuple[int, dict]]:
+    """(line number, object) for every object in ``path`` in order, one at a time; ``what`` names
+    the file in errors. The line number lets a caller that checks fields say where one is wrong."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{what} file not found: {path}")
@@ -33,7 +35,13 @@ def iter_jsonl(path: str | Path, what: str) -> Iterator[dict]:
                 raise InputError(f"{path}:{n}: invalid JSON ({err.msg})") from None
             if not isinstance(row, dict):
                 raise InputError(f"{path}:{n}: expected a JSON object")
-            yield row
+            yield n, row
+
+
+def iter_jsonl(path: str | Path, what: str) -> Iterator[dict]:
+    """Every object in ``path`` in order, one at a time; ``what`` names the file in errors."""
+    for _, row in numbered_jsonl(path, what):
+        yield row
 
 
 def read_jsonl(path: str | Path, what: str) -> list[dict]:

@@ -7,7 +7,6 @@ python -m synth.mrcr oracle --samples mrcr.jsonl --out responses.jsonl   # true 
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import typer
 
 from core.cli import user_errors
 from core.errors import UserError
+from core.io import read_jsonl, write_jsonl_atomic
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="MRCR-like long-context data.")
 
@@ -79,10 +79,7 @@ def generate_cmd(
         documents = [found]
     pool = passage_pool(documents, cfg.passages)
     samples = generate(pool, n, cfg)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out, "w", encoding="utf-8") as fh:
-        for s in samples:
-            fh.write(json.dumps(s, ensure_ascii=False) + "\n")
+    write_jsonl_atomic(out, samples)
     typer.echo(
         f"{len(samples)} samples from {sum(len(v) for v in pool.values())} paragraphs of {len(pool)} documents -> {out}"
     )
@@ -115,12 +112,9 @@ def oracle_cmd(
     out: Path = typer.Option(..., help="responses JSONL to write (the true answers)"),
 ) -> None:
     """Write the true answers as responses (a grader check: they score 1.0)."""
-    from core.io import read_jsonl
 
     rows = read_jsonl(samples, "samples")
-    with open(out, "w", encoding="utf-8") as fh:
-        for s in rows:
-            fh.write(json.dumps({"response": s["answer"]}, ensure_ascii=False) + "\n")
+    write_jsonl_atomic(out, ({"response": s["answer"]} for s in rows))
     typer.echo(f"{len(rows)} responses -> {out}")
 
 

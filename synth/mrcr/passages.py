@@ -18,6 +18,7 @@ from pydantic import Field
 
 from core.config import StrictModel
 from core.errors import InputError
+from core.io import numbered_jsonl
 
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 
@@ -55,15 +56,10 @@ def iter_documents(path: str | Path) -> Iterator[tuple[str, str, dict]]:
                 meta = row.get("metadata") if "metadata" in names else None
                 yield str(row["id"]), row["text"] or "", json.loads(meta) if meta else {}
         return
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                yield str(row.get("id", f"{path.name}:{n}")), row["text"], row
-            except (json.JSONDecodeError, KeyError, TypeError) as err:
-                raise InputError(f"{path}:{n}: not a JSON object with a 'text' field ({err})") from None
+    for n, row in numbered_jsonl(path, "documents"):
+        if not isinstance(row.get("text"), str):
+            raise InputError(f"{path}:{n}: expected an object with a string 'text' field")
+        yield str(row.get("id", f"{path.name}:{n}")), row["text"], row
 
 
 def split_passages(text: str, cfg: PassageConfig) -> list[str]:

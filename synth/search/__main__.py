@@ -13,6 +13,7 @@ from pathlib import Path
 import typer
 
 from core.cli import load_cli_config, user_errors
+from core.io import atomic_write_text, read_jsonl, write_jsonl_atomic
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Deep-search (multi-hop retrieval) tasks.")
 
@@ -37,13 +38,10 @@ def generate(
     typer.echo(f"corpus: {len(docs)} documents, {sum(len(d.links) for d in docs.docs.values())} links "
                f"({len(docs.rejected)} pages skipped)")
     res = Generator(docs, cfg).generate(n, log=typer.echo)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out, "w", encoding="utf-8") as fh:
-        for t in res.tasks:
-            fh.write(json.dumps(t, ensure_ascii=False) + "\n")
+    write_jsonl_atomic(out, res.tasks)
     stats = {"tasks": len(res.tasks), "candidates": res.attempts, "rejects": dict(res.rejects.most_common()),
              "paraphrased": res.paraphrased, "corpus_docs": len(docs), "skipped_pages": len(docs.rejected)}
-    Path(f"{out}.stats.json").write_text(json.dumps(stats, indent=1))
+    atomic_write_text(Path(f"{out}.stats.json"), json.dumps(stats, indent=1))
     typer.echo(f"{len(res.tasks)} tasks from {res.attempts} candidates -> {out}")
     for reason, count in res.rejects.most_common():
         typer.echo(f"  rejected {reason}: {count}")
@@ -80,7 +78,6 @@ def solve(
     depth: int = typer.Option(10, min=1, help="BM25 results the solver looks at"),
 ) -> None:
     """Answer every task with the BM25 tool solver (a retrieval baseline for `grade`)."""
-    from core.io import read_jsonl
     from synth.search.bm25 import BM25
     from synth.search.corpus import load_corpus
     from synth.search.solvers import tool_solve
@@ -88,10 +85,8 @@ def solve(
     docs = load_corpus(corpus)
     index = BM25(docs)
     rows = read_jsonl(tasks, "tasks")
-    with open(out, "w", encoding="utf-8") as fh:
-        for t in rows:
-            fh.write(json.dumps({"id": t.get("id"), "response": tool_solve(t["question"], docs, index, depth) or ""})
-                     + "\n")
+    write_jsonl_atomic(out, ({"id": t.get("id"), "response": tool_solve(t["question"], docs, index, depth) or ""}
+                             for t in rows))
     typer.echo(f"{len(rows)} responses -> {out}")
 
 

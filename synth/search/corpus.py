@@ -9,13 +9,13 @@ its checks and the solvers.
 
 from __future__ import annotations
 
-import json
 import posixpath
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.errors import InputError, UserError
+from core.io import numbered_jsonl
 
 _WORD = re.compile(r"[A-Za-z0-9_]+(?:[.'][A-Za-z0-9_]+)*")
 _TITLE_SUFFIX = re.compile(r"\s+[—-]+\s+Python [\d.]+ documentation\s*$")
@@ -112,21 +112,14 @@ def load_corpus(path: str | Path, max_docs: int | None = None) -> Corpus:
                 continue
             docs[rel] = d
     else:
-        with open(p, encoding="utf-8") as fh:
-            for n, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as err:
-                    raise InputError(f"{p}:{n}: invalid JSON ({err.msg})") from None
-                if not isinstance(row, dict) or not isinstance(row.get("text"), str) or "id" not in row:
-                    raise InputError(f"{p}:{n}: expected an object with 'id' and string 'text'")
-                doc_id = str(row["id"])
-                docs[doc_id] = Doc(doc_id, str(row.get("title") or doc_id), row["text"],
-                                   [str(x) for x in row.get("links") or []])
-                if max_docs and len(docs) >= max_docs:
-                    break
+        for n, row in numbered_jsonl(p, "corpus"):
+            if not isinstance(row.get("text"), str) or "id" not in row:
+                raise InputError(f"{p}:{n}: expected an object with 'id' and string 'text'")
+            doc_id = str(row["id"])
+            docs[doc_id] = Doc(doc_id, str(row.get("title") or doc_id), row["text"],
+                               [str(x) for x in row.get("links") or []])
+            if max_docs and len(docs) >= max_docs:
+                break
     for d in docs.values():
         d.links = [x for x in d.links if x in docs and x != d.id]
     if not docs:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from core.errors import InputError
-from core.io import atomic_write_text, iter_jsonl, read_jsonl, write_jsonl_atomic
+from core.io import atomic_write_text, iter_jsonl, numbered_jsonl, read_jsonl, write_jsonl_atomic
 
 
 def test_objects_in_order_and_blank_lines_skipped(tmp_path):
@@ -53,3 +53,9 @@ def test_atomic_write_text_replaces_whole_file_and_leaves_no_temporary(tmp_path)
     atomic_write_text(p, "new é")
     assert p.read_text(encoding="utf-8") == "new é"
     assert [x.name for x in tmp_path.iterdir()] == ["state.json"]
+
+
+def test_numbered_jsonl_gives_the_line_of_each_object(tmp_path):
+    p = tmp_path / "a.jsonl"
+    p.write_text('{"a": 1}\n\n{"a": 2}\n', encoding="utf-8")
+    assert list(numbered_jsonl(p, "rows")) == [(1, {"a": 1}), (3, {"a": 2})]

@@ -178,3 +178,14 @@ def test_cli_bad_input_is_one_line(tmp_path, sample_corpus):
     )
     assert res.returncode == 2 and "no such documents" in res.stderr
     assert "--needles" in run("generate", "--help").stdout
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [("{oops", r"d\.jsonl:2: invalid JSON"), ('{"id": "b"}', r"d\.jsonl:2: expected an object with a string 'text'")],
+)
+def test_bad_documents_line_names_file_and_line(tmp_path, line, message):
+    docs = tmp_path / "d.jsonl"
+    docs.write_text('{"id": "a", "text": "fine"}\n' + line + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=message):
+        passage_pool([docs], MrcrConfig().passages)

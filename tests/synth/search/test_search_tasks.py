@@ -154,3 +154,12 @@ def test_generate_cli_on_jsonl_corpus_with_links(tmp_path):
     r = subprocess.run([sys.executable, "-m", "synth.search", "generate", "--corpus", str(corpus), "--n", "1",
                         "--out", str(out)], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 2 and r.stderr.strip() == f"error: {corpus}:2: invalid JSON (Expecting value)"
+
+
+def test_corpus_line_without_text_names_file_and_line(tmp_path):
+    from core.errors import InputError
+
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text('{"id": 1, "text": "ok"}\n\n{"id": 2, "text": 3}\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"c\.jsonl:3: expected an object with 'id' and string 'text'"):
+        load_corpus(corpus)

@@ -2,7 +2,8 @@
 
 Inputs are parsed into observations (``events``, ``api_dumps``, ``git_history`` via
 ``github_objects``), merged per entity (``entities``), joined into (issue, PR) pairs by the
-engines in ``pipelines/``, then judged here: ``filters`` (relaxed repository filter, strict
+linking SQL (``link_sql``) on either engine (``engine_duckdb``, ``engine_spark``; the stage order
+is ``stages``), then judged here: ``filters`` (relaxed repository filter, strict
 issue filter), ``patches`` (exact diff, test/code split), ``dedup`` and ``decontam``
 (MinHash), ``relevant_files`` and ``document`` (training text, SWE-bench instances).
 Nothing here imports ``pipelines`` or ``training``.

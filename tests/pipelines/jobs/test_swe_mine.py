@@ -10,11 +10,11 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from pipelines.swe_mine import SweMineConfig, run_swe_mine
-from pipelines.swe_mine_steps import STAGES
+from pipelines.jobs.swe_mine import SweMineConfig, run_swe_mine
+from swe_envs.mining.stages import STAGES
 from tests.swe_envs.scenario import build_scenario
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 KEPT = ["pycqa/pyflakes#313:pycqa/pyflakes#290", "requests/toolbelt#200:requests/toolbelt#199"]
 EXPECTED_REASONS = {
     "parse": {

@@ -2,7 +2,7 @@
 
 Input units become a DataFrame (one row per event file / API dump / repository); parsing,
 entity merging and the per-pair rules run in ``mapInArrow`` with the functions of
-``swe_mine_steps``; linking is the shared SQL of ``swe_mine_sql``; near-duplicate clusters
+``stages``; linking is the shared SQL of ``link_sql``; near-duplicate clusters
 come from a distributed band self-join whose few candidate pairs are verified and clustered
 on the driver (``duplicates``), with the union-find of ``swe_envs.mining.dedup``. Repositories must be readable at the same path on every executor.
 """
@@ -17,8 +17,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from pipelines.swe_mine_sql import LINK_REJECTS, PAIRS, VIEWS, render
-from pipelines.swe_mine_steps import (
+from swe_envs.mining.config import MinhashConfig, MiningConfig
+from swe_envs.mining.decontam import BenchmarkIndex
+from swe_envs.mining.dedup import cluster
+from swe_envs.mining.link_sql import LINK_REJECTS, PAIRS, VIEWS, render
+from swe_envs.mining.observations import ENTITY_KINDS
+from swe_envs.mining.stages import (
     DOC_SCHEMA,
     ENTITY_SCHEMA,
     EXTRACT_SCHEMA,
@@ -35,23 +39,17 @@ from pipelines.swe_mine_steps import (
     safe_extract_rows,
     to_batch,
 )
-from swe_envs.mining.config import MinhashConfig, MiningConfig
-from swe_envs.mining.decontam import BenchmarkIndex
-from swe_envs.mining.dedup import cluster
-from swe_envs.mining.observations import ENTITY_KINDS
 
 BATCH_ROWS = 512
-_DDL = {
-    pa.string(): "string",
-    pa.int64(): "bigint",
-    pa.bool_(): "boolean",
-    pa.binary(): "binary",
-    pa.list_(pa.string()): "array<string>",
-}
 
 
-def ddl(schema: pa.Schema) -> str:
-    return ", ".join(f"{f.name} {_DDL[f.type]}" for f in schema)
+def ddl(schema: pa.Schema):
+    """mapInArrow's output type for ``schema``: pyspark's own Arrow conversion, every column
+    nullable (as Spark makes a mapInArrow output's columns anyway)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+    from pyspark.sql.types import StructField, StructType
+
+    return StructType([StructField(f.name, f.dataType, True) for f in from_arrow_schema(schema)])
 
 
 def arrow_map(fn: Callable[[Iterable[dict[str, Any]]], Iterable[dict[str, Any]]], schema: pa.Schema):
@@ -221,3 +219,16 @@ def _write_instances(docs, out: Path) -> None:
                 shutil.copyfileobj(src, fh)
     target.with_name(".instances.jsonl.tmp").replace(target)
     shutil.rmtree(tmp, ignore_errors=True)
+
+
+class SparkMiner:
+    """The Spark engine behind the miner's one interface (``name``, ``mine``)."""
+
+    def __init__(self, session, partitions: int):
+        self.session, self.partitions = session, partitions
+        self.name = f"spark {session.sparkContext.master}"
+
+    def mine(
+        self, units: list[MineUnit], out: Path, cfg: MiningConfig, index: BenchmarkIndex | None
+    ) -> dict[str, Any]:
+        return run_spark_mine(units, out, cfg, index, self.session, self.partitions)

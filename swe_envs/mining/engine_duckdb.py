@@ -20,8 +20,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
-from pipelines.swe_mine_sql import LINK_REJECTS, PAIRS, VIEWS, render
-from pipelines.swe_mine_steps import (
+from swe_envs.mining.config import MiningConfig
+from swe_envs.mining.decontam import BenchmarkIndex
+from swe_envs.mining.dedup import duplicate_of
+from swe_envs.mining.link_sql import LINK_REJECTS, PAIRS, VIEWS, render
+from swe_envs.mining.observations import ENTITY_KINDS
+from swe_envs.mining.stages import (
     DOC_SCHEMA,
     ENTITY_SCHEMA,
     OBS_SCHEMA,
@@ -36,10 +40,6 @@ from pipelines.swe_mine_steps import (
     to_batch,
     write_instances,
 )
-from swe_envs.mining.config import MiningConfig
-from swe_envs.mining.decontam import BenchmarkIndex
-from swe_envs.mining.dedup import duplicate_of
-from swe_envs.mining.observations import ENTITY_KINDS
 
 FLUSH_ROWS = 20_000
 
@@ -232,3 +232,17 @@ def _stats(con: duckdb.DuckDBPyConnection, obs: str) -> dict[str, Any]:
 
 def table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_pylist([{k: r.get(k) for k in schema.names} for r in rows], schema=schema)
+
+
+class DuckdbMiner:
+    """The single-machine engine behind the miner's one interface (``name``, ``mine``)."""
+
+    name = "duckdb"
+
+    def __init__(self, workers: int, chunk_pairs: int, progress: bool = True):
+        self.workers, self.chunk_pairs, self.progress = workers, chunk_pairs, progress
+
+    def mine(
+        self, units: list[MineUnit], out: Path, cfg: MiningConfig, index: BenchmarkIndex | None
+    ) -> dict[str, Any]:
+        return run_duckdb(units, out, cfg, index, self.workers, self.chunk_pairs, self.progress)

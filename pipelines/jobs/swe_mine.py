@@ -3,8 +3,8 @@
 Inputs (any subset): GH-Archive-style event files, GitHub API dumps (or recorded cassettes),
 local git repositories. Stages: parse -> link -> repo_filter (relaxed) -> issue_filter
 (strict) -> patch_filter -> dedup (MinHash) -> decontaminate -> relevant_files. The rules are
-in ``swe_envs.mining``; this module picks the engine (DuckDB without ``--master``, Spark with
-it), checks the accounting and writes:
+and both engines are in ``swe_envs.mining``; this job only composes them: it picks the engine
+(DuckDB without ``--master``, Spark with it), checks the accounting, packs shards and writes:
 
     OUT/documents/*.parquet   training documents (id, text, metadata JSON, repo, instance_id, …)
     OUT/rejects/*.parquet     every dropped record / link / pair with stage and reason
@@ -18,7 +18,6 @@ The DuckDB engine's worker processes start through forkserver: scripts that call
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import time
@@ -31,16 +30,20 @@ from pydantic import Field
 
 from core.config import StrictModel
 from core.errors import ConfigError, UserError
-from core.shards import Manifest, atomic_write_text
+from core.io import atomic_write_text
+from core.shards import Manifest
 from pipelines.bpe_tokenizer import TokenizerConfig, load_or_train
 from pipelines.chain import StageCounts
+from pipelines.job import FINGERPRINT, Layout, prepare_output
 from pipelines.pack import PackConfig, iter_documents, pack_documents
 from pipelines.spark import SparkConfig, spark_session
-from pipelines.swe_mine_steps import STAGES, UNITS, list_units, load_benchmarks
 from swe_envs.mining.config import MiningConfig
+from swe_envs.mining.engine_duckdb import DuckdbMiner
+from swe_envs.mining.engine_spark import SparkMiner
+from swe_envs.mining.stages import STAGES, UNITS, list_units, load_benchmarks
 
+# what a swe-mine run writes (and a re-run deletes: mining does not resume)
 OUTPUTS = ("documents", "rejects", "work", "shards", "instances.jsonl", "job.json", ".instances-spark")
-FINGERPRINT = "fingerprint.json"
 
 
 class SweLocalConfig(StrictModel):
@@ -97,8 +100,8 @@ def stage_counts(out: Path, stats: dict[str, Any]) -> tuple[dict[str, StageCount
             docs_in = counts[STAGES[STAGES.index(s) - 1]].kept
             kept = docs_in - rej
         counts[s] = StageCounts(docs_in=docs_in, kept=kept, rejected=rej, reasons=reasons[s])
-        if docs_in != kept + rej or kept < 0:
-            raise AssertionError(f"stage {s}: in={docs_in} != kept={kept} + rejected={rej}")
+        if kept < 0:  # in = kept + rejected by construction: only a negative kept can show a loss
+            raise AssertionError(f"stage {s}: {rej} rejected out of {docs_in}")
     if not counts[STAGES[-1]].kept == n_docs == n_inst:
         raise AssertionError(
             f"{counts[STAGES[-1]].kept} pairs passed every stage but {n_docs} documents and "
@@ -107,25 +110,19 @@ def stage_counts(out: Path, stats: dict[str, Any]) -> tuple[dict[str, StageCount
     return counts, n_docs, n_inst
 
 
-def prepare_output(out: Path, fingerprint: dict[str, Any], overwrite: bool) -> None:
-    """Refuse to write over anything that is not a swe-mine output of the same inputs and
-    config (unless ``overwrite``, which still only deletes what a swe-mine run writes)."""
-    fp_path = out / FINGERPRINT
-    digest = hashlib.sha256(json.dumps(fingerprint, sort_keys=True, default=str).encode()).hexdigest()
-    if out.exists() and any(out.iterdir()) and not fp_path.is_file():
+def _prepare(out: Path, fingerprint: dict[str, Any], overwrite: bool) -> None:
+    """The framework's output preparation (refuses another job's or config's output unless
+    ``overwrite``), plus: refuse a non-empty directory that is not a job output, and delete
+    this job's previous outputs (mining always starts clean)."""
+    if out.exists() and any(out.iterdir()) and not (out / FINGERPRINT).is_file():
         raise UserError(f"{out} is not empty and is not a swe-mine output; choose another --output")
-    if fp_path.is_file() and json.loads(fp_path.read_text()).get("digest") != digest and not overwrite:
-        raise UserError(
-            f"{out} holds a swe-mine output of other inputs or config; pass --overwrite or choose another --output"
-        )
-    out.mkdir(parents=True, exist_ok=True)
+    prepare_output(Layout.single(out), fingerprint, overwrite)
     for name in OUTPUTS:  # only what a swe-mine run writes
         path = out / name
         if path.is_dir():
             shutil.rmtree(path)
         else:
             path.unlink(missing_ok=True)
-    atomic_write_text(fp_path, json.dumps({"digest": digest, "job": fingerprint}, indent=2, default=str))
 
 
 def _pack(out: Path, cfg: SweMineConfig) -> Manifest | None:
@@ -166,18 +163,14 @@ def run_swe_mine(
         "inputs": [u.path for u in units],
         "engine": engine,
     }
-    prepare_output(out, fingerprint, overwrite)
+    _prepare(out, fingerprint, overwrite)
     if engine == "duckdb":
-        from pipelines.swe_mine_duckdb import run_duckdb
-
-        stats = run_duckdb(units, out, cfg.mining, index, cfg.local.workers, cfg.local.chunk_pairs, progress)
+        miner = DuckdbMiner(cfg.local.workers, cfg.local.chunk_pairs, progress)
     else:
-        from pipelines.swe_mine_spark import run_spark_mine
-
         scfg = cfg.spark.model_copy(update={"master": master}) if master else cfg.spark
-        session = spark or spark_session(scfg)
-        stats = run_spark_mine(units, out, cfg.mining, index, session, scfg.input_partitions)
-        engine = f"spark {session.sparkContext.master}"
+        miner = SparkMiner(spark or spark_session(scfg), scfg.input_partitions)
+    stats = miner.mine(units, out, cfg.mining, index)
+    engine = miner.name
     mined = time.monotonic() - started
     counts, n_docs, n_inst = stage_counts(out, stats)
     manifest = _pack(out, cfg) if cfg.pack_shards and n_docs else None

@@ -15,10 +15,10 @@ from pathlib import Path
 import duckdb
 from _report import Result, write
 
-from pipelines.documents_job import DocumentStepsConfig, build_document_steps
+from pipelines.inputs import list_input_files
 from pipelines.job import DocJob
+from pipelines.jobs.documents import DocumentStepsConfig, build_document_steps
 from pipelines.local import LocalEngineConfig, run_local
-from pipelines.readers import list_input_files
 from pipelines.sample_corpus import SampleConfig, obtain_sample
 from pipelines.spark import SparkConfig, run_spark, spark_session
 

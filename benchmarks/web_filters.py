@@ -38,8 +38,8 @@ from filters.edu import EduConfig, EduScore
 from filters.extract import boilerplate_text
 from filters.word_tokenizer import SharedSpacyTokenizer
 from pipelines.chain import StepChain
-from pipelines.quality_data import passages
-from pipelines.readers import list_input_files
+from pipelines.inputs import list_input_files
+from pipelines.jobs.quality_data import passages
 from pipelines.sample_corpus import SampleConfig, obtain_sample
 
 

@@ -5,7 +5,7 @@ DCLM ships a fixed score cut-off (0.018112) tuned on its own crawl; a fixed numb
 transfer to another corpus or classifier, so we keep the top p% by a percentile computed
 over the corpus being filtered: pass 1 scores every document (``DclmScore``, score in
 metadata and the ``dclm_score`` column), a corpus pass computes the threshold
-(``threshold_local`` exact with DuckDB, ``threshold_spark`` with Spark's ``approxQuantile``),
+(``DclmThreshold``: exact with DuckDB locally, Spark's ``approxQuantile`` on Spark),
 pass 2 keeps documents strictly above it (``DclmKeepTop``).
 
 ``python -m filters.dclm train --pos FILE --neg FILE --out MODEL.bin`` trains and prints
@@ -259,26 +259,34 @@ def threshold_quantile(keep_top_fraction: float) -> float | None:
     return None if keep_top_fraction >= 1 else 1.0 - keep_top_fraction
 
 
-def threshold_local(documents_dir: str | Path, keep_top_fraction: float) -> float:
-    """Exact: the ``ceil(q·n)``-th smallest score (DuckDB ``quantile_disc``), q = 1 - top."""
-    import duckdb
+class DclmThreshold:
+    """Corpus pass: the keep-top threshold and how it was computed. ``local`` is exact; ``spark``
+    uses ``approxQuantile``, which with ``relative_error`` 0 equals ``local``."""
 
-    q = threshold_quantile(keep_top_fraction)
-    if q is None:
-        return -math.inf
-    value = duckdb.connect().execute(
-        f"SELECT quantile_disc(dclm_score, {q}) FROM read_parquet('{documents_dir}/*.parquet')"
-    ).fetchone()[0]
-    return -math.inf if value is None else float(value)
+    def __init__(self, keep_top_fraction: float, relative_error: float = 0.0):
+        self.keep_top_fraction = keep_top_fraction
+        self.relative_error = relative_error
 
+    def local(self, documents_dir: str) -> tuple[float, str]:
+        """The ``ceil(q·n)``-th smallest score (DuckDB ``quantile_disc``), q = 1 - top."""
+        import duckdb
 
-def threshold_spark(df, keep_top_fraction: float, relative_error: float) -> float:
-    """Spark's ``approxQuantile``; with ``relative_error`` 0 it equals ``threshold_local``."""
-    q = threshold_quantile(keep_top_fraction)
-    if q is None:
-        return -math.inf
-    values = df.filter(df.dclm_score.isNotNull()).approxQuantile("dclm_score", [q], relative_error)
-    return float(values[0]) if values else -math.inf
+        method = "exact (DuckDB quantile_disc)"
+        q = threshold_quantile(self.keep_top_fraction)
+        if q is None:
+            return -math.inf, method
+        value = duckdb.connect().execute(
+            f"SELECT quantile_disc(dclm_score, {q}) FROM read_parquet('{documents_dir}/*.parquet')"
+        ).fetchone()[0]
+        return (-math.inf if value is None else float(value)), method
+
+    def spark(self, df) -> tuple[float, str]:
+        method = f"spark approxQuantile, relative error {self.relative_error}"
+        q = threshold_quantile(self.keep_top_fraction)
+        if q is None:
+            return -math.inf, method
+        values = df.filter(df.dclm_score.isNotNull()).approxQuantile("dclm_score", [q], self.relative_error)
+        return (float(values[0]) if values else -math.inf), method
 
 
 # -- CLI ---------------------------------------------------------------------------------------

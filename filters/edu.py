@@ -275,3 +275,25 @@ class EduThreshold(BaseFilter):
         if score is None:
             return False, "edu_unscored"
         return score >= self.threshold or (False, "edu_below_threshold")
+
+
+class LlmSample:
+    """Corpus pass: which documents the LLM scores — the ``n`` with the smallest sha256(id) among
+    those whose ``score_column`` is above ``above``. Deterministic and the same on both engines."""
+
+    def __init__(self, n: int, score_column: str, above: float):
+        self.n, self.column, self.above = n, score_column, above
+
+    def local(self, documents_dir: str) -> list[str]:
+        import duckdb
+
+        q = (f"SELECT id FROM read_parquet('{documents_dir}/*.parquet') WHERE {self.column} > {self.above!r} "
+             f"ORDER BY sha256(id) LIMIT {self.n}")
+        return [r[0] for r in duckdb.connect().execute(q).fetchall()]
+
+    def spark(self, df) -> list[str]:
+        from pyspark.sql import functions as F
+
+        rows = (df.filter(F.col(self.column) > self.above).select("id", F.sha2("id", 256).alias("h"))
+                .orderBy("h").limit(self.n).collect())
+        return [r.id for r in rows]

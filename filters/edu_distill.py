@@ -94,6 +94,25 @@ def train_distilled(texts: list[str], scores: list[float], out: str | Path, thre
     return Agreement(len(train), len(valid), mae, spearman(pred, true), same)
 
 
+class LlmScoredRows:
+    """Corpus pass: (text, edu_score) of the documents the LLM itself scored, in id order — the
+    distillation's training set."""
+
+    def local(self, documents_dir: str) -> list[tuple[str, float]]:
+        import duckdb
+
+        q = (f"SELECT text, edu_score FROM read_parquet('{documents_dir}/*.parquet') "
+             "WHERE json_extract_string(metadata, '$.edu_source') = 'llm' ORDER BY id")
+        return [(r[0], r[1]) for r in duckdb.connect().execute(q).fetchall()]
+
+    def spark(self, df) -> list[tuple[str, float]]:
+        from pyspark.sql import functions as F
+
+        rows = (df.filter(F.get_json_object("metadata", "$.edu_source") == "llm")
+                .orderBy("id").select("text", "edu_score").collect())
+        return [(r.text, r.edu_score) for r in rows]
+
+
 class EduDistilledScore(BaseFilter):
     """Give documents the LLM did not score a distilled ``edu_score`` (never drops)."""
 

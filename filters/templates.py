@@ -7,9 +7,9 @@ many other documents, often across sites. A corpus pass counts, for every normal
 contain it; lines over both thresholds are template lines. A per-document step then rejects
 documents whose text is mostly template lines.
 
-The corpus pass has two implementations with the same result — ``template_lines_local``
-(one process, over Arrow batches) and ``template_lines_spark`` (``mapInArrow`` + group by) —
-and both hash lines with the same 64-bit xxh3.
+The corpus pass ``TemplateLines`` has two implementations with the same result — ``local``
+(one process, over Arrow batches) and ``spark`` (``mapInArrow`` + group by) — and both hash
+lines with the same 64-bit xxh3; the engine picks one (``engine.compute``).
 """
 
 from __future__ import annotations
@@ -66,35 +66,45 @@ def _doc_rows(ids: Iterable[str], texts: Iterable[str], metas: Iterable[str], mi
             yield doc_id, site, key
 
 
-def template_lines_local(documents_dir: str, cfg: TemplateConfig) -> set[int]:
-    docs: dict[int, int] = {}
-    sites: dict[int, set[str]] = {}
-    for path in sorted(Path(documents_dir).glob("*.parquet")):
-        for batch in pq.ParquetFile(path).iter_batches(columns=["id", "text", "metadata"], batch_size=1024):
-            cols = batch.to_pydict()
-            for _, site, key in _doc_rows(cols["id"], cols["text"], cols["metadata"], cfg.min_line_chars):
-                docs[key] = docs.get(key, 0) + 1
-                sites.setdefault(key, set()).add(site)
-    return {k for k, n in docs.items() if n >= cfg.min_docs and len(sites[k]) >= cfg.min_sites}
+class TemplateLines:
+    """Corpus pass: the keys of template lines. ``local`` and ``spark`` give the same set."""
 
+    def __init__(self, cfg: TemplateConfig):
+        self.cfg = cfg
 
-def template_lines_spark(df, cfg: TemplateConfig) -> set[int]:
-    from pyspark.sql import functions as F
+    def _keep(self, docs: int, sites: int) -> bool:
+        return docs >= self.cfg.min_docs and sites >= self.cfg.min_sites
 
-    min_chars = cfg.min_line_chars
+    def local(self, documents_dir: str) -> set[int]:
+        """One process, over Arrow batches of the Parquet files."""
+        docs: dict[int, int] = {}
+        sites: dict[int, set[str]] = {}
+        for path in sorted(Path(documents_dir).glob("*.parquet")):
+            for batch in pq.ParquetFile(path).iter_batches(columns=["id", "text", "metadata"], batch_size=1024):
+                cols = batch.to_pydict()
+                for _, site, key in _doc_rows(cols["id"], cols["text"], cols["metadata"], self.cfg.min_line_chars):
+                    docs[key] = docs.get(key, 0) + 1
+                    sites.setdefault(key, set()).add(site)
+        return {k for k, n in docs.items() if self._keep(n, len(sites[k]))}
 
-    def explode(batches):
-        for b in batches:
-            rows = list(_doc_rows(b.column("id").to_pylist(), b.column("text").to_pylist(),
-                                  b.column("metadata").to_pylist(), min_chars))
-            yield pa.RecordBatch.from_pydict({
-                "id": [r[0] for r in rows], "site": [r[1] for r in rows],
-                "key": pa.array([r[2] for r in rows], pa.int64())})
+    def spark(self, df) -> set[int]:
+        """``mapInArrow`` explodes documents into (id, site, line key) rows, then a group by."""
+        from pyspark.sql import functions as F
 
-    lines = df.select("id", "text", "metadata").mapInArrow(explode, "id string, site string, key bigint")
-    agg = lines.groupBy("key").agg(F.count("id").alias("docs"), F.countDistinct("site").alias("sites"))
-    hits = agg.filter((F.col("docs") >= cfg.min_docs) & (F.col("sites") >= cfg.min_sites)).select("key")
-    return {r.key for r in hits.collect()}
+        min_chars = self.cfg.min_line_chars
+
+        def explode(batches):
+            for b in batches:
+                rows = list(_doc_rows(b.column("id").to_pylist(), b.column("text").to_pylist(),
+                                      b.column("metadata").to_pylist(), min_chars))
+                yield pa.RecordBatch.from_pydict({
+                    "id": [r[0] for r in rows], "site": [r[1] for r in rows],
+                    "key": pa.array([r[2] for r in rows], pa.int64())})
+
+        lines = df.select("id", "text", "metadata").mapInArrow(explode, "id string, site string, key bigint")
+        agg = lines.groupBy("key").agg(F.count("id").alias("docs"), F.countDistinct("site").alias("sites"))
+        hits = agg.filter((F.col("docs") >= self.cfg.min_docs) & (F.col("sites") >= self.cfg.min_sites))
+        return {r.key for r in hits.select("key").collect()}
 
 
 class Templated(BaseFilter):

@@ -33,7 +33,7 @@ def demo(
     set_: list[str] = typer.Option(None, "--set", help="override a config key, e.g. --set train.steps=5"),
 ) -> None:
     """Sample corpus -> documents -> tokenizer -> Arrow shards -> a few training steps."""
-    from pipelines.demo import DemoConfig, print_summary, run_demo
+    from pipelines.jobs.demo import DemoConfig, print_summary, run_demo
 
     cfg = load_cli_config(DemoConfig, config, set_)
     print_summary(run_demo(cfg, master=master))
@@ -53,9 +53,9 @@ def documents(
     overwrite: bool = typer.Option(False, help="replace an existing output of a different job"),
 ) -> None:
     """Read -> HTML extraction -> length -> Gopher repetition; kept docs and rejects as Parquet."""
-    from pipelines.documents_job import DocumentsJobConfig, run_documents
-    from pipelines.readers import InputSpec
-    from pipelines.stats import collect_stats, render
+    from pipelines.inputs import InputSpec
+    from pipelines.jobs.documents import DocumentsJobConfig, run_documents
+    from pipelines.report.stats import collect_stats, render
 
     cfg = load_cli_config(DocumentsJobConfig, config, set_)
     specs = [InputSpec(path=str(p), source=source) for p in input]
@@ -78,8 +78,8 @@ def web(
 ) -> None:
     """Web quality filtering: heuristics, language, DCLM top-p%, LLM edu scoring, AI/template exclusion."""
     from pipelines.engine import make_engine
-    from pipelines.readers import InputSpec
-    from pipelines.web_job import WebConfig, WebJob, print_web_summary
+    from pipelines.inputs import InputSpec
+    from pipelines.jobs.web import WebConfig, WebJob, print_web_summary
 
     cfg = load_cli_config(WebConfig, config, set_)
     specs = [InputSpec(path=str(p), source=source, glob=glob, max_files=max_files) for p in input]
@@ -97,7 +97,7 @@ def quality_eval(
     output: Path = typer.Option(Path("out/quality_eval"), help="where the evaluated models are saved"),
 ) -> None:
     """Held-out precision/recall of the DCLM classifier and the machine-text detector on the sample."""
-    from pipelines.quality_eval import dclm_eval, machine_text_eval
+    from pipelines.jobs.quality_eval import dclm_eval, machine_text_eval
 
     output.mkdir(parents=True, exist_ok=True)
     typer.echo(dclm_eval(data_dir, pages, output))
@@ -115,9 +115,9 @@ def dedup(
     resume: bool = typer.Option(False, help="keep finished tasks of an interrupted run with the same config"),
 ) -> None:
     """MinHash near-duplicate removal: keeps the smallest id of each cluster; duplicates to rejects."""
-    from pipelines.dedup_job import DedupConfig, run_dedup
     from pipelines.engine import make_engine
-    from pipelines.readers import InputSpec
+    from pipelines.inputs import InputSpec
+    from pipelines.jobs.dedup import DedupConfig, run_dedup
 
     cfg = load_cli_config(DedupConfig, config, set_)
     engine = make_engine(master, cfg.local, cfg.spark)
@@ -137,7 +137,7 @@ def dedup_eval(
 ) -> None:
     """Recall per Jaccard bin and precision of MinHash dedup on near-duplicates planted in real text."""
     from filters.minhash import MinhashConfig
-    from pipelines.dedup_eval import evaluate
+    from pipelines.jobs.dedup_eval import evaluate
     from pipelines.sample_corpus import SampleConfig, obtain_sample
 
     cfg = load_cli_config(MinhashConfig, None, set_)
@@ -159,7 +159,7 @@ def pack(
     """Tokenize + pack documents into fixed-length sequences -> Arrow shards + manifest."""
     from pipelines.bpe_tokenizer import TokenizerConfig, load_or_train
     from pipelines.pack import PackConfig, iter_documents, pack_documents
-    from pipelines.stats import render, shard_stats
+    from pipelines.report.stats import render, shard_stats
 
     tcfg = TokenizerConfig(path=str(tokenizer) if tokenizer else None, vocab_size=vocab_size)
     texts = None if tokenizer else (r[1] for rows in iter_documents(documents, 64) for r in rows)
@@ -186,7 +186,8 @@ def longctx(
     set_: list[str] = typer.Option(None, "--set", help="override a config key, e.g. --set entropylong.docs=2"),
 ) -> None:
     """Documents -> long-context mid-training shards per stage (natural, NExtLong, EntropyLong, MRCR)."""
-    from pipelines.longctx_job import LongCtxConfig, print_summary, run_longctx
+    from pipelines.jobs.longctx import print_summary, run_longctx
+    from pipelines.jobs.longctx_config import LongCtxConfig
 
     print_summary(run_longctx(load_cli_config(LongCtxConfig, config, set_), only=stage or None))
 
@@ -205,7 +206,7 @@ def swe_mine(
     overwrite: bool = typer.Option(False, help="replace a swe-mine output of other inputs or config"),
 ) -> None:
     """Issue–PR mining: link, filter, decontaminate, relevant files -> documents, SWE-bench instances, shards."""
-    from pipelines.swe_mine import SweMineConfig, print_summary, run_swe_mine
+    from pipelines.jobs.swe_mine import SweMineConfig, print_summary, run_swe_mine
 
     cfg = load_cli_config(SweMineConfig, config, set_)
     cfg.mining.decontaminate.benchmarks += [str(b) for b in benchmark or []]
@@ -232,7 +233,7 @@ def report(
     output: Path = typer.Argument(..., help="a job's output directory (documents/, rejects/, job.json)"),
 ) -> None:
     """Write OUT/report/index.html with PNG plots (counts per stage/reason, scores, lengths, clusters, mixture)."""
-    from pipelines.report import write_report
+    from pipelines.report.html import write_report
 
     typer.echo(str(write_report(output)))
 
@@ -244,7 +245,7 @@ def stats(
     as_json: bool = typer.Option(False, "--json", help="print JSON instead of tables"),
 ) -> None:
     """Counts for any output directory: documents, rejects per stage/reason, tokens, mixture."""
-    from pipelines.stats import collect_stats, render
+    from pipelines.report.stats import collect_stats, render
 
     result = collect_stats(path)
     if as_json:

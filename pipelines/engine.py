@@ -1,44 +1,54 @@
-"""Engines for multi-phase jobs: datatrove's local executor or Spark, behind one interface.
+"""The ``Engine`` protocol: what a job asks of the machine it runs on, and nothing else.
 
 A job alternates per-document phases (a ``DocJob`` run into a ``Layout``) with corpus passes
-(a quantile, template-line counts, …). Per-document phases run through ``run_local`` /
-``run_spark``; for a corpus pass the engine hands the rule either the documents directory
-(local implementations, DuckDB/Arrow) or a Spark DataFrame over it (Spark implementations).
+(a quantile, template-line counts, MinHash clusters, …). An engine does three things:
+
+- ``run``: a per-document phase (datatrove's local executor, or Spark's ``mapInArrow``);
+- ``table``: a written documents directory as the engine's own table (a path for local
+  implementations, which read it with DuckDB/Arrow; a DataFrame on Spark);
+- ``compute``: a corpus pass — any object with ``local(documents_dir)`` and ``spark(df)``,
+  the two implementations of one rule, side by side in the rule's module. The engine picks
+  the one that is its own, so a job never asks which engine it has.
+
+Implementations: ``pipelines.local.LocalEngine`` and ``pipelines.spark.SparkEngine``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol, TypeVar
 
 from pipelines.job import DocJob, JobResult, Layout
-from pipelines.local import LocalEngineConfig, run_local
-from pipelines.spark import SparkConfig, run_spark, spark_session
+from pipelines.local import LocalEngine, LocalEngineConfig
+from pipelines.spark import SparkConfig, SparkEngine, spark_session
+
+T = TypeVar("T", covariant=True)
 
 
-@dataclass
-class LocalEngine:
-    cfg: LocalEngineConfig
-    name: str = "local"
+class CorpusPass(Protocol[T]):
+    """One cross-document rule with an implementation per engine that must give the same result."""
 
-    def run(self, job: DocJob, layout: Layout, overwrite: bool = False) -> JobResult:
-        return run_local(job, layout, self.cfg, overwrite=overwrite)
+    def local(self, documents_dir: str) -> T: ...
 
-
-@dataclass
-class SparkEngine:
-    session: object
-    cfg: SparkConfig
-    name: str = "spark"
-
-    def run(self, job: DocJob, layout: Layout, overwrite: bool = False) -> JobResult:
-        return run_spark(job, layout, self.session, self.cfg, overwrite=overwrite)
-
-    def dataframe(self, documents_dir: str | Path):
-        return self.session.read.parquet(str(Path(documents_dir).absolute()))
+    def spark(self, df: Any) -> T: ...
 
 
-def make_engine(master: str | None, local: LocalEngineConfig, spark: SparkConfig) -> LocalEngine | SparkEngine:
+class Engine(Protocol):
+    name: str
+
+    def run(self, job: DocJob, layout: Layout, overwrite: bool = False) -> JobResult: ...
+
+    def table(self, documents_dir: str | Path) -> Any: ...
+
+    def compute(self, corpus_pass: CorpusPass[T], documents_dir: str | Path) -> T: ...
+
+    def service_host(self) -> str:
+        """The address a service the steps call (e.g. a local LLM server) must bind so that
+        the engine's workers can reach it."""
+        ...
+
+
+def make_engine(master: str | None, local: LocalEngineConfig, spark: SparkConfig) -> Engine:
     """``master`` None: datatrove locally; otherwise a Spark session at that master."""
     if master is None:
         return LocalEngine(local)

@@ -31,7 +31,7 @@ from datatrove.pipeline.base import PipelineStep
 from core.errors import UserError
 from core.io import atomic_write_text
 from pipelines.chain import StageCounts, StepChain, check_balanced, describe_step
-from pipelines.readers import InputFile, InputSpec, ReadLimits
+from pipelines.inputs import InputFile, InputSpec, ReadLimits
 
 DOCUMENTS, REJECTS, JOB_JSON, FINGERPRINT = "documents", "rejects", "job.json", "fingerprint.json"
 

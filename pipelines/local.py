@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from types import MethodType
+from typing import Any
 
 import pyarrow.parquet as pq
 from datatrove.executor import LocalPipelineExecutor
@@ -25,11 +27,12 @@ from pydantic import Field
 
 from core.config import StrictModel
 from core.errors import UserError
+from core.io import atomic_write_text
 from core.records import doc_to_row, document_schema, get_reject, reject_schema, reject_to_row
-from core.shards import atomic_write_text
 from pipelines.chain import StageCounts, StepChain, merge_counts
+from pipelines.inputs import list_input_files
 from pipelines.job import DOCUMENTS, REJECTS, DocJob, JobResult, Layout, finish, prepare_output
-from pipelines.readers import DocumentReader, list_input_files
+from pipelines.readers import DocumentReader
 
 COUNTS = "counts"
 
@@ -120,3 +123,24 @@ def run_local(job: DocJob, out: str | Path | Layout, cfg: LocalEngineConfig, ove
         parts.append({s: StageCounts.model_validate(c) for s, c in raw.items()})
     live = merge_counts(chain.stages, parts)
     return finish(job, "local", layout, chain.stages, live, started)
+
+
+@dataclass
+class LocalEngine:
+    """Per-document phases on datatrove's executor; corpus passes in this process over the
+    written Parquet files."""
+
+    cfg: LocalEngineConfig
+    name: str = "local"
+
+    def run(self, job: DocJob, layout: Layout, overwrite: bool = False) -> JobResult:
+        return run_local(job, layout, self.cfg, overwrite=overwrite)
+
+    def table(self, documents_dir: str | Path) -> str:
+        return str(documents_dir)
+
+    def compute(self, corpus_pass: Any, documents_dir: str | Path) -> Any:
+        return corpus_pass.local(self.table(documents_dir))
+
+    def service_host(self) -> str:
+        return "127.0.0.1"

@@ -26,7 +26,7 @@ from pathlib import Path
 from core.config import StrictModel
 from core.errors import UserError
 from core.io import atomic_write_text
-from pipelines.readers import InputSpec
+from pipelines.inputs import InputSpec
 
 PACKAGES = {
     "python3.11-doc": "HTML documentation pages (the web-like part of the sample)",

@@ -18,8 +18,9 @@ import os
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 from pydantic import Field
@@ -28,8 +29,9 @@ from core.config import StrictModel
 from core.errors import UserError
 from core.records import REASON, STAGE, doc_to_row, get_reject, reject_schema, reject_to_row, spark_ddl
 from pipelines.chain import StepChain
+from pipelines.inputs import InputFile, ReadLimits, list_input_files
 from pipelines.job import DocJob, JobResult, Layout, finish, prepare_output
-from pipelines.readers import InputFile, ReadLimits, list_input_files, read_files
+from pipelines.readers import read_files
 from pipelines.spark_files import ship_step_files
 
 BATCH_ROWS = 256
@@ -149,3 +151,27 @@ def run_spark(job: DocJob, out: str | Path | Layout, spark, cfg: SparkConfig | N
     # Counters inside executors die with their tasks (and would double-count retried tasks);
     # on Spark the written outputs are the accounting.
     return finish(job, "spark", layout, chain.stages, None, started)
+
+
+@dataclass
+class SparkEngine:
+    """Per-document phases in ``mapInArrow``; corpus passes as DataFrame jobs."""
+
+    session: Any
+    cfg: SparkConfig
+    name: str = "spark"
+
+    def run(self, job: DocJob, layout: Layout, overwrite: bool = False) -> JobResult:
+        return run_spark(job, layout, self.session, self.cfg, overwrite=overwrite)
+
+    def table(self, documents_dir: str | Path):
+        return self.session.read.parquet(str(Path(documents_dir).absolute()))
+
+    def compute(self, corpus_pass: Any, documents_dir: str | Path) -> Any:
+        return corpus_pass.spark(self.table(documents_dir))
+
+    def service_host(self) -> str:
+        if self.cfg.master.startswith("local"):
+            return "127.0.0.1"
+        # executors on other machines call the service: bind the address Spark gave the driver
+        return self.session.sparkContext.getConf().get("spark.driver.host", "127.0.0.1")

@@ -24,7 +24,7 @@ def sample_corpus():
 @pytest.fixture(scope="session")
 def small_inputs(sample_corpus, tmp_path_factory):
     """40 real documentation pages + 3 real novels cut to 60k chars (keeps tests quick)."""
-    from pipelines.readers import InputSpec
+    from pipelines.inputs import InputSpec
 
     d = tmp_path_factory.mktemp("small_inputs")
     books = [json.loads(line) for line in sample_corpus.books_jsonl.read_text().splitlines()][:3]
@@ -49,7 +49,7 @@ def spark():
 @pytest.fixture(scope="session")
 def small_job(small_inputs, tmp_path_factory):
     """The demo's document steps over the small inputs, on datatrove's local executor."""
-    from pipelines.documents_job import DocumentsJobConfig, run_documents
+    from pipelines.jobs.documents import DocumentsJobConfig, run_documents
 
     out = tmp_path_factory.mktemp("small_job")
     cfg = DocumentsJobConfig.model_validate({"local": {"tasks": 3, "workers": 2}})

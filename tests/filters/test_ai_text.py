@@ -3,7 +3,7 @@ import json
 from datatrove.data import Document
 
 from filters.ai_text import AssistantPhrases, signature_hits
-from pipelines.quality_data import passages
+from pipelines.jobs.quality_data import passages
 
 
 def test_assistant_signatures_are_caught():

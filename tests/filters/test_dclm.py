@@ -12,16 +12,15 @@ from core.errors import ConfigError
 from filters.dclm import (
     DclmKeepTop,
     DclmScore,
+    DclmThreshold,
     FastTextArgs,
     load_model,
     positive_probability,
-    threshold_local,
-    threshold_spark,
     train_classifier,
 )
 from filters.extract import boilerplate_text
-from pipelines.quality_data import passages
-from pipelines.readers import list_input_files
+from pipelines.inputs import list_input_files
+from pipelines.jobs.quality_data import passages
 
 
 @pytest.fixture(scope="module")
@@ -79,10 +78,11 @@ def scores_dir(tmp_path, scores):
 def test_keep_top_fraction_by_corpus_percentile(tmp_path):
     scores = [i / 100 for i in range(100)]
     d = scores_dir(tmp_path, scores)
-    thr = threshold_local(d, 0.10)
+    thr, method = DclmThreshold(0.10).local(str(d))
+    assert method.startswith("exact")
     kept = [s for s in scores if DclmKeepTop(thr).filter(Document(text="", id="x", metadata={"dclm_score": s})) is True]
     assert len(kept) == 10 and min(kept) == 0.90
-    assert threshold_local(d, 1.0) == float("-inf")
+    assert DclmThreshold(1.0).local(str(d))[0] == float("-inf")
     assert DclmKeepTop(thr).filter(Document(text="", id="x")) == (False, "dclm_unscored")
 
 
@@ -94,10 +94,11 @@ def test_spark_threshold_matches_local_when_exact(tmp_path, spark):
     d = scores_dir(tmp_path, scores)
     df = spark.read.parquet(str(d))
     for top in (0.1, 0.25, 0.5):
-        assert threshold_spark(df, top, 0.0) == threshold_local(d, top)
-    approx = threshold_spark(df, 0.1, 0.01)
+        assert DclmThreshold(top, 0.0).spark(df)[0] == DclmThreshold(top).local(str(d))[0]
+    approx, method = DclmThreshold(0.1, 0.01).spark(df)
+    assert method == "spark approxQuantile, relative error 0.01"
     ranked = sorted(scores)
-    assert abs(ranked.index(approx) - ranked.index(threshold_local(d, 0.1))) <= 0.01 * len(scores) + 1
+    assert abs(ranked.index(approx) - ranked.index(DclmThreshold(0.1).local(str(d))[0])) <= 0.01 * len(scores) + 1
 
 
 def test_cli_train_and_score(labelled, tmp_path):

@@ -13,11 +13,10 @@ from filters.dclm import precision_recall
 from filters.templates import (
     TemplateConfig,
     Templated,
+    TemplateLines,
     normalize_line,
-    template_lines_local,
-    template_lines_spark,
 )
-from pipelines.quality_data import passages
+from pipelines.jobs.quality_data import passages
 
 SKELETON = [
     "Welcome to our online catalogue of rare books and collectibles, updated daily.",
@@ -56,13 +55,13 @@ def test_normalisation_folds_digits_case_and_space():
 def test_detects_stamped_pages_with_high_precision_and_recall(labelled):
     d, docs = labelled
     cfg = TemplateConfig(min_docs=10, min_sites=2, min_line_chars=30)
-    keys = template_lines_local(str(d), cfg)
+    keys = TemplateLines(cfg).local(str(d))
     assert 4 <= len(keys) <= 6  # the skeleton's lines (digits folded), nothing from real prose
     step = Templated(keys, cfg)
     flagged = [step.filter(Document(text=t, id=i)) is not True for i, t, _ in docs]
     precision, recall, _ = precision_recall(flagged, [i.startswith("tmpl") for i, _, _ in docs])
     assert precision == 1.0 and recall == 1.0
-    one_site = template_lines_local(str(d), cfg.model_copy(update={"min_sites": 4}))
+    one_site = TemplateLines(cfg.model_copy(update={"min_sites": 4})).local(str(d))
     assert one_site == set()  # the stamped pages come from 3 sites only
 
 
@@ -70,4 +69,4 @@ def test_detects_stamped_pages_with_high_precision_and_recall(labelled):
 def test_spark_finds_the_same_template_lines(labelled, spark):
     d, _ = labelled
     for cfg in (TemplateConfig(min_docs=10, min_sites=2), TemplateConfig(min_docs=3, min_line_chars=10)):
-        assert template_lines_spark(spark.read.parquet(str(d)), cfg) == template_lines_local(str(d), cfg)
+        assert TemplateLines(cfg).spark(spark.read.parquet(str(d))) == TemplateLines(cfg).local(str(d))

@@ -12,7 +12,7 @@ from datatrove.pipeline.filters import (
 from datatrove.utils.word_tokenizers import load_word_tokenizer
 
 from filters.word_tokenizer import SharedSpacyTokenizer
-from pipelines.readers import InputSpec, list_input_files
+from pipelines.inputs import InputSpec, list_input_files
 
 
 def texts(sample_corpus, n=25):

@@ -6,10 +6,10 @@ import duckdb
 import pytest
 
 from filters.length import LengthConfig
-from pipelines.documents_job import DocumentStepsConfig, build_document_steps
+from pipelines.inputs import InputSpec, ReadLimits
 from pipelines.job import DocJob
+from pipelines.jobs.documents import DocumentStepsConfig, build_document_steps
 from pipelines.local import LocalEngineConfig, run_local
-from pipelines.readers import InputSpec, ReadLimits
 from pipelines.spark import SparkConfig, run_spark
 
 

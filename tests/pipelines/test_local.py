@@ -5,9 +5,9 @@ import pytest
 
 from core.errors import InputError, UserError
 from filters.length import LengthConfig, TextLength
+from pipelines.inputs import InputSpec
 from pipelines.job import DocJob, Layout, counts_from_outputs, finish
 from pipelines.local import LocalEngineConfig, run_local
-from pipelines.readers import InputSpec
 
 
 def write_docs(path, n, short_every=3):

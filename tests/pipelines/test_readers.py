@@ -7,7 +7,8 @@ import pytest
 
 from core.errors import InputError
 from core.records import REJECT_DETAIL_KEY, get_reject
-from pipelines.readers import InputSpec, ReadLimits, list_input_files, read_files
+from pipelines.inputs import InputSpec, ReadLimits, list_input_files
+from pipelines.readers import read_files
 
 LIMITS = ReadLimits(max_doc_bytes=1000, reject_text_chars=30)
 

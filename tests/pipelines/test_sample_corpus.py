@@ -1,6 +1,6 @@
 import json
 
-from pipelines.readers import list_input_files
+from pipelines.inputs import list_input_files
 
 
 def test_sample_corpus_is_real_and_complete(sample_corpus):

@@ -17,7 +17,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tests.pipelines.test_defaults import SHORT_PAGES
+from tests.pipelines.jobs.test_defaults import SHORT_PAGES
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.spark
@@ -85,7 +85,7 @@ def cluster(tmp_path_factory):
 @pytest.fixture(scope="module")
 def driver_dir(sample_corpus, tmp_path_factory):
     """A working directory that is neither the repo nor the worker's: relative paths in it."""
-    from pipelines.swe_mine_sample import build_sample
+    from samples.swe_mine.build import build_sample
 
     build_sample(ROOT / "data")  # recorded GitHub data + sample clones (cached)
     d = tmp_path_factory.mktemp("driver")

@@ -6,7 +6,8 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from core.records import get_reject
-from pipelines.readers import InputSpec, ReadLimits, list_input_files, read_files
+from pipelines.inputs import InputSpec, ReadLimits, list_input_files
+from pipelines.readers import read_files
 
 
 def write_warc(path, pages, gzip=True):

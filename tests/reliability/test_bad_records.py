@@ -16,7 +16,8 @@ from datatrove.pipeline.base import PipelineStep
 
 from core.errors import StepError
 from pipelines.chain import StepChain
-from pipelines.readers import InputFile, ReadLimits, read_file
+from pipelines.inputs import InputFile, ReadLimits
+from pipelines.readers import read_file
 
 ROOT = Path(__file__).resolve().parents[2]
 PROSE = ("Gardeners plant tomatoes after the last frost, water them deeply once a week and stake the "

@@ -20,7 +20,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from core.records import docs_to_batch, document_schema, get_reject, reject_schema, reject_to_row
-from pipelines.readers import InputFile, ReadLimits, read_file
+from pipelines.inputs import InputFile, ReadLimits
+from pipelines.readers import read_file
 from tests.reliability.ledger import LEDGER, fuzz_settings
 from tests.reliability.strategies import DEEP, JSON, RAW, TEXT, cut
 

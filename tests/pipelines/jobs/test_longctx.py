@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from core.shards import read_manifest
-from pipelines.longctx_job import LongCtxConfig, run_longctx
+from pipelines.jobs.longctx import run_longctx
+from pipelines.jobs.longctx_config import LongCtxConfig
 from synth.chunking import split_meta_chunks
 from training.loader import LoaderConfig, ShardLoader
 

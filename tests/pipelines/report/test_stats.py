@@ -4,7 +4,7 @@ import sys
 
 import pyarrow.parquet as pq
 
-from pipelines.stats import collect_stats
+from pipelines.report.stats import collect_stats
 
 
 def test_job_output_stats_match_the_files(small_job):

@@ -11,14 +11,13 @@ import pytest
 
 from core.config import load_config, validate_config
 from core.errors import ConfigError
-from pipelines.dedup_job import DedupConfig
-from pipelines.demo import DemoConfig
-from pipelines.engine import LocalEngine
-from pipelines.local import LocalEngineConfig
-from pipelines.longctx_job import LongCtxConfig
-from pipelines.readers import InputSpec
-from pipelines.swe_mine import SweMineConfig
-from pipelines.web_job import WebConfig, WebJob
+from pipelines.inputs import InputSpec
+from pipelines.jobs.dedup import DedupConfig
+from pipelines.jobs.demo import DemoConfig
+from pipelines.jobs.longctx_config import LongCtxConfig
+from pipelines.jobs.swe_mine import SweMineConfig
+from pipelines.jobs.web import WebConfig, WebJob
+from pipelines.local import LocalEngine, LocalEngineConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 # short real pages: the one the LLM scores takes a few chunks, not dozens

@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
 
-from filters.minhash import MinhashConfig, Signer, clusters_local, words
-from pipelines.quality_data import passages
+from filters.minhash import MinhashConfig, Signer, words
+from filters.minhash_clusters import clusters_local
+from pipelines.jobs.quality_data import passages
 
 BINS = [(0.5, 0.6), (0.6, 0.7), (0.7, 0.8), (0.8, 0.9), (0.9, 0.95), (0.95, 1.0001)]
 

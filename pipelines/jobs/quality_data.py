@@ -20,8 +20,9 @@ from core.config import StrictModel
 from core.errors import InputError
 from core.records import get_reject
 from filters.extract import boilerplate_text
+from pipelines.inputs import InputFile, ReadLimits
 from pipelines.pack import iter_documents
-from pipelines.readers import InputFile, ReadLimits, read_file
+from pipelines.readers import read_file
 
 MIN_CLASS_EXAMPLES = 10  # fewer passages of a class than this train no usable classifier
 

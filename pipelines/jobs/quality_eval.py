@@ -18,8 +18,8 @@ from core.local_lm import obtain_smollm2
 from filters.dclm import FastTextArgs, train_classifier
 from filters.extract import boilerplate_text
 from filters.machine_text import build_labelled_set, train_detector
-from pipelines.quality_data import passages
-from pipelines.readers import list_input_files
+from pipelines.inputs import list_input_files
+from pipelines.jobs.quality_data import passages
 from pipelines.sample_corpus import SampleConfig, obtain_sample
 
 

@@ -23,7 +23,6 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-import duckdb
 from datatrove.pipeline.filters import (
     C4QualityFilter,
     FineWebQualityFilter,
@@ -34,37 +33,30 @@ from pydantic import Field
 
 from core.config import StrictModel
 from core.errors import ConfigError, UserError
+from core.io import atomic_write_text
 from core.llm import LLMConfig
-from core.shards import atomic_write_text
 from filters.ai_text import AssistantPhrases, AssistantPhrasesConfig
-from filters.dclm import (
-    DclmConfig,
-    DclmKeepTop,
-    DclmScore,
-    FastTextArgs,
-    threshold_local,
-    threshold_spark,
-    train_classifier,
-)
-from filters.edu import EduConfig, EduScore, EduThreshold
-from filters.edu_distill import EduDistilledScore, train_distilled
+from filters.dclm import DclmConfig, DclmKeepTop, DclmScore, DclmThreshold, FastTextArgs, train_classifier
+from filters.edu import EduConfig, EduScore, EduThreshold, LlmSample
+from filters.edu_distill import EduDistilledScore, LlmScoredRows, train_distilled
 from filters.extract import HtmlToText
 from filters.langid import LangId, LangIdConfig, obtain_lid_model
 from filters.length import LengthConfig, TextLength
 from filters.machine_text import MachineText, MachineTextConfig
-from filters.minhash import MinhashConfig, MinhashDuplicates
-from filters.templates import TemplateConfig, Templated, template_lines_local, template_lines_spark
+from filters.minhash import MinhashConfig
+from filters.minhash_clusters import MinhashDuplicates
+from filters.templates import TemplateConfig, Templated, TemplateLines
 from filters.word_tokenizer import SharedSpacyTokenizer
 from pipelines.chain import StageCounts
-from pipelines.dedup_job import cluster_summary, find_clusters
-from pipelines.engine import LocalEngine, SparkEngine
+from pipelines.corpus import MinhashClusters, cluster_summary
+from pipelines.engine import Engine
+from pipelines.inputs import InputSpec, ReadLimits, list_input_files
 from pipelines.job import DocJob, JobResult, Layout
+from pipelines.jobs.quality_data import MIN_CLASS_EXAMPLES, DclmTrainData, build_dclm_examples
 from pipelines.local import LocalEngineConfig
 from pipelines.preflight import absolute, probe_endpoint, require_file
-from pipelines.quality_data import MIN_CLASS_EXAMPLES, DclmTrainData, build_dclm_examples
-from pipelines.readers import InputSpec, ReadLimits, list_input_files
+from pipelines.report.stats import stage_table
 from pipelines.spark import SparkConfig
-from pipelines.stats import stage_table
 
 
 class HeuristicsConfig(StrictModel):
@@ -171,7 +163,7 @@ def quality_steps(cfg: WebConfig) -> list:
 
 
 class WebJob:
-    def __init__(self, inputs: list[InputSpec], out: str | Path, cfg: WebConfig, engine: LocalEngine | SparkEngine,
+    def __init__(self, inputs: list[InputSpec], out: str | Path, cfg: WebConfig, engine: Engine,
                  resume: bool = False, log=print):
         # every path is resolved here, on the driver: no step may resolve one in a worker
         self.inputs, self.out, self.cfg, self.engine = inputs, Path(out).absolute(), resolve_paths(cfg), engine
@@ -195,9 +187,6 @@ class WebJob:
     def _docs(res: JobResult) -> list[InputSpec]:
         return [InputSpec(path=str(res.documents_dir), format="documents")]
 
-    def _spark(self) -> bool:
-        return isinstance(self.engine, SparkEngine)
-
     def run(self) -> dict[str, Any]:
         started = time.monotonic()
         cfg = self.cfg
@@ -207,12 +196,11 @@ class WebJob:
         p1 = self._phase(1, "quality", self.inputs, steps1)
 
         # corpus: template lines over everything that passed the heuristics
-        keys = (template_lines_spark(self.engine.dataframe(p1.documents_dir), cfg.templates) if self._spark()
-                else template_lines_local(str(p1.documents_dir), cfg.templates))
+        keys = self.engine.compute(TemplateLines(cfg.templates), p1.documents_dir)
         self.corpus["template_lines"] = len(keys)
         steps2 = []
         if cfg.minhash is not None:
-            assignments = find_clusters(self.engine, p1.documents_dir, cfg.minhash)
+            assignments = self.engine.compute(MinhashClusters(cfg.minhash), p1.documents_dir)
             self.corpus["minhash"] = cluster_summary(assignments, cfg.minhash)
             steps2.append(MinhashDuplicates(assignments))
         dclm_path = cfg.dclm.model_path
@@ -228,16 +216,12 @@ class WebJob:
         p2 = self._phase(2, "score", self._docs(p1), steps2)
 
         # corpus: the keep-top threshold, and which of the survivors the LLM will score
-        if self._spark():
-            thr = threshold_spark(self.engine.dataframe(p2.documents_dir), cfg.dclm.keep_top_fraction,
-                                  cfg.dclm.spark_relative_error)
-        else:
-            thr = threshold_local(p2.documents_dir, cfg.dclm.keep_top_fraction)
-        sample = self._llm_sample(p2, thr)
+        thr, method = self.engine.compute(
+            DclmThreshold(cfg.dclm.keep_top_fraction, cfg.dclm.spark_relative_error), p2.documents_dir)
+        n_sample = cfg.edu.llm_sample_docs
+        sample = self.engine.compute(LlmSample(n_sample, "dclm_score", thr), p2.documents_dir) if n_sample else []
         self.corpus["dclm_threshold"] = thr
-        self.corpus["dclm_threshold_method"] = (
-            f"spark approxQuantile, relative error {cfg.dclm.spark_relative_error}" if self._spark()
-            else "exact (DuckDB quantile_disc)")
+        self.corpus["dclm_threshold_method"] = method
         self.corpus["llm_sample_docs"] = len(sample)
         self.log(f"   DCLM keep threshold {thr:.6f} (top {cfg.dclm.keep_top_fraction:.0%}); "
                  f"LLM scores {len(sample)} documents")
@@ -303,37 +287,13 @@ class WebJob:
                 probe_endpoint("edu.score.llm.base_url", cfg.edu.score.llm.base_url)
         return files, steps1
 
-    def _serve_host(self) -> str:
-        if self.cfg.edu.serve_host:
-            return self.cfg.edu.serve_host
-        if self._spark() and not self.engine.cfg.master.startswith("local"):
-            # executors on other machines call the server: bind the address Spark gave the driver
-            return self.engine.session.sparkContext.getConf().get("spark.driver.host", "127.0.0.1")
-        return "127.0.0.1"
-
-    def _llm_sample(self, p2: JobResult, thr: float) -> list[str]:
-        n = self.cfg.edu.llm_sample_docs
-        if n == 0:
-            return []
-        # deterministic and engine-independent: the n survivors with the smallest sha256(id)
-        if self._spark():
-            from pyspark.sql import functions as F
-
-            df = self.engine.dataframe(p2.documents_dir)
-            rows = (df.filter(F.col("dclm_score") > thr).select("id", F.sha2("id", 256).alias("h"))
-                    .orderBy("h").limit(n).collect())
-            return [r.id for r in rows]
-        q = (f"SELECT id FROM read_parquet('{p2.documents_dir}/*.parquet') WHERE dclm_score > {thr!r} "
-             f"ORDER BY sha256(id) LIMIT {n}")
-        return [r[0] for r in duckdb.connect().execute(q).fetchall()]
-
     def _edu_config(self, stack: ExitStack) -> EduConfig:
         edu = self.cfg.edu.score
         if self.cfg.edu.serve_local_model and self.cfg.edu.llm_sample_docs:
             from core.llm_server import serve
 
             model_dir = self._lm_dir
-            host = self._serve_host()
+            host = self.cfg.edu.serve_host or self.engine.service_host()
             # one torch thread: the job's worker processes use the other cores, and a busy
             # CPU makes multi-threaded inference several times slower, not faster
             server = serve(model_dir, host, 0, name="smollm2", threads=1)
@@ -349,15 +309,7 @@ class WebJob:
         return edu
 
     def _distil(self, p3: JobResult, path: Path) -> str | None:
-        q = "SELECT text, edu_score FROM {} WHERE json_extract_string(metadata, '$.edu_source') = 'llm' ORDER BY id"
-        if self._spark():
-            df = self.engine.dataframe(p3.documents_dir)
-            df.createOrReplaceTempView("p3")
-            rows = [(r.text, r.edu_score) for r in self.engine.session.sql(
-                q.format("p3").replace("json_extract_string(metadata, '$.edu_source')",
-                                       "get_json_object(metadata, '$.edu_source')")).collect()]
-        else:
-            rows = duckdb.connect().execute(q.format(f"read_parquet('{p3.documents_dir}/*.parquet')")).fetchall()
+        rows = self.engine.compute(LlmScoredRows(), p3.documents_dir)
         if len(rows) < 4:
             self.corpus["edu_distillation"] = f"skipped: only {len(rows)} LLM-scored documents"
             return None

@@ -8,11 +8,10 @@ import pytest
 
 from core.config import validate_config
 from core.errors import UserError
-from pipelines.engine import LocalEngine, SparkEngine
-from pipelines.local import LocalEngineConfig
-from pipelines.readers import InputSpec
-from pipelines.spark import SparkConfig
-from pipelines.web_job import WebConfig, WebJob
+from pipelines.inputs import InputSpec
+from pipelines.jobs.web import WebConfig, WebJob
+from pipelines.local import LocalEngine, LocalEngineConfig
+from pipelines.spark import SparkConfig, SparkEngine
 
 
 def web_cfg(sample_corpus, llm_url, cache_dir, **over):

@@ -6,12 +6,11 @@ import duckdb
 import pytest
 
 from filters.minhash import MinhashConfig
-from pipelines.dedup_eval import evaluate
-from pipelines.dedup_job import DedupConfig, run_dedup
-from pipelines.engine import LocalEngine, SparkEngine
-from pipelines.local import LocalEngineConfig
-from pipelines.readers import InputSpec
-from pipelines.spark import SparkConfig
+from pipelines.inputs import InputSpec
+from pipelines.jobs.dedup import DedupConfig, run_dedup
+from pipelines.jobs.dedup_eval import evaluate
+from pipelines.local import LocalEngine, LocalEngineConfig
+from pipelines.spark import SparkConfig, SparkEngine
 
 
 @pytest.fixture(scope="module")
@@ -20,8 +19,8 @@ def dup_input(sample_corpus, tmp_path_factory):
     import random
 
     from filters.minhash import words
-    from pipelines.dedup_eval import plant
-    from pipelines.quality_data import passages
+    from pipelines.jobs.dedup_eval import plant
+    from pipelines.jobs.quality_data import passages
 
     books = [json.loads(x)["text"] for x in sample_corpus.books_jsonl.read_text().splitlines()]
     ps = list(passages(books[4:8], 200))[::25][:60]

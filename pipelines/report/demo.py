@@ -1,4 +1,4 @@
-"""The demo's one HTML page: the web job's plots (``pipelines.report``) plus a section per
+"""The demo's one HTML page: the web job's plots (``pipelines.report.html``) plus a section per
 later stage — issue–PR mining, long-context data, the mixture shards, training loss and the
 time of each stage. Every number is read back from the outputs the stages wrote."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-from pipelines.report import Report
+from pipelines.report.html import Report
 
 
 def _table(header: list[str], rows: list[list]) -> str:

@@ -5,7 +5,7 @@ import sys
 import numpy as np
 from matplotlib import image
 
-from pipelines.report import write_report
+from pipelines.report.html import write_report
 from tests.support.browser import render
 
 

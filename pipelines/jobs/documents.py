@@ -17,9 +17,9 @@ from core.config import StrictModel
 from filters.extract import HtmlToText
 from filters.length import LengthConfig, TextLength
 from pipelines.engine import make_engine
+from pipelines.inputs import InputSpec, ReadLimits
 from pipelines.job import DocJob, JobResult, Layout
 from pipelines.local import LocalEngineConfig
-from pipelines.readers import InputSpec, ReadLimits
 from pipelines.spark import SparkConfig
 
 

@@ -27,15 +27,17 @@ from pydantic import Field
 
 from core.cli import StepTimer
 from core.config import StrictModel
-from core.shards import Manifest, atomic_write_text
+from core.io import atomic_write_text
+from core.shards import Manifest
 from filters.length import LengthConfig
 from pipelines.bpe_tokenizer import TokenizerConfig, load_or_train
-from pipelines.longctx_job import EntropyLongJobConfig, LongCtxConfig, Mixture, StageConfig, run_longctx
+from pipelines.jobs.longctx import run_longctx
+from pipelines.jobs.longctx_config import EntropyLongJobConfig, LongCtxConfig, Mixture, StageConfig
+from pipelines.jobs.swe_mine import SweMineConfig, run_swe_mine
+from pipelines.jobs.web import EduJobConfig, WebConfig, WebDclmConfig, WebEduConfig, WebJob
 from pipelines.pack import PackConfig, iter_documents, pack_documents
 from pipelines.preflight import require_file
 from pipelines.sample_corpus import SampleConfig, obtain_sample
-from pipelines.swe_mine import SweMineConfig, run_swe_mine
-from pipelines.web_job import EduJobConfig, WebConfig, WebDclmConfig, WebEduConfig, WebJob
 from synth.natural import NaturalConfig
 
 # bounded so the whole recipe runs in minutes on two cores (configs/demo.yaml says why each)
@@ -96,7 +98,7 @@ def _trainer_config(cfg: DemoConfig, out: Path, longctx_dir: Path | None):
 
 def run_demo(cfg: DemoConfig, master: str | None = None, log: Callable[[str], None] = print) -> DemoSummary:
     from pipelines.engine import make_engine
-    from pipelines.swe_mine_sample import build_sample
+    from samples.swe_mine.build import build_sample
     from training.trainer import train
 
     out = Path(cfg.output).absolute()
@@ -144,7 +146,7 @@ def run_demo(cfg: DemoConfig, master: str | None = None, log: Callable[[str], No
         metrics_path.unlink(missing_ok=True)
         result = train(_trainer_config(cfg, out, longctx_dir), None, metrics_path, log=lambda m: log("   " + m))
     with stage("report"):
-        from pipelines.demo_report import write_demo_report
+        from pipelines.report.demo import write_demo_report
 
         report = write_demo_report(out, stage.seconds)
         log(f"   {report}")
@@ -160,7 +162,7 @@ def run_demo(cfg: DemoConfig, master: str | None = None, log: Callable[[str], No
 def print_summary(s: DemoSummary) -> None:
     from rich.console import Console
 
-    from pipelines.stats import stage_table
+    from pipelines.report.stats import stage_table
 
     console = Console()
     console.print(stage_table(f"web quality ({s.web['engine']}): documents per stage", s.web["counts"], top=3))

@@ -1,0 +1,142 @@
+"""Inputs: the files a job reads, named by the user as ``InputSpec``s and expanded to
+``InputFile``s (sorted, de-duplicated, format detected from the suffix), and the read limits.
+
+A missing input path is a one-line ``InputError`` naming it, raised before any work starts.
+The readers that turn these files into documents are in ``pipelines.readers``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from core.config import StrictModel
+from core.errors import InputError
+
+# "documents": a dataset written by our own jobs (id, text, metadata JSON), read verbatim
+Format = Literal["jsonl", "parquet", "html", "text", "documents", "warc"]
+
+_SUFFIXES: dict[str, Format] = {
+    ".jsonl": "jsonl",
+    ".jsonl.gz": "jsonl",
+    ".ndjson": "jsonl",
+    ".parquet": "parquet",
+    ".html": "html",
+    ".htm": "html",
+    ".html.gz": "html",
+    ".txt": "text",
+    ".txt.gz": "text",
+    ".warc": "warc",
+    ".warc.gz": "warc",
+}
+
+
+class InputSpec(StrictModel):
+    """One input: a file or a directory (searched recursively for known document files)."""
+
+    path: str
+    # mixture name recorded in every document's metadata; default: the file/directory name
+    source: str | None = None
+    format: Literal["auto", "jsonl", "parquet", "html", "text", "documents", "warc"] = "auto"
+    text_key: str = "text"
+    id_key: str = "id"
+    # only files of a directory whose relative path matches this fnmatch pattern ("*.html")
+    glob: str | None = None
+    # read only the first N files of a directory (path order): a bounded, deterministic sample
+    max_files: int | None = Field(default=None, gt=0)
+
+
+class ReadLimits(StrictModel):
+    # A document above this many bytes is rejected as `too_large` before it is parsed.
+    max_doc_bytes: int = Field(default=20 * 2**20, gt=0)
+    # Rejected documents keep at most this many characters of their text.
+    reject_text_chars: int = Field(default=20_000, ge=0)
+
+
+class InputFile(StrictModel):
+    """One concrete file to read, with the spec fields it needs (picklable, JSON-able)."""
+
+    path: str
+    relpath: str
+    source: str
+    format: Format
+    text_key: str = "text"
+    id_key: str = "id"
+
+
+def _detect_format(name: str) -> Format | None:
+    lower = name.lower()
+    for suffix in sorted(_SUFFIXES, key=len, reverse=True):
+        if lower.endswith(suffix):
+            return _SUFFIXES[suffix]
+    return None
+
+
+def list_input_files(specs: Iterable[InputSpec]) -> list[InputFile]:
+    """Expand input specs into a sorted, de-duplicated list of files; error on missing paths."""
+    files: list[InputFile] = []
+    for spec in specs:
+        root = Path(spec.path)
+        if not root.exists():
+            raise InputError(f"input path does not exist: {root}")
+        source = spec.source or _default_source(root)
+        if root.is_file():
+            fmt = spec.format if spec.format != "auto" else _detect_format(root.name)
+            if fmt is None:
+                raise InputError(
+                    f"{root}: unknown document format; use one of {sorted(_SUFFIXES)} or set format"
+                )
+            candidates = [(root, root.name, fmt)]
+        else:
+            candidates = []
+            for dirpath, dirnames, filenames in os.walk(root):
+                dirnames.sort()
+                for fn in sorted(filenames):
+                    # auto: only known document suffixes (images, css, js… beside them are not
+                    # documents); a forced format takes every non-hidden file
+                    fmt = _detect_format(fn) if spec.format == "auto" else spec.format
+                    if spec.format == "documents" and not fn.endswith(".parquet"):
+                        continue  # Spark's _SUCCESS and .crc files beside the parts
+                    if fmt is None or fn.startswith((".", "_")):
+                        continue
+                    p = Path(dirpath) / fn
+                    if spec.glob and not fnmatch.fnmatch(str(p.relative_to(root)), spec.glob):
+                        continue
+                    candidates.append((p, str(p.relative_to(root)), fmt))
+            if spec.max_files is not None:
+                candidates = candidates[: spec.max_files]
+            if not candidates:
+                raise InputError(f"{root}: no document files found (looked for {sorted(_SUFFIXES)})")
+        for p, rel, fmt in candidates:
+            files.append(
+                InputFile(
+                    path=str(p),
+                    relpath=rel,
+                    source=source,
+                    format=fmt,
+                    text_key=spec.text_key,
+                    id_key=spec.id_key,
+                )
+            )
+    seen: set[str] = set()
+    unique = []
+    for f in files:
+        if f.path not in seen:
+            seen.add(f.path)
+            unique.append(f)
+    return unique
+
+
+def _default_source(root: Path) -> str:
+    name = root.name
+    fmt = _detect_format(name)
+    if fmt is not None:
+        for suffix in sorted(_SUFFIXES, key=len, reverse=True):
+            if name.lower().endswith(suffix):
+                return name[: -len(suffix)] or "default"
+    return name or "default"

@@ -17,7 +17,7 @@ import trafilatura
 from core.local_lm import obtain_smollm2
 from filters.dclm import FastTextArgs, train_classifier
 from filters.extract import boilerplate_text
-from filters.machine_text import build_labelled_set, train_detector
+from filters.machine_text_classifier import build_labelled_set, train_detector
 from pipelines.inputs import list_input_files
 from pipelines.jobs.quality_data import passages
 from pipelines.sample_corpus import SampleConfig, obtain_sample

@@ -35,14 +35,14 @@ from core.config import StrictModel
 from core.errors import ConfigError, UserError
 from core.io import atomic_write_text
 from core.llm import LLMConfig
-from filters.ai_text import AssistantPhrases, AssistantPhrasesConfig
+from filters.assistant_phrases import AssistantPhrases, AssistantPhrasesConfig
 from filters.dclm import DclmConfig, DclmKeepTop, DclmScore, DclmThreshold, FastTextArgs, train_classifier
 from filters.edu import EduConfig, EduScore, EduThreshold, LlmSample
 from filters.edu_distill import EduDistilledScore, LlmScoredRows, train_distilled
 from filters.extract import HtmlToText
 from filters.langid import LangId, LangIdConfig, obtain_lid_model
 from filters.length import LengthConfig, TextLength
-from filters.machine_text import MachineText, MachineTextConfig
+from filters.machine_text_classifier import MachineText, MachineTextConfig
 from filters.minhash import MinhashConfig
 from filters.minhash_clusters import MinhashDuplicates
 from filters.templates import TemplateConfig, Templated, TemplateLines

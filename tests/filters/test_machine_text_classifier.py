@@ -6,7 +6,7 @@ import json
 import pytest
 from datatrove.data import Document
 
-from filters.machine_text import MachineText, build_labelled_set, split_passage, train_detector
+from filters.machine_text_classifier import MachineText, build_labelled_set, split_passage, train_detector
 
 CACHE = "ai_text/test-labelled-n64.jsonl"
 

@@ -6,6 +6,10 @@ Chat models leave fingerprints that human web text almost never has: self-refere
 knowledge-cutoff disclaimers, refusal boilerplate, and unfilled template slots
 ("[Your Name]", "{{placeholder}}", "Lorem ipsum"). A document is rejected when it carries a
 strong signature, or enough weak ones per 1,000 words; the hits are recorded in metadata.
+
+This is the rule-based third of the AI/templated-text exclusion; the trained human-vs-machine
+classifier is ``filters.machine_text_classifier`` and the cross-document template detection
+``filters.templates``.
 """
 
 from __future__ import annotations

@@ -1,14 +1,15 @@
 """A trainable human-vs-machine text detector (fastText), with a labelled set built from a real
-small LM's generations and real human prose.
+small LM's generations and real human prose. (Known assistant phrases, a rule list, are
+``filters.assistant_phrases``.)
 
 Labelled set: human passages are cut into an *opening* and its real *continuation*; the LM
 (SmolLM2-135M-Instruct, in process) writes its own continuation of the same opening, and
 answers a few instruction prompts. Human examples are the real continuations, machine
 examples the generated ones: both sides share topics, so the classifier has to learn style.
 
-``python -m filters.machine_text build --human FILE --out LABELLED.jsonl`` builds the set;
-``python -m filters.machine_text train --data LABELLED.jsonl --out MODEL.bin`` trains and
-prints held-out precision/recall for the "machine" class.
+``python -m filters.machine_text_classifier build --human FILE --out LABELLED.jsonl`` builds
+the set; ``python -m filters.machine_text_classifier train --data LABELLED.jsonl --out MODEL.bin``
+trains and prints held-out precision/recall for the "machine" class.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@ import json
 
 from datatrove.data import Document
 
-from filters.ai_text import AssistantPhrases, signature_hits
+from filters.assistant_phrases import AssistantPhrases, signature_hits
 from pipelines.jobs.quality_data import passages
 
 

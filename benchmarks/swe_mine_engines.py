@@ -26,7 +26,7 @@ from _report import Result, write
 
 from pipelines.jobs.swe_mine import SweMineConfig, run_swe_mine
 from pipelines.spark import SparkConfig, spark_session
-from pipelines.swe_mine_sample import obtain_cassettes, recorded_events
+from samples.swe_mine.recordings import obtain_cassettes, recorded_events
 
 USER_KEYS = ("login", "id", "type")
 ISSUE_KEYS = (

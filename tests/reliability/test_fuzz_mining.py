@@ -31,7 +31,7 @@ CFG = ReadConfig()
 def _samples():
     """Real events (recorded, plus Issues/PullRequest events wrapping recorded API objects) and
     real API objects, loaded once (hypothesis strategies are built at import time)."""
-    from pipelines.swe_mine_sample import cassette_bodies, obtain_cassettes, recorded_events
+    from samples.swe_mine.recordings import cassette_bodies, obtain_cassettes, recorded_events
     from tests.swe_envs.scenario import event
 
     cassettes = obtain_cassettes(ROOT / "data")

@@ -11,14 +11,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="session")
 def cassettes() -> Path:
-    from pipelines.swe_mine_sample import obtain_cassettes
+    from samples.swe_mine.recordings import obtain_cassettes
 
     return obtain_cassettes(ROOT / "data")
 
 
 @pytest.fixture(scope="session")
 def events(cassettes):
-    from pipelines.swe_mine_sample import recorded_events
+    from samples.swe_mine.recordings import recorded_events
 
     return recorded_events(cassettes)
 

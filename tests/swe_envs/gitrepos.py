@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipelines.swe_mine_sample import commit_files, git, init_repo, merge_pr
+from samples.swe_mine.gitrepo import commit_files, git, init_repo, merge_pr
 
 SRC = '''"""The parser."""
 

@@ -29,14 +29,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from pipelines.swe_mine_sample import (
-    build_repos,
-    commit_files,
-    git,
-    merge_pr,
-    recorded_events,
-    write_hourly_events,
-)
+from samples.swe_mine.gitrepo import commit_files, git, merge_pr
+from samples.swe_mine.recordings import recorded_events, write_hourly_events
+from samples.swe_mine.repos import build_repos
 
 TOOLBELT = "requests/toolbelt"
 API_SUBSET = (

@@ -1,7 +1,7 @@
 from collections import Counter
 from pathlib import Path
 
-from pipelines.swe_mine_sample import git
+from samples.swe_mine.gitrepo import git
 from swe_envs.mining.config import GitScanConfig
 from swe_envs.mining.git_history import discover_repos, scan_repo
 from swe_envs.mining.observations import Bad

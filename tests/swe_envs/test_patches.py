@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from pipelines.swe_mine_sample import commit_files, git, merge_pr
+from samples.swe_mine.gitrepo import commit_files, git, merge_pr
 from swe_envs.mining.config import GitScanConfig, PatchFilterConfig
 from swe_envs.mining.git_history import scan_repo
 from swe_envs.mining.git_repo import RepoCache

@@ -1,4 +1,4 @@
-from pipelines.swe_mine_sample import commit_files, git, init_repo, merge_pr
+from samples.swe_mine.gitrepo import commit_files, git, init_repo, merge_pr
 from swe_envs.mining.config import GitScanConfig, PatchFilterConfig, RelevantFilesConfig
 from swe_envs.mining.git_history import scan_repo
 from swe_envs.mining.git_repo import GitRepo, RepoCache

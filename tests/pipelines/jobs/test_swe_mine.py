@@ -51,7 +51,7 @@ EXPECTED_REASONS = {
 
 @pytest.fixture(scope="module")
 def scenario(tmp_path_factory):
-    from pipelines.swe_mine_sample import obtain_cassettes
+    from samples.swe_mine.recordings import obtain_cassettes
 
     return build_scenario(obtain_cassettes(ROOT / "data"), tmp_path_factory.mktemp("swe_scenario"))
 
@@ -213,7 +213,8 @@ def test_cli_end_to_end_and_user_errors(scenario, tmp_path):
 
 def test_links_from_git_history_timeline_events_and_pr_bodies(tmp_path):
     """acme/widgets (tests/swe_envs/gitrepos.py) + real issue texts + timeline items."""
-    from pipelines.swe_mine_sample import git, obtain_cassettes, recorded_events
+    from samples.swe_mine.gitrepo import git
+    from samples.swe_mine.recordings import obtain_cassettes, recorded_events
     from tests.swe_envs.gitrepos import project
     from tests.swe_envs.scenario import real_object
 

@@ -1,0 +1,2 @@
+"""requests-toolbelt."""
+__version__ = "0.8.0"

@@ -1,0 +1,2 @@
+from .decoder import MultipartDecoder
+from .encoder import encode_with

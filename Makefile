@@ -84,7 +84,7 @@ quality-eval: setup
 
 # issue–PR mining on real recorded GitHub API responses + events built from them + sample clones
 data-swe: setup
-	$(PY) -m pipelines.swe_mine_sample data
+	$(PY) -m samples.swe_mine data
 	$(PY) -m pipelines swe-mine --config configs/swe_mine.yaml --events data/swe/events --api data/github3/cassettes \
 	  --repos data/swe/repos --output out/swe --overwrite $(if $(MASTER),--master '$(MASTER)')
 

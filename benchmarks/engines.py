@@ -19,8 +19,8 @@ from pipelines.inputs import list_input_files
 from pipelines.job import DocJob
 from pipelines.jobs.documents import DocumentStepsConfig, build_document_steps
 from pipelines.local import LocalEngineConfig, run_local
-from pipelines.sample_corpus import SampleConfig, obtain_sample
 from pipelines.spark import SparkConfig, run_spark, spark_session
+from samples.corpus import SampleConfig, obtain_sample
 
 
 def kept_ids(out: Path) -> list[str]:

@@ -35,7 +35,7 @@ def corpus_tokens(out: Path) -> None:
     from tokenizers import Tokenizer
 
     from pipelines.bpe_tokenizer import TokenizerConfig, train_bpe
-    from pipelines.sample_corpus import SampleConfig, obtain_sample
+    from samples.corpus import SampleConfig, obtain_sample
 
     books = [
         json.loads(x)["text"]

@@ -30,7 +30,7 @@ def load_chunks(limit: int) -> tuple[list[ChunkRef], str]:
     if demo.is_dir():
         source, docs = str(demo), iter_documents(demo)
     else:
-        from pipelines.sample_corpus import SampleConfig, obtain_sample
+        from samples.corpus import SampleConfig, obtain_sample
 
         books = obtain_sample(SampleConfig(data_dir=str(ROOT / "data")), log=lambda m: None).books_jsonl
         source, docs = (

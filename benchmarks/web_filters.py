@@ -40,7 +40,7 @@ from filters.word_tokenizer import SharedSpacyTokenizer
 from pipelines.chain import StepChain
 from pipelines.inputs import list_input_files
 from pipelines.jobs.quality_data import passages
-from pipelines.sample_corpus import SampleConfig, obtain_sample
+from samples.corpus import SampleConfig, obtain_sample
 
 
 def heuristics(language="en"):

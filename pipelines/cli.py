@@ -138,7 +138,7 @@ def dedup_eval(
     """Recall per Jaccard bin and precision of MinHash dedup on near-duplicates planted in real text."""
     from filters.minhash import MinhashConfig
     from pipelines.jobs.dedup_eval import evaluate
-    from pipelines.sample_corpus import SampleConfig, obtain_sample
+    from samples.corpus import SampleConfig, obtain_sample
 
     cfg = load_cli_config(MinhashConfig, None, set_)
     corpus = obtain_sample(SampleConfig(data_dir=str(data_dir)))
@@ -220,7 +220,7 @@ def sample(
     data_dir: Path = typer.Option(Path("data"), help="cache directory"),
 ) -> None:
     """Obtain the real sample corpus (Debian packages) into the cache and print its inputs."""
-    from pipelines.sample_corpus import SampleConfig, obtain_sample
+    from samples.corpus import SampleConfig, obtain_sample
 
     corpus = obtain_sample(SampleConfig(data_dir=str(data_dir)))
     for spec in corpus.inputs():

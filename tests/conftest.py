@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="session")
 def sample_corpus():
-    from pipelines.sample_corpus import SampleConfig, obtain_sample
+    from samples.corpus import SampleConfig, obtain_sample
 
     return obtain_sample(SampleConfig(data_dir=str(ROOT / "data")), log=lambda m: None)
 

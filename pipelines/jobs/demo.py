@@ -37,7 +37,7 @@ from pipelines.jobs.swe_mine import SweMineConfig, run_swe_mine
 from pipelines.jobs.web import EduJobConfig, WebConfig, WebDclmConfig, WebEduConfig, WebJob
 from pipelines.pack import PackConfig, iter_documents, pack_documents
 from pipelines.preflight import require_file
-from pipelines.sample_corpus import SampleConfig, obtain_sample
+from samples.corpus import SampleConfig, obtain_sample
 from synth.natural import NaturalConfig
 
 # bounded so the whole recipe runs in minutes on two cores (configs/demo.yaml says why each)

@@ -20,7 +20,7 @@ from filters.extract import boilerplate_text
 from filters.machine_text_classifier import build_labelled_set, train_detector
 from pipelines.inputs import list_input_files
 from pipelines.jobs.quality_data import passages
-from pipelines.sample_corpus import SampleConfig, obtain_sample
+from samples.corpus import SampleConfig, obtain_sample
 
 
 def dclm_eval(data_dir: Path, pages: int, out: Path, log=print) -> str:

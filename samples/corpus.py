@@ -1,4 +1,5 @@
-"""The real sample corpus, obtained at run time from Debian packages and cached under data/.
+"""The real sample corpus (``python -m pipelines sample``), obtained at run time from Debian
+packages and cached under data/.
 
 * Web-like HTML: the ~530 pages of the Python 3.11 documentation (``python3.11-doc``):
   real prose wrapped in navigation boilerplate, a good stand-in for crawled pages.
@@ -14,7 +15,6 @@ and unpacked with ``dpkg-deb -x``; nothing is installed system-wide. A ``.deb`` 
 from __future__ import annotations
 
 import gzip
-import json
 import os
 import re
 import subprocess
@@ -25,7 +25,7 @@ from pathlib import Path
 
 from core.config import StrictModel
 from core.errors import UserError
-from core.io import atomic_write_text
+from core.io import write_jsonl_atomic
 from pipelines.inputs import InputSpec
 
 PACKAGES = {
@@ -187,7 +187,6 @@ def obtain_sample(cfg: SampleConfig, log=print) -> SampleCorpus:
             tidy = fetch_package("r-cran-tidytext", data_dir, log) / TIDYTEXT_BOOKS
             austen = fetch_package("r-cran-janeaustenr", data_dir, log) / AUSTEN_DATA
             books = read_tidytext_books(tidy) + read_austen_books(austen)
-            books_path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(books_path, "".join(json.dumps(b, ensure_ascii=False) + "\n" for b in books))
+            write_jsonl_atomic(books_path, books)
             log(f"wrote {len(books)} books to {books_path}")
     return SampleCorpus(html_dir=html_root, books_jsonl=books_path, max_html_pages=cfg.max_html_pages)

@@ -23,7 +23,7 @@ def test_missing_package_message_says_how_to_provide(tmp_path, monkeypatch):
     name the package and how to supply it."""
     import pytest
 
-    from pipelines import sample_corpus as sc
+    from samples import corpus as sc
 
     fake = tmp_path / "bin"
     fake.mkdir()

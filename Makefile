@@ -115,7 +115,7 @@ data-terminal: setup
 
 # deep-search tasks over the sample's Python documentation (HTML + links), graded with the BM25 solver
 data-search: setup
-	$(PY) -c "from pipelines.sample_corpus import SampleConfig, obtain_sample as o; print(o(SampleConfig(), log=lambda m: None).html_dir)" > data/.docs_dir
+	$(PY) -c "from samples.corpus import SampleConfig, obtain_sample as o; print(o(SampleConfig(), log=lambda m: None).html_dir)" > data/.docs_dir
 	$(PY) -m synth.search generate --corpus $$(cat data/.docs_dir) --n 20 --out out/search/tasks.jsonl \
 	  --config configs/terminal_search.yaml
 	$(PY) -m synth.search solve --tasks out/search/tasks.jsonl --corpus $$(cat data/.docs_dir) --out out/search/bm25.jsonl

@@ -30,7 +30,7 @@ from datatrove.data import Document
 
 from filters.minhash import MinhashConfig, Signer, shingle_hash32, shingle_hashes, words
 from pipelines.quality_data import passages
-from pipelines.sample_corpus import SampleConfig, obtain_sample
+from samples.corpus import SampleConfig, obtain_sample
 
 
 def best_of(fn, repeats: int = 3) -> float:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.swe_envs.envs.lang_repos import PY, C, LangRepo
+from samples.swe_envs.lang_repos import PY, C, LangRepo
 
 _PY_BASE = PY.base
 _PY_FIX = PY.fix

@@ -42,7 +42,7 @@ def read_jsonl(path: Path) -> list[dict]:
 @pytest.fixture(scope="session")
 def lang_batch(docker_ready, tmp_path_factory):
     """The 9 language repos (plus a second task on the Python repo-version) through `validate`."""
-    from tests.swe_envs.envs.lang_repos import ALL, make_repo
+    from samples.swe_envs.lang_repos import ALL, make_repo
 
     root = tmp_path_factory.mktemp("lang_repos")
     instances = [make_repo(root / "repos", spec) for spec in ALL.values()]

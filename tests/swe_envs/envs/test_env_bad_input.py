@@ -7,9 +7,9 @@ import json
 import pytest
 import yaml
 
+from samples.swe_envs.lang_repos import PY, make_repo
 from tests.swe_envs.envs import bad_repos
 from tests.swe_envs.envs.conftest import read_jsonl, run_cli, write_jsonl
-from tests.swe_envs.envs.lang_repos import PY, make_repo
 
 
 @pytest.fixture(scope="module")

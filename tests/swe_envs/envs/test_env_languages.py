@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from samples.swe_envs.lang_repos import ALL
 from swe_envs.parsers import parse_log
-from tests.swe_envs.envs.lang_repos import ALL
 
 pytestmark = pytest.mark.docker
 

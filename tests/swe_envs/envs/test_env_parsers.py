@@ -145,8 +145,8 @@ def test_cli_help():
 
 
 def test_validate_without_a_daemon_says_how_to_start_it(tmp_path):
+    from samples.swe_envs.lang_repos import PY, make_repo
     from tests.swe_envs.envs.conftest import write_jsonl
-    from tests.swe_envs.envs.lang_repos import PY, make_repo
 
     inst = make_repo(tmp_path / "repos", PY)
     proc = run_cli("validate", "--instances", str(write_jsonl(tmp_path / "i.jsonl", [inst])), "--repos",

@@ -11,12 +11,12 @@ import time
 
 import pytest
 
+from samples.swe_envs.lang_repos import make_repo
 from swe_envs.config import SandboxConfig, SweEnvsConfig
 from swe_envs.images import Images
 from swe_envs.sandbox import LABEL, Sandbox, owner
 from tests.swe_envs.envs.bad_repos import HANG
 from tests.swe_envs.envs.conftest import ROOT, write_jsonl
-from tests.swe_envs.envs.lang_repos import make_repo
 
 pytestmark = pytest.mark.docker
 

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from samples.swe_envs.lang_repos import ALL, make_repo
 from swe_envs import languages
 from swe_envs.batch import read_instances
 from swe_envs.config import SweEnvsConfig
@@ -15,7 +16,6 @@ from swe_envs.refine import extract_recipe
 from swe_envs.repos import Snapshot, check_patches, patch_paths
 from swe_envs.rules import rule_fix
 from tests.swe_envs.envs.fixture_projects import SUREFIRE
-from tests.swe_envs.envs.lang_repos import ALL, make_repo
 from tests.swe_envs.envs.regen_fixtures import make_git
 
 

@@ -1,0 +1,1 @@
+"""Sample repositories for the SWE environments (tests and the image-cache benchmark)."""

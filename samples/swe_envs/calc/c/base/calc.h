@@ -1,0 +1,2 @@
+int add(int a, int b);
+int sub(int a, int b);

@@ -1,0 +1,4 @@
+namespace calc {
+int add(int a, int b);
+int sub(int a, int b);
+}

@@ -1,0 +1,9 @@
+package calc;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import org.junit.jupiter.api.Test;
+
+class CalcTest {
+    @Test
+    void testAdd() { assertEquals(5, Calc.add(2, 3)); }
+}

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.io import atomic_write_text
+
 ROOT = Path(__file__).resolve().parents[1]
 # BENCH_OUT: run_all.py --out hands its folder to the scripts it starts
 OUT_DIR = Path(os.environ.get("BENCH_OUT") or ROOT / "out" / "bench")
@@ -78,9 +80,7 @@ def _path(script: str, out_dir: Path | None) -> Path:
 
 
 def _write(path: Path, obj: dict) -> Path:
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(obj, indent=2, default=str) + "\n")
-    tmp.replace(path)  # a reader never sees half a file
+    atomic_write_text(path, json.dumps(obj, indent=2, default=str) + "\n")  # a reader never sees half a file
     return path
 
 

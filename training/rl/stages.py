@@ -33,7 +33,8 @@ import typer
 from core.cli import user_errors
 from core.config import load_config
 from core.errors import ConfigError
-from core.shards import TokenizerInfo, atomic_write_text
+from core.io import atomic_write_text
+from core.shards import TokenizerInfo
 from training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from training.glm_model import GLMModel
 from training.optimizers import build_optimizer

@@ -29,7 +29,7 @@ from datasketch import MinHash
 from datatrove.data import Document
 
 from filters.minhash import MinhashConfig, Signer, shingle_hash32, shingle_hashes, words
-from pipelines.quality_data import passages
+from pipelines.jobs.quality_data import passages
 from samples.corpus import SampleConfig, obtain_sample
 
 
@@ -131,7 +131,7 @@ def main() -> None:
 
 
 def spark_scaling(texts: list[str], cfg: MinhashConfig, mb: float, copies: int) -> list[Result]:
-    from filters.minhash import _key_rows, clusters_spark
+    from filters.minhash_clusters import _key_rows, clusters_spark
     from pipelines.spark import SparkConfig, spark_session
 
     with tempfile.TemporaryDirectory() as tmp:

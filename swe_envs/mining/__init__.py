@@ -4,7 +4,7 @@ Inputs are parsed into observations (``events``, ``api_dumps``, ``git_history`` 
 ``github_objects``), merged per entity (``entities``), joined into (issue, PR) pairs by the
 linking SQL (``link_sql``) on either engine (``engine_duckdb``, ``engine_spark``; the stage order
 is ``stages``), then judged here: ``filters`` (relaxed repository filter, strict
-issue filter), ``patches`` (exact diff, test/code split), ``dedup`` and ``decontam``
+issue filter), ``patches`` (exact diff, test/code split), dedup (the one MinHash, ``filters.minhash``) and ``decontam``
 (MinHash), ``relevant_files`` and ``document`` (training text, SWE-bench instances).
 Nothing here imports ``pipelines`` or ``training``.
 """

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from core.config import StrictModel
+from filters.minhash import MinhashConfig as SignatureConfig
 
 PERMISSIVE_LICENSES = [
     "MIT",
@@ -121,6 +122,8 @@ class PatchFilterConfig(StrictModel):
 
 
 class MinhashConfig(StrictModel):
+    """The one MinHash (``filters.minhash``) with a Jaccard check on its candidates."""
+
     ngram: int = Field(default=5, gt=0)
     bands: int = Field(default=14, gt=0)
     rows: int = Field(default=8, gt=0)
@@ -128,9 +131,8 @@ class MinhashConfig(StrictModel):
     # candidate pairs (sharing a band) are kept as duplicates only at this estimated Jaccard
     threshold: float = Field(default=0.7, ge=0, le=1)
 
-    @property
-    def num_perm(self) -> int:
-        return self.bands * self.rows
+    def signatures(self) -> SignatureConfig:
+        return SignatureConfig(ngram=self.ngram, bands=self.bands, rows=self.rows, seed=self.seed)
 
 
 class DedupConfig(StrictModel):

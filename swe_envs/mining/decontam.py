@@ -16,9 +16,11 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from core.errors import InputError
+from filters.minhash import Signer, estimated_jaccard
 from swe_envs.mining.config import MinhashConfig
-from swe_envs.mining.minhash import band_keys, signature, similarity
 from swe_envs.mining.refs import repo_key
 
 _PR_SUFFIX = re.compile(r"-(\d+)$")
@@ -27,11 +29,12 @@ _PR_SUFFIX = re.compile(r"-(\d+)$")
 class BenchmarkIndex:
     def __init__(self, instances: list[dict[str, Any]], cfg: MinhashConfig):
         self.cfg = cfg
+        self.signer = Signer(cfg.signatures())
         self.ids: set[str] = set()
         self.repo_prs: set[tuple[str, int]] = set()
-        self.sigs: list[bytes] = []
+        self.sigs: list[np.ndarray] = []
         self.names: list[str] = []
-        self.buckets: dict[str, list[int]] = defaultdict(list)
+        self.buckets: dict[int, list[int]] = defaultdict(list)
         for inst in instances:
             iid = str(inst.get("instance_id") or "")
             self.ids.add(iid.lower())
@@ -40,9 +43,9 @@ class BenchmarkIndex:
             pr = inst.get("pull_number") or (int(m.group(1)) if m else None)
             if repo and pr is not None:
                 self.repo_prs.add((repo_key(repo), int(pr)))
-            sig = signature(str(inst.get("problem_statement") or ""), cfg)
+            sig = self.signer.text_signature(str(inst.get("problem_statement") or ""))
             if sig is not None:
-                for key in band_keys(sig, cfg):
+                for key in self.signer.band_keys(sig):
                     self.buckets[key].append(len(self.sigs))
                 self.sigs.append(sig)
                 self.names.append(iid)
@@ -77,16 +80,16 @@ class BenchmarkIndex:
             return "benchmark_instance_id", inst_id
         if (repo_key(repo), pr_number) in self.repo_prs:
             return "benchmark_repo_pr", f"{repo}#{pr_number}"
-        sig = signature(text, self.cfg)
+        sig = self.signer.text_signature(text)
         if sig is None:
             return None
         seen: set[int] = set()
-        for key in band_keys(sig, self.cfg):
+        for key in self.signer.band_keys(sig):
             for idx in self.buckets.get(key, ()):
                 if idx in seen:
                     continue
                 seen.add(idx)
-                sim = similarity(sig, self.sigs[idx])
+                sim = estimated_jaccard(sig, self.sigs[idx])
                 if sim >= self.cfg.threshold:
                     return "benchmark_problem_statement", f"{self.names[idx]} (jaccard≈{sim:.2f})"
         return None

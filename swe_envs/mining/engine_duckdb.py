@@ -3,7 +3,7 @@
 Input units are parsed in a process pool (each writes its observations and parse rejects as
 Parquet under ``OUT/work``); DuckDB groups observations per entity, runs the linking SQL and
 hands pair rows back to the pool for the per-pair rules; near-duplicates are clustered with
-``swe_envs.mining.dedup`` in this process.
+``filters.minhash_clusters.clusters_verified`` in this process.
 """
 
 from __future__ import annotations
@@ -16,13 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
+from filters.minhash import Signer
+from filters.minhash_clusters import clusters_verified
 from swe_envs.mining.config import MiningConfig
 from swe_envs.mining.decontam import BenchmarkIndex
-from swe_envs.mining.dedup import duplicate_of
 from swe_envs.mining.link_sql import LINK_REJECTS, PAIRS, VIEWS, render
 from swe_envs.mining.observations import ENTITY_KINDS
 from swe_envs.mining.stages import (
@@ -32,6 +34,7 @@ from swe_envs.mining.stages import (
     REJECT_SCHEMA,
     MineUnit,
     dedup_reject_rows,
+    duplicate_of,
     filter_pairs,
     finish_pairs,
     link_reject_rows,
@@ -197,9 +200,11 @@ def run_duckdb(
         rejects = [r for r in filtered if r["stage"] is not None]
         timings["filter_s"] = round(time.monotonic() - t, 3)
         t = time.monotonic()
-        dup_of = (
-            duplicate_of(((r["id"], r["sig"]) for r in kept), cfg.dedup.minhash) if cfg.dedup.enabled else {}
-        )
+        dup_of = {}
+        if cfg.dedup.enabled:
+            sigs = ((r["id"], None if r["sig"] is None else np.frombuffer(r["sig"], np.uint32)) for r in kept)
+            mh = cfg.dedup.minhash
+            dup_of = duplicate_of(clusters_verified(sigs, Signer(mh.signatures()), mh.threshold))
         rejects += dedup_reject_rows(kept, dup_of, cfg)
         kept = [r for r in kept if r["id"] not in dup_of]
         timings["dedup_s"] = round(time.monotonic() - t, 3)

@@ -3,8 +3,8 @@
 Input units become a DataFrame (one row per event file / API dump / repository); parsing,
 entity merging and the per-pair rules run in ``mapInArrow`` with the functions of
 ``stages``; linking is the shared SQL of ``link_sql``; near-duplicate clusters
-come from a distributed band self-join whose few candidate pairs are verified and clustered
-on the driver (``duplicates``), with the union-find of ``swe_envs.mining.dedup``. Repositories must be readable at the same path on every executor.
+come from ``filters.minhash_clusters.clusters_verified_spark`` (a distributed band self-join
+whose few candidate pairs are checked and clustered on the driver). Repositories must be readable at the same path on every executor.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from swe_envs.mining.config import MinhashConfig, MiningConfig
+from filters.minhash_clusters import clusters_verified_spark
+from swe_envs.mining.config import MiningConfig
 from swe_envs.mining.decontam import BenchmarkIndex
-from swe_envs.mining.dedup import cluster
 from swe_envs.mining.link_sql import LINK_REJECTS, PAIRS, VIEWS, render
 from swe_envs.mining.observations import ENTITY_KINDS
 from swe_envs.mining.stages import (
@@ -32,6 +32,7 @@ from swe_envs.mining.stages import (
     REJECT_SCHEMA,
     MineUnit,
     dedup_reject_rows,
+    duplicate_of,
     filter_pairs,
     finish_pairs,
     link_reject_rows,
@@ -66,24 +67,6 @@ def arrow_map(fn: Callable[[Iterable[dict[str, Any]]], Iterable[dict[str, Any]]]
             yield to_batch(buf, schema)
 
     return body
-
-
-def duplicates(kept, mh: MinhashConfig) -> dict[str, str]:
-    """{id: kept id} of every near-duplicate, the same as ``swe_envs.mining.dedup.duplicate_of``.
-
-    Pairs are grouped by band key across the cluster — the part that grows with the corpus.
-    Only buckets holding several pairs (few: duplicates are rare) travel to the driver, where
-    their pairs are verified and put into components with the same union-find as locally."""
-    from pyspark.sql import functions as F
-
-    buckets = (
-        kept.filter(F.col("sig").isNotNull())
-        .select("id", "sig", F.explode("keys").alias("band"))
-        .groupBy("band")
-        .agg(F.collect_list(F.struct("id", "sig")).alias("members"))
-        .filter(F.size("members") > 1)
-    )
-    return cluster(([(m["id"], m["sig"]) for m in row["members"]] for row in buckets.collect()), mh.threshold)
 
 
 def run_spark_mine(
@@ -155,7 +138,7 @@ def run_spark_mine(
     rejects = [parse_rejects, link_rejects, pair_rejects]
     t = time.monotonic()
     if cfg.dedup.enabled and n_filtered > 1:
-        dup_of = duplicates(kept, cfg.dedup.minhash)
+        dup_of = duplicate_of(clusters_verified_spark(kept, cfg.dedup.minhash.threshold))
         if dup_of:
             dup = spark.createDataFrame([(i,) for i in sorted(dup_of)], "id string")
 

@@ -24,6 +24,8 @@ import pyarrow as pa
 from core.config import StrictModel
 from core.errors import InputError
 from core.records import document_schema, metadata_json, reject_schema
+from filters.minhash import Signer
+from filters.minhash_clusters import Assignments
 from swe_envs.mining.api_dumps import read_api_dump
 from swe_envs.mining.config import MiningConfig
 from swe_envs.mining.decontam import BenchmarkIndex
@@ -33,7 +35,6 @@ from swe_envs.mining.events import read_events
 from swe_envs.mining.filters import issue_problem, repo_problem
 from swe_envs.mining.git_history import discover_repos, scan_repo
 from swe_envs.mining.git_repo import GitError, RepoCache
-from swe_envs.mining.minhash import band_keys, signature
 from swe_envs.mining.observations import Bad
 from swe_envs.mining.pairs import assemble_pair, problem_statement
 from swe_envs.mining.patches import Patch, PatchProblem, obtain_patch, patch_problem
@@ -82,10 +83,10 @@ ENTITY_SCHEMA = pa.schema(
 )
 # one stream carries kept rows and rejects: `stage` is null on kept rows
 EXTRACT_SCHEMA = pa.schema(list(OBS_SCHEMA) + [f for f in REJECT_SCHEMA])
-# kept pairs carry their MinHash signature and band keys for the cross-document dedup
+# kept pairs carry their MinHash signature (uint32 bytes) and band keys for the cross-document dedup
 PAIR_SCHEMA = pa.schema(
     [f for f in REJECT_SCHEMA]
-    + [("pair", pa.string()), ("pr_repo", pa.string()), ("sig", pa.binary()), ("keys", pa.list_(pa.string()))]
+    + [("pair", pa.string()), ("pr_repo", pa.string()), ("sig", pa.binary()), ("keys", pa.list_(pa.int64()))]
 )
 FINAL_SCHEMA = pa.schema(
     list(DOC_SCHEMA) + [("instance", pa.string()), ("stage", pa.string()), ("reason", pa.string())]
@@ -217,6 +218,7 @@ def _git_path(pair: dict[str, Any]) -> str | None:
 
 def filter_pairs(rows: Iterable[dict[str, Any]], cfg: MiningConfig) -> Iterator[dict[str, Any]]:
     """repo_filter -> issue_filter -> patch_filter; kept rows carry the pair (with its patch) as JSON."""
+    signer = Signer(cfg.dedup.minhash.signatures()) if cfg.dedup.enabled else None
     with RepoCache(cfg.patch_filter.git_timeout_s) as repos:
         for row in rows:
             pair = assemble_pair(row)
@@ -250,7 +252,7 @@ def filter_pairs(rows: Iterable[dict[str, Any]], cfg: MiningConfig) -> Iterator[
                 continue
             pair["patch"] = patch.to_json()
             blob = json.dumps(pair, sort_keys=True, ensure_ascii=False)
-            sig = signature(problem_statement(pair), cfg.dedup.minhash) if cfg.dedup.enabled else None
+            sig = signer.text_signature(problem_statement(pair)) if signer else None
             yield {
                 "id": pair["id"],
                 "text": None,
@@ -259,9 +261,14 @@ def filter_pairs(rows: Iterable[dict[str, Any]], cfg: MiningConfig) -> Iterator[
                 "reason": None,
                 "pair": blob,
                 "pr_repo": pair["repo"],
-                "sig": sig,
-                "keys": band_keys(sig, cfg.dedup.minhash),
+                "sig": None if sig is None else sig.tobytes(),
+                "keys": [] if sig is None else signer.band_keys(sig),
             }
+
+
+def duplicate_of(clusters: Assignments) -> dict[str, str]:
+    """{pair id: kept pair id} for every near-duplicate of a cluster (not its representative)."""
+    return {i: rep for i, (rep, _) in clusters.items() if rep != i}
 
 
 def dedup_reject_rows(

@@ -1,27 +1,12 @@
 import json
-import random
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from datasketch import MinHash
-from datatrove.data import Document
 
-from filters.minhash import (
-    MinhashConfig,
-    MinhashDuplicates,
-    Signer,
-    cluster_id,
-    clusters_from_documents,
-    clusters_local,
-    clusters_spark,
-    shingle_hash32,
-    shingle_hashes,
-    words,
-)
-from pipelines.dedup_eval import plant
-from pipelines.quality_data import passages
+from filters.minhash import MinhashConfig, Signer, estimated_jaccard, shingle_hash32, shingle_hashes, words
+from pipelines.jobs.quality_data import passages
 
 
 @pytest.fixture(scope="module")
@@ -94,50 +79,11 @@ def test_batched_signatures_equal_one_at_a_time(texts, block):
     assert signer.keys_for_many(batch) == [signer.keys_for(t) for t in batch]
     assert signer.signatures([]) == [] and signer.signatures(["", " "]) == [None, None]
 
-def corpus(texts, rng):
-    """Real passages plus planted copies: near (J~0.9), chained (a~b~c), and far (J~0.3)."""
-    vocab = [w for t in texts[60:] for w in words(t)]
-    docs = {f"d{i:03d}": " ".join(words(t)) for i, t in enumerate(texts[:40])}
-    near, j = plant(words(texts[0]), 0.9, vocab, 5, rng)
-    docs["x_near_of_d000"] = " ".join(near)
-    chain1, _ = plant(words(texts[1]), 0.9, vocab, 5, rng)
-    chain2, _ = plant(chain1, 0.9, vocab, 5, rng)
-    docs["a_chain1"], docs["z_chain2"] = " ".join(chain1), " ".join(chain2)
-    far, jf = plant(words(texts[2]), 0.3, vocab, 5, rng)
-    docs["y_far_of_d002"] = " ".join(far)
-    assert j > 0.85 and jf < 0.35
-    return docs
 
-
-def test_clusters_keep_the_smallest_id(texts):
-    docs = corpus(texts, random.Random(0))
+def test_estimated_jaccard_is_the_fraction_of_equal_values(texts):
     signer = Signer(MinhashConfig())
-    got = clusters_local((d, signer.keys_for(t)) for d, t in docs.items())
-    assert got["x_near_of_d000"] == ("d000", 2) and got["d000"] == ("d000", 2)
-    # d001 ~ a_chain1 ~ z_chain2: one component even if d001 and z_chain2 do not collide directly
-    assert {got[k] for k in ("d001", "a_chain1", "z_chain2")} == {("a_chain1", 3)}
-    assert "y_far_of_d002" not in got and "d005" not in got
-    step = MinhashDuplicates(got)
-    kept, dup = Document(text="", id="d000"), Document(text="", id="x_near_of_d000")
-    assert step.filter(kept) is True and step.filter(dup) == (False, "near_duplicate")
-    assert dup.metadata["duplicate_of"] == "d000" and dup.metadata["minhash_cluster"] == cluster_id("d000")
-    alone = Document(text="", id="d007")
-    assert step.filter(alone) is True and alone.metadata["minhash_cluster_size"] == 1
-
-
-@pytest.mark.spark
-def test_spark_gives_identical_clusters(texts, spark, tmp_path):
-    docs = corpus(texts, random.Random(1))
-    d = tmp_path / "docs"
-    d.mkdir()
-    ids = sorted(docs)
-    for part in range(3):  # several files, several partitions
-        chunk = ids[part::3]
-        pq.write_table(pa.table({"id": chunk, "text": [docs[i] for i in chunk], "metadata": ["{}"] * len(chunk)}),
-                       d / f"{part:05d}.parquet")
-    cfg = MinhashConfig()
-    local = clusters_from_documents(str(d), cfg)
-    df = spark.read.parquet(str(d))
-    assert clusters_spark(df, cfg) == local  # components joined on the driver
-    assert clusters_spark(df, cfg, driver_edges=0) == local  # too many links: label propagation in Spark
-    assert len(local) >= 5
+    a = signer.text_signature(texts[0])
+    b = a.copy()
+    b[: len(b) // 4] += 1
+    assert estimated_jaccard(a, a) == 1.0 and estimated_jaccard(a, b) == 0.75
+    assert signer.text_signature("") is None and (signer.text_signature(texts[1]) == signer.signatures([texts[1]])[0]).all()

@@ -4,14 +4,22 @@ import random
 import pytest
 
 from core.errors import InputError
+from filters.minhash import Signer
+from filters.minhash_clusters import clusters_verified
 from swe_envs.mining.config import DecontamConfig, MinhashConfig
 from swe_envs.mining.decontam import BenchmarkIndex
-from swe_envs.mining.dedup import duplicate_of
 from swe_envs.mining.entities import merge_entity
-from swe_envs.mining.minhash import signature
+from swe_envs.mining.stages import duplicate_of
 from tests.swe_envs.scenario import real_object
 
 MH = MinhashConfig()
+
+
+def _duplicates(items: list[tuple[str, str]], cfg: MinhashConfig) -> dict[str, str]:
+    """swe-mine's dedup decision over (id, problem statement) rows."""
+    signer = Signer(cfg.signatures())
+    sigs = [(i, signer.text_signature(t)) for i, t in items]
+    return duplicate_of(clusters_verified(sigs, signer, cfg.threshold))
 
 
 def _texts(events):
@@ -27,17 +35,13 @@ def test_near_duplicates_cluster_to_the_smallest_id(events):
     texts = sorted(_texts(events).values())
     assert len(texts) > 20
     base = texts[0]
-    items = [(f"id{i:03d}", signature(t, MH)) for i, t in enumerate(texts)]
-    items += [
-        ("id900", signature(base + " Same here on Linux.", MH)),
-        ("id901", signature(base, MH)),
-        ("id950", signature("", MH)),
-    ]
-    dup = duplicate_of(items, MH)
+    items = [(f"id{i:03d}", t) for i, t in enumerate(texts)]
+    items += [("id900", base + " Same here on Linux."), ("id901", base), ("id950", "")]
+    dup = _duplicates(items, MH)
     assert dup == {"id900": "id000", "id901": "id000"}
     shuffled = items[:]
     random.Random(3).shuffle(shuffled)
-    assert duplicate_of(shuffled, MH) == dup  # order of arrival does not matter
+    assert _duplicates(shuffled, MH) == dup  # order of arrival does not matter
 
 
 def test_transitive_clusters_keep_one():
@@ -46,7 +50,7 @@ def test_transitive_clusters_keep_one():
     b = " ".join(words[10:] + [f"x{i}" for i in range(10)])
     c = " ".join(words[20:] + [f"x{i}" for i in range(20)])
     cfg = MinhashConfig(threshold=0.85)
-    dup = duplicate_of([("c", signature(c, cfg)), ("b", signature(b, cfg)), ("a", signature(a, cfg))], cfg)
+    dup = _duplicates([("c", c), ("b", b), ("a", a)], cfg)
     assert dup == {"b": "a", "c": "a"}
 
 

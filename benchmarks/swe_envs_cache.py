@@ -29,9 +29,9 @@ from _report import Result, write, write_status  # noqa: E402
 
 from core.errors import UserError  # noqa: E402
 from samples.swe_envs.lang_repos import ALL, make_repo  # noqa: E402
-from swe_envs.batch import run_batch  # noqa: E402
 from swe_envs.config import LANGUAGES, SweEnvsConfig  # noqa: E402
 from swe_envs.docker_setup import docker_client, ensure_docker  # noqa: E402
+from swe_envs.envs.validate_job import run_batch  # noqa: E402
 
 
 def _remove_images(client, languages: list[str]) -> int:

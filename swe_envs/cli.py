@@ -35,7 +35,7 @@ def validate(
     overwrite: bool = typer.Option(False, help="replace this command's outputs already in OUT"),
 ) -> None:
     """Build one image per repo-version, run the tests before/after each fix, write F2P/P2P."""
-    from swe_envs.batch import run_batch
+    from swe_envs.envs.validate_job import run_batch
 
     cfg = load_cli_config(SweEnvsConfig, config, set_)
     res = run_batch(instances, repos, output, cfg, overwrite=overwrite, log=typer.echo)
@@ -61,7 +61,7 @@ def evaluate(
     overwrite: bool = typer.Option(False, help="replace this command's outputs already in OUT"),
 ) -> None:
     """Apply each prediction in its environment, run FAIL_TO_PASS + PASS_TO_PASS, report resolved instances."""
-    from swe_envs.evaluate import evaluate as run_evaluation
+    from swe_envs.envs.evaluate import evaluate as run_evaluation
 
     cfg = load_cli_config(SweEnvsConfig, config, set_)
     rep = run_evaluation(instances, predictions, output, cfg, repos, overwrite=overwrite, log=typer.echo)
@@ -81,7 +81,7 @@ def parse(
     """Print the statuses parsed from LOGFILE as JSON: {test id: passed|failed|skipped|error}."""
     import sys
 
-    from swe_envs.parsers import parse_log
+    from swe_envs.envs.parsers import parse_log
 
     if str(logfile) == "-":
         text = sys.stdin.read()
@@ -124,8 +124,8 @@ def make_parser(
 ) -> None:
     """Ask an LLM for a parser of an unknown runner; keep it only if it reproduces the known statuses."""
     from core.llm import LLMClient, LLMConfig
-    from swe_envs.llm_parser import save_parser, synthesize_parser, truth_from_single_runs
-    from swe_envs.parsers import parse_log
+    from swe_envs.envs.llm_parser import save_parser, synthesize_parser, truth_from_single_runs
+    from swe_envs.envs.parsers import parse_log
 
     full = load_cli_config(SweEnvsConfig, config, None)
     for p in log:

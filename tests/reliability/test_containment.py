@@ -17,8 +17,8 @@ import uuid
 import pytest
 
 from swe_envs.config import SandboxConfig
+from swe_envs.envs.validator import check_run
 from swe_envs.sandbox import LABEL, Sandbox, owner
-from swe_envs.validate import check_run
 from tests.reliability.ledger import LEDGER
 
 pytestmark = pytest.mark.docker
@@ -179,6 +179,6 @@ def _mine(client) -> list:
 
 
 def _empty():
-    from swe_envs.parsers import ParseResult
+    from swe_envs.envs.parsers import ParseResult
 
     return ParseResult("pytest")

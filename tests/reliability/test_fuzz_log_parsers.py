@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from swe_envs.parsers import RUNNERS, STATUSES, parse_log
+from swe_envs.envs.parsers import RUNNERS, STATUSES, parse_log
 from tests.reliability.ledger import LEDGER, fuzz_settings
 from tests.reliability.strategies import TEXT
 

@@ -17,9 +17,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from swe_envs import languages
 from swe_envs.config import SweEnvsConfig
 from swe_envs.docker_setup import docker_client, ensure_docker
+from swe_envs.envs import languages
 from swe_envs.images import Images, env_dockerfile
 from swe_envs.repos import Snapshot
 from swe_envs.sandbox import Sandbox

@@ -28,7 +28,7 @@ from typing import Any
 from core.errors import InputError
 from core.io import atomic_write_text
 from swe_envs.config import SweEnvsConfig
-from swe_envs.parsers import PASSED, parse_log
+from swe_envs.envs.parsers import PASSED, parse_log
 from swe_envs.repos import find_repo, git
 
 OUTPUTS = ("report.json", "results.jsonl", "instances")
@@ -139,7 +139,7 @@ class Evaluator:
 
     def group_key(self, inst: dict[str, Any]) -> tuple[str, str]:
         """(repo, the commit its environment is built at), the way validate groups instances."""
-        from swe_envs.batch import environment_commit
+        from swe_envs.envs.validate_job import environment_commit
 
         spec = inst.get("environment") if isinstance(inst.get("environment"), dict) else {}
         if spec.get("environment_setup_commit"):
@@ -150,8 +150,8 @@ class Evaluator:
 
     def environment(self, inst: dict[str, Any], members: list[dict[str, Any]]) -> tuple[Any, Path | None]:
         """(environment, clone path); a failed environment carries its reason."""
-        from swe_envs.batch import build_group
-        from swe_envs.refine import Environment
+        from swe_envs.envs.builder import Environment
+        from swe_envs.envs.validate_job import build_group
 
         key = self.group_key(inst)
         commit = key[1]
@@ -189,7 +189,7 @@ class Evaluator:
             return None
 
     def run(self, inst: dict[str, Any], pred: dict[str, Any], members: list[dict[str, Any]]) -> Outcome:
-        from swe_envs.validate import InstanceFailure, Validator
+        from swe_envs.envs.validator import InstanceFailure, Validator
 
         iid, model = inst["instance_id"], str(pred.get("model_name_or_path") or "unknown")
         patch = pred.get("model_patch")
@@ -270,8 +270,8 @@ def make_report(instances: dict[str, dict], preds: dict[str, dict], outcomes: li
 
 def evaluate(instances_path: Path, predictions: str, out: Path, cfg: SweEnvsConfig, repos_dir: Path | None = None,
              overwrite: bool = False, log: Callable[[str], None] = print) -> dict[str, Any]:
-    from swe_envs.batch import make_builder, prepare_output, read_instances
     from swe_envs.docker_setup import docker_client
+    from swe_envs.envs.validate_job import make_builder, prepare_output, read_instances
 
     if repos_dir is not None and not repos_dir.is_dir():
         raise InputError(f"repositories directory not found: {repos_dir}")

@@ -9,8 +9,8 @@ import pytest
 from core.llm import LLMClient, LLMConfig
 from samples.swe_envs.lang_repos import LangRepo, make_repo
 from swe_envs.config import SweEnvsConfig
+from swe_envs.envs.builder import EnvBuilder
 from swe_envs.images import Images
-from swe_envs.refine import EnvBuilder
 from swe_envs.sandbox import Sandbox
 from tests.support.scripted_server import Reply, ScriptedServer
 from tests.swe_envs.envs.bad_repos import NO_BUILD

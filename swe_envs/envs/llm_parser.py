@@ -29,7 +29,7 @@ from pathlib import Path
 
 from core.llm import LLMClient, LLMError
 from swe_envs.config import LLMParserConfig
-from swe_envs.parsers.base import ERROR, FAILED, PASSED, SKIPPED, STATUSES, ParseResult
+from swe_envs.envs.parsers.base import ERROR, FAILED, PASSED, SKIPPED, STATUSES, ParseResult
 
 # the child: limits first, then the audit hook, then the candidate; reads {"code", "log"} on stdin
 CHILD = r'''

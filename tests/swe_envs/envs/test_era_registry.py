@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from core.errors import UserError
-from swe_envs import era
 from swe_envs.config import SweEnvsConfig
+from swe_envs.envs import era
 from swe_envs.images import toolchain_dockerfile
 from swe_envs.registry import IMAGE_BUNDLE, find_ca_bundle, host_access, pip_config
 from swe_envs.repos import Snapshot

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from swe_envs.parsers.base import ERROR, FAILED, PASSED, SKIPPED, ParseResult, clean
+from swe_envs.envs.parsers.base import ERROR, FAILED, PASSED, SKIPPED, ParseResult, clean
 
 _PYTEST_STATUS = {"PASSED": PASSED, "XPASS": PASSED, "FAILED": FAILED, "ERROR": ERROR, "SKIPPED": SKIPPED,
                   "XFAIL": SKIPPED}

@@ -8,9 +8,9 @@ import pytest
 
 from core.errors import InputError
 from swe_envs.config import SweEnvsConfig
-from swe_envs.evaluate import Outcome, grade, make_report, patch_problem, read_predictions
-from swe_envs.refine import Environment
-from swe_envs.validate import Validator, gold_comparison, network_needed
+from swe_envs.envs.builder import Environment
+from swe_envs.envs.evaluate import Outcome, grade, make_report, patch_problem, read_predictions
+from swe_envs.envs.validator import Validator, gold_comparison, network_needed
 
 INSTANCES = {"a": {"instance_id": "a", "patch": "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-1\n+2\n"},
              "b": {"instance_id": "b", "patch": "p"}}

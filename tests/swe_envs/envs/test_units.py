@@ -7,14 +7,14 @@ import json
 import pytest
 
 from samples.swe_envs.lang_repos import ALL, make_repo
-from swe_envs import languages
-from swe_envs.batch import read_instances
 from swe_envs.config import SweEnvsConfig
 from swe_envs.docker_setup import apt_mirror
+from swe_envs.envs import languages
+from swe_envs.envs.build_rules import rule_fix
+from swe_envs.envs.builder import extract_recipe
+from swe_envs.envs.validate_job import read_instances
 from swe_envs.images import env_dockerfile, toolchain_dockerfile
-from swe_envs.refine import extract_recipe
 from swe_envs.repos import Snapshot, check_patches, patch_paths
-from swe_envs.rules import rule_fix
 from tests.swe_envs.envs.fixture_projects import SUREFIRE
 from tests.swe_envs.envs.regen_fixtures import make_git
 

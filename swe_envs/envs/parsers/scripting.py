@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from swe_envs.parsers.base import ERROR, FAILED, PASSED, SKIPPED, ParseResult, clean
+from swe_envs.envs.parsers.base import ERROR, FAILED, PASSED, SKIPPED, ParseResult, clean
 
 _TC = re.compile(r"^##teamcity\[(\w+)((?: \w+='(?:[^'|]|\|.)*')*)\s*\]\s*$")
 _TC_ATTR = re.compile(r"(\w+)='((?:[^'|]|\|.)*)'")

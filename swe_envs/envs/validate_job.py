@@ -27,12 +27,12 @@ from core.errors import InputError, UserError
 from core.llm import LLMClient
 from swe_envs.config import SweEnvsConfig
 from swe_envs.docker_setup import docker_client
+from swe_envs.envs.builder import EnvBuilder, Environment
+from swe_envs.envs.validator import InstanceFailure, Validator
 from swe_envs.images import Images
-from swe_envs.refine import EnvBuilder, Environment
 from swe_envs.registry import host_access
 from swe_envs.repos import check_patches, find_repo, git, patch_paths
 from swe_envs.sandbox import Sandbox, sweep_orphans
-from swe_envs.validate import InstanceFailure, Validator
 
 REQUIRED = ("instance_id", "repo", "base_commit", "patch", "test_patch")
 OUTPUTS = ("validated.jsonl", "failures.jsonl", "environments.jsonl", "summary.json", "logs")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from swe_envs.languages import UV_PIP
+from swe_envs.envs.languages import UV_PIP
 
 # import name -> distribution name, where they differ (the common cases)
 PY_DISTRIBUTIONS = {
@@ -74,7 +74,7 @@ def _scm_version(recipe: list[str], log: str) -> list[str] | None:
 
 def _editable_backend(recipe: list[str], log: str) -> list[str] | None:
     """A backend without PEP 660 (``build_editable``): let setuptools be new enough for it."""
-    from swe_envs.languages import EDITABLE_SETUPTOOLS
+    from swe_envs.envs.languages import EDITABLE_SETUPTOOLS
 
     if "has no attribute 'build_editable'" not in log or "--exclude-newer-package setuptools" in " ".join(recipe):
         return None
@@ -129,7 +129,7 @@ def _interpreter_era_package(recipe: list[str], log: str) -> list[str] | None:
     interpreter's release; every other package keeps the repo-version's cut-off."""
     from datetime import date, timedelta
 
-    from swe_envs.era import RELEASED
+    from swe_envs.envs.era import RELEASED
 
     tb = log.rfind("Traceback (most recent call last)")
     if tb < 0 or not _CRASH.search(log, tb):

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from swe_envs import languages
 from swe_envs.config import SweEnvsConfig
-from swe_envs.parsers import FAILED, PASSED, ParseResult, parse_log
-from swe_envs.refine import Environment
+from swe_envs.envs import languages
+from swe_envs.envs.builder import Environment
+from swe_envs.envs.parsers import FAILED, PASSED, ParseResult, parse_log
 from swe_envs.repos import Snapshot, diff, patch_paths
 from swe_envs.sandbox import RunLog, Sandbox
 
@@ -240,7 +240,7 @@ class Validator:
             raise InstanceFailure("parser", why)
 
     def _parser_problem(self, inst, env, patches, log, parsed, network, image) -> str | None:
-        from swe_envs.llm_parser import check_parser, pick_single_tests, truth_from_single_runs
+        from swe_envs.envs.llm_parser import check_parser, pick_single_tests, truth_from_single_runs
 
         pcfg = self.cfg.llm_parser
         xml = parse_log("junit-xml", log)

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from swe_envs.parsers.base import ERROR, FAILED, PASSED, SKIPPED, STATUSES, ParseResult
-from swe_envs.parsers.js import parse_jest, parse_mocha, parse_tap, parse_vitest
-from swe_envs.parsers.jvm import parse_gradle, parse_junit_xml, parse_surefire
-from swe_envs.parsers.native import parse_cargo, parse_ctest, parse_go_test, parse_gtest
-from swe_envs.parsers.python import parse_pytest, parse_pytest_swebench, parse_unittest
-from swe_envs.parsers.scripting import parse_minitest, parse_phpunit, parse_rspec
+from swe_envs.envs.parsers.base import ERROR, FAILED, PASSED, SKIPPED, STATUSES, ParseResult
+from swe_envs.envs.parsers.js import parse_jest, parse_mocha, parse_tap, parse_vitest
+from swe_envs.envs.parsers.jvm import parse_gradle, parse_junit_xml, parse_surefire
+from swe_envs.envs.parsers.native import parse_cargo, parse_ctest, parse_go_test, parse_gtest
+from swe_envs.envs.parsers.python import parse_pytest, parse_pytest_swebench, parse_unittest
+from swe_envs.envs.parsers.scripting import parse_minitest, parse_phpunit, parse_rspec
 
 # dict order is the tie-break of ``auto``: JUnit XML, when a log carries it, is the most exact
 RUNNERS: dict[str, Callable[[str], ParseResult]] = {
@@ -73,7 +73,7 @@ def parse_log(runner: str, log: str) -> ParseResult:
         found = detect_runner(log)
         return RUNNERS[found](log) if found else ParseResult("auto")
     if runner.startswith("file:"):
-        from swe_envs.llm_parser import run_parser_file
+        from swe_envs.envs.llm_parser import run_parser_file
 
         return run_parser_file(runner[5:], log)
     if runner not in RUNNERS:

@@ -10,10 +10,10 @@ from pathlib import Path
 
 from core.llm import LLMClient, LLMConfig
 from swe_envs.config import LLMParserConfig
-from swe_envs.llm_parser import check_parser, pick_single_tests, run_parser_file, synthesize_parser
-from swe_envs.parsers import parse_log
+from swe_envs.envs.llm_parser import check_parser, pick_single_tests, run_parser_file, synthesize_parser
+from swe_envs.envs.parsers import parse_log
+from swe_envs.envs.validator import check_run
 from swe_envs.sandbox import RunLog
-from swe_envs.validate import check_run
 from tests.support.scripted_server import ScriptedServer
 from tests.swe_envs.envs.conftest import run_cli
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from swe_envs.parsers.base import FAILED, PASSED, SKIPPED, ParseResult, clean
+from swe_envs.envs.parsers.base import FAILED, PASSED, SKIPPED, ParseResult, clean
 
 _TAP_RESULT = re.compile(r"^(\s*)(not ok|ok)\b\s*(\d+)?\s*(?:-\s*)?(.*?)$")
 _TAP_SUBTEST = re.compile(r"^(\s*)# Subtest: (.*)$")

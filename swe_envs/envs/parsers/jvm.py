@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from swe_envs.parsers.base import ERROR, FAILED, PASSED, SKIPPED, ParseResult, clean
+from swe_envs.envs.parsers.base import ERROR, FAILED, PASSED, SKIPPED, ParseResult, clean
 
 _SUITES = re.compile(r"<testsuites\b.*?</testsuites>", re.S)
 _SUITE = re.compile(r"<testsuite\b.*?</testsuite>", re.S)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from swe_envs.parsers import RUNNERS, detect_runner, parse_log
+from swe_envs.envs.parsers import RUNNERS, detect_runner, parse_log
+from swe_envs.envs.validator import check_run, classify
 from swe_envs.sandbox import RunLog
-from swe_envs.validate import check_run, classify
 from tests.swe_envs.envs.conftest import run_cli
 from tests.swe_envs.envs.fixture_projects import ALL as FIXTURES
 

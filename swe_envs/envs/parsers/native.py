@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from swe_envs.parsers.base import FAILED, PASSED, SKIPPED, ParseResult, clean
+from swe_envs.envs.parsers.base import FAILED, PASSED, SKIPPED, ParseResult, clean
 
 _GO_RESULT = re.compile(r"^\s*--- (PASS|FAIL|SKIP): (\S+) \(")
 _GO_PKG = re.compile(r"^(ok|FAIL)\s+(\S+)\s+(?:[\d.]+s|\(cached\)|\[)")

@@ -16,12 +16,12 @@ precision ≥ 0.99).
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
 
+from core.io import iter_jsonl
 from filters.minhash import MinhashConfig, Signer, words
 from filters.minhash_clusters import clusters_local
 from pipelines.jobs.quality_data import passages
@@ -88,8 +88,7 @@ def evaluate(books_jsonl: str | Path, cfg: MinhashConfig, pairs_per_bin: int = 4
     # one copy per title: the sample holds Pride and Prejudice twice (tidytext and janeaustenr),
     # and real duplicates between "unrelated" passages would be counted as false positives
     books = {}
-    for line in Path(books_jsonl).read_text(encoding="utf-8").splitlines():
-        rec = json.loads(line)
+    for rec in iter_jsonl(books_jsonl, "books"):
         books.setdefault(rec.get("title", rec["id"]).lower(), rec["text"])
     texts = list(books.values())
     pool = [words(p) for p in passages(texts, passage_words)]

@@ -29,7 +29,7 @@ import numpy as np
 
 from core.cli import StepTimer
 from core.errors import ConfigError, InputError
-from core.io import atomic_write_text
+from core.io import atomic_write_text, write_jsonl_atomic
 from core.shards import ShardWriter
 from pipelines.bpe_tokenizer import TokenizerConfig, load_or_train
 from pipelines.jobs.longctx_config import (
@@ -46,7 +46,7 @@ from pipelines.jobs.longctx_sources import (
     mrcr_parts,
     natural_docs,
 )
-from pipelines.longctx_pack import StageWriter, StreamPacker
+from pipelines.pack import StageWriter, StreamPacker
 from synth.entropylong import EntropyLongSample, build_sample, summarize
 from synth.lm import LMError
 from synth.mrcr import passage_pool
@@ -199,9 +199,7 @@ def _pack_stage(
             log(f"   {stage.name}/{kind}: {packer.emitted}/{target} sequences from {n_samples} samples")
         report.pad_tokens = sw.pad_tokens
     if mrcr_rows:
-        with open(out / "mrcr.jsonl", "w", encoding="utf-8") as fh:
-            for row in mrcr_rows:
-                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+        write_jsonl_atomic(out / "mrcr.jsonl", mrcr_rows)
     report.seconds = time.monotonic() - t0
     stats = {k: v for k, v in report.__dict__.items() if k != "dir"}
     atomic_write_text(out / "longctx.json", json.dumps(stats, indent=2, default=str))

@@ -21,7 +21,7 @@ from tokenizers import Tokenizer
 
 from core.errors import InputError
 from core.records import parse_metadata
-from pipelines.longctx_pack import count_tokens, encode_pieces
+from pipelines.pack import count_tokens, encode_pieces
 from synth.chunking import ChunkConfig, split_meta_chunks
 from synth.entropylong import EntropyLongSample
 from synth.interleave import InterleaveConfig, TargetUnreachable, TooShort, interleave_document

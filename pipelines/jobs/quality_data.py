@@ -8,7 +8,6 @@ of the input HTML pages, which are boilerplate by construction).
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from collections.abc import Iterable, Iterator
@@ -18,6 +17,7 @@ from pydantic import Field
 
 from core.config import StrictModel
 from core.errors import InputError
+from core.io import iter_jsonl
 from core.records import get_reject
 from filters.extract import boilerplate_text
 from pipelines.inputs import InputFile, ReadLimits
@@ -57,12 +57,11 @@ def _file_texts(path: str) -> Iterator[str]:
     p = Path(path)
     if not p.is_file():
         raise InputError(f"DCLM training file not found: {p}")
-    with open(p, encoding="utf-8", errors="replace") as fh:
-        if p.suffix == ".jsonl":
-            for line in fh:
-                if line.strip():
-                    yield json.loads(line).get("text", "")
-        else:
+    if p.suffix == ".jsonl":
+        for rec in iter_jsonl(p, "DCLM training"):
+            yield rec.get("text", "")
+    else:
+        with open(p, encoding="utf-8", errors="replace") as fh:
             yield fh.read()
 
 

@@ -9,11 +9,11 @@ on labelled data built from the real sample corpus.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import trafilatura
 
+from core.io import iter_jsonl, read_jsonl, write_jsonl_atomic
 from core.local_lm import obtain_smollm2
 from filters.dclm import FastTextArgs, train_classifier
 from filters.extract import boilerplate_text
@@ -25,7 +25,7 @@ from samples.corpus import SampleConfig, obtain_sample
 
 def dclm_eval(data_dir: Path, pages: int, out: Path, log=print) -> str:
     corpus = obtain_sample(SampleConfig(data_dir=str(data_dir), max_html_pages=pages), log=log)
-    books = [json.loads(x)["text"] for x in corpus.books_jsonl.read_text().splitlines()]
+    books = [b["text"] for b in iter_jsonl(corpus.books_jsonl, "books")]
     prose, chrome = [], []
     for f in list_input_files(corpus.inputs()):
         if f.format != "html":
@@ -45,11 +45,10 @@ def machine_text_eval(data_dir: Path, n: int, out: Path, log=print) -> str:
     cache = data_dir / "ai_text" / f"labelled-n{n}.jsonl"
     if not cache.is_file():
         log(f"generating machine text with SmolLM2 for {n} passages (cached in {cache})")
-        books = [json.loads(x) for x in corpus.books_jsonl.read_text().splitlines()]
+        books = read_jsonl(corpus.books_jsonl, "books")
         rows = build_labelled_set([b["text"] for b in books], [b["title"] for b in books],
                                   obtain_smollm2(data_dir, log=log), n)
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        cache.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    rows = [json.loads(x) for x in cache.read_text(encoding="utf-8").splitlines()]
+        write_jsonl_atomic(cache, rows)
+    rows = read_jsonl(cache, "labelled machine-text set")
     report = train_detector(rows, out / "machine_text.bin", valid_fraction=0.3)
     return f"machine-text detector ({len(rows)} examples): {report}"

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
+from core.io import read_jsonl
 from pipelines.report.html import Report
 
 
@@ -59,7 +60,7 @@ def _mixture(out: Path) -> str:
 
 
 def _loss(report: Report, out: Path) -> str:
-    metrics = [json.loads(x) for x in (out / "train" / "metrics.jsonl").read_text().splitlines() if x.strip()]
+    metrics = read_jsonl(out / "train" / "metrics.jsonl", "training metrics")
     fig, ax = plt.subplots(figsize=(7, 3.4))
     for stage in dict.fromkeys(m.get("stage", "main") for m in metrics):
         pts = [(m["step"], m["loss"]) for m in metrics if m.get("stage", "main") == stage]

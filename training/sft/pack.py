@@ -1,6 +1,6 @@
 """Pack tokenized SFT samples (tokens + per-token loss mask) into Arrow shards.
 
-The pre-training packer (``pipelines.pack.SequencePacker``) streams documents and lets one
+The pre-training packer (``pipelines.pack.StreamPacker``, stream mode) streams documents and lets one
 continue into the next sequence; an SFT sample cut in two would train its second half
 without the conversation it answers, so here a sample is never split: samples are placed
 whole, in order, into the current sequence while they fit, and the rest of a sequence is

@@ -28,6 +28,7 @@ from pydantic import Field
 
 from core.config import StrictModel
 from core.errors import ConfigError, InputError
+from core.io import numbered_jsonl
 from core.shipped import FileHandle
 
 POS, NEG = "__label__hq", "__label__cc"
@@ -69,20 +70,16 @@ def read_examples(path: str | Path) -> list[str]:
     p = Path(path)
     if not p.is_file():
         raise InputError(f"training file not found: {p}")
-    out = []
-    with open(p, encoding="utf-8", errors="replace") as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            if p.suffix == ".jsonl":
-                try:
-                    text = json.loads(line).get("text", "")
-                except (json.JSONDecodeError, AttributeError):
-                    raise InputError(f"{p}: line {n} is not a JSON object with a text field") from None
-            else:
-                text = line
-            if normalize(text):
-                out.append(normalize(text))
+    if p.suffix == ".jsonl":
+        texts = []
+        for n, rec in numbered_jsonl(p, "training"):
+            if not isinstance(rec.get("text", ""), str):
+                raise InputError(f"{p}:{n}: the text field is not a string")
+            texts.append(rec.get("text", ""))
+    else:
+        with open(p, encoding="utf-8", errors="replace") as fh:
+            texts = [line for line in fh if line.strip()]
+    out = [normalize(t) for t in texts if normalize(t)]
     if not out:
         raise InputError(f"{p}: no examples")
     return out
@@ -318,17 +315,10 @@ def _cli():
     ) -> None:
         """Print P(high quality) for each document, one per line, in input order."""
         m = load_model(model)
-        if not input.is_file():
-            raise InputError(f"input not found: {input}")
-        with open(input, encoding="utf-8", errors="replace") as fh:
-            for n, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    text = json.loads(line)["text"]
-                except (json.JSONDecodeError, KeyError, TypeError):
-                    raise InputError(f"{input}: line {n} is not a JSON object with a text field") from None
-                typer.echo(f"{positive_probability(m, text, positive_label):.6f}")
+        for n, rec in numbered_jsonl(input, "input"):
+            if not isinstance(rec.get("text"), str):
+                raise InputError(f"{input}:{n}: no text field")
+            typer.echo(f"{positive_probability(m, rec['text'], positive_label):.6f}")
 
     return app
 

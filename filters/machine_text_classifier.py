@@ -14,7 +14,6 @@ trains and prints held-out precision/recall for the "machine" class.
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from pathlib import Path
@@ -25,6 +24,7 @@ from pydantic import Field
 
 from core.config import StrictModel
 from core.errors import InputError
+from core.io import numbered_jsonl, read_jsonl, write_jsonl_atomic
 from filters.dclm import (
     EvalReport,
     FastTextArgs,
@@ -156,16 +156,13 @@ def _cli():
 
         texts, topics = [], []
         for path in human:
-            if not path.is_file():
-                raise InputError(f"not found: {path}")
-            for line in path.read_text(encoding="utf-8").splitlines():
-                if line.strip():
-                    rec = json.loads(line)
-                    texts.append(rec["text"])
-                    topics.append(rec.get("title") or " ".join(rec["text"].split()[:6]))
+            for n, rec in numbered_jsonl(path, "human passages"):
+                if not isinstance(rec.get("text"), str):
+                    raise InputError(f"{path}:{n}: no text field")
+                texts.append(rec["text"])
+                topics.append(rec.get("title") or " ".join(rec["text"].split()[:6]))
         rows = build_labelled_set(texts, topics, obtain_smollm2(data_dir), n, seed)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        write_jsonl_atomic(out, rows)
         typer.echo(f"wrote {len(rows)} examples to {out}")
 
     @app.command()
@@ -175,9 +172,7 @@ def _cli():
         valid_fraction: float = typer.Option(0.25),
     ) -> None:
         """Train the detector; print held-out precision/recall of the machine class."""
-        if not data.is_file():
-            raise InputError(f"not found: {data}")
-        rows = [json.loads(x) for x in data.read_text(encoding="utf-8").splitlines() if x.strip()]
+        rows = read_jsonl(data, "labelled set")
         report = train_detector(rows, out, valid_fraction)
         typer.echo(f"saved {out}")
         typer.echo(f"machine-text detector: {report}")

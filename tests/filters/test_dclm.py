@@ -118,3 +118,19 @@ def test_cli_train_and_score(labelled, tmp_path):
     bad = subprocess.run([sys.executable, "-m", "filters.dclm", "score", "--model", str(tmp_path / "x.bin"),
                           "--input", str(docs)], capture_output=True, text=True)
     assert bad.returncode == 2 and "fastText model not found" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_training_file_errors_name_file_and_line(tmp_path):
+    from core.errors import InputError
+    from filters.dclm import read_examples
+
+    good = tmp_path / "pos.jsonl"
+    good.write_text(json.dumps({"text": "a  b\nc"}) + "\n\n" + json.dumps({"text": "d"}) + "\n")
+    assert read_examples(good) == ["a b c", "d"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"text": "fine"}) + "\n{broken\n")
+    with pytest.raises(InputError, match=r"bad.jsonl:2: invalid JSON"):
+        read_examples(bad)
+    (tmp_path / "num.jsonl").write_text(json.dumps({"text": 3}) + "\n")
+    with pytest.raises(InputError, match=r"num.jsonl:1: the text field is not a string"):
+        read_examples(tmp_path / "num.jsonl")

@@ -60,11 +60,13 @@ $(STAMP): pyproject.toml
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
+# the whole recipe on bounded samples: pipelines/jobs/demo.py
 demo: setup
 	$(PY) -m pipelines demo --config configs/demo.yaml $(if $(MASTER),--master '$(MASTER)')
 
 # web quality filtering (heuristics, language, DCLM top-p%, LLM edu scoring, AI/template exclusion)
 # over the sample's HTML pages; the LLM is SmolLM2 behind our own OpenAI-compatible server
+# (the job: pipelines/jobs/web.py)
 data-web: setup
 	$(PY) -m pipelines sample --data-dir data
 	$(PY) -m pipelines web --config configs/web.yaml --input data/debs/root/python3.11-doc/usr/share/doc/python3.11/html \
@@ -79,6 +81,7 @@ spark-web: setup
 	$(PY) -m pipelines report out/web-spark
 
 # held-out precision/recall of the DCLM classifier and the machine-text detector on the sample
+# (pipelines/jobs/quality_eval.py)
 quality-eval: setup
 	$(PY) -m pipelines quality-eval
 
@@ -122,6 +125,7 @@ data-search: setup
 	$(PY) -m synth.search grade --tasks out/search/tasks.jsonl --responses out/search/bm25.jsonl
 
 # long-context mid-training data: the demo's documents + tokenizer -> out/longctx/<stage>/
+# (the job: pipelines/jobs/longctx.py)
 # (the demo runs first when its tokenizer, written after its documents, is missing)
 out/demo/tokenizer/tokenizer.json:
 	$(MAKE) demo

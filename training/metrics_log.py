@@ -7,6 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from core.io import atomic_write_text
+
 
 class MetricsSink:
     def __init__(
@@ -15,10 +17,13 @@ class MetricsSink:
         append: bool = False,
         tensorboard_dir: str | Path | None = None,
         log: Callable[[str], None] = print,
+        from_step: int | None = None,
     ):
         self._fh = None
         if path is not None:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
+            if append and from_step is not None:
+                keep_steps_before(Path(path), from_step)
             self._fh = open(path, "a" if append else "w", encoding="utf-8")
         self._tb = None
         if tensorboard_dir is not None:
@@ -43,3 +48,20 @@ class MetricsSink:
             self._fh.close()
         if self._tb is not None:
             self._tb.close()
+
+
+def keep_steps_before(path: Path, step: int) -> None:
+    """A run resumed from its checkpoint at ``step`` trains the steps after it again: records of
+    those steps written before a kill go (else they would appear twice), and so does a line torn
+    by the kill, so the file reads as one uninterrupted run."""
+    if not path.is_file():
+        return
+    kept = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(rec, dict) and isinstance(rec.get("step"), int) and rec["step"] < step:
+            kept.append(line + "\n")
+    atomic_write_text(path, "".join(kept))

@@ -207,6 +207,7 @@ def _train_loop(cfg, shards, metrics_path, log, stop_after, resume, par) -> Trai
     sink = MetricsSink(
         metrics_path if rank == 0 else None,
         append=step > 0,
+        from_step=step,
         tensorboard_dir=cfg.tensorboard_dir if rank == 0 else None,
         log=log,
     )
@@ -328,6 +329,9 @@ def main(
         cfg.checkpoint.dir = str(checkpoint_dir)
     result = train(cfg, shards, metrics, resume=resume, stop_after=stop_after)
     if os.environ.get("RANK", "0") != "0":  # under torchrun rank 0 reports for the run
+        return
+    if not result.metrics:  # resumed from a checkpoint at the last step (killed before it exited)
+        typer.echo(f"nothing left to train: the checkpoint is at step {result.step}")
         return
     first, last = result.metrics[0]["loss"], result.metrics[-1]["loss"]
     typer.echo(f"trained {len(result.metrics)} steps: loss {first:.4f} -> {last:.4f}")

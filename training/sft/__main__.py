@@ -22,7 +22,7 @@ from pydantic import Field
 
 from core.cli import StepTimer, load_cli_config, user_errors
 from core.config import StrictModel, load_yaml, validate_config
-from core.io import atomic_write_text
+from core.io import atomic_write_text, read_jsonl
 from pipelines.bpe_tokenizer import TokenizerConfig, load_or_train, tokenizer_info
 from training.chat_template import EOS, SPECIAL_RE, add_special_tokens, conversation_of, normalize, render
 from training.sft.data import DataConfig, ReadReport, category_weights, mix, read_records, tokenized_samples
@@ -96,13 +96,15 @@ def run(cfg: SFTConfig, log=print) -> dict:
         tcfg.checkpoint.dir = str(out / "checkpoints")
     with timer("train"):
         result = train(tcfg, out / "shards", metrics_path=out / "metrics.jsonl", log=log, resume=True)
+    # the whole run's steps: a re-run resumes from a checkpoint and trains only the rest (or none)
+    steps = read_jsonl(out / "metrics.jsonl", "metrics") if (out / "metrics.jsonl").is_file() else []
     summary = {
         **report.as_dict(),
         "tokenizer": info.model_dump(),
         "sequences": manifest.totals.sequences,
         "trained_steps": result.step,
-        "loss_first": result.metrics[0]["loss"] if result.metrics else None,
-        "loss_last": result.metrics[-1]["loss"] if result.metrics else None,
+        "loss_first": steps[0]["loss"] if steps else None,
+        "loss_last": steps[-1]["loss"] if steps else None,
         "checkpoint": str(result.checkpoint) if result.checkpoint else None,
         "seconds": {k: round(v, 1) for k, v in timer.seconds.items()},
     }

@@ -152,10 +152,10 @@ train-dist: setup
 # `make gpu-vendor` (here) first fills vendor/gpu-wheels, which travels with the tree.
 GPU_PY ?= $(if $(wildcard $(PY)),$(PY),python3)
 gpu-check:
-	$(GPU_PY) -m training.gpu_check out/gpu-check/report.json
+	$(GPU_PY) -m training.tools.gpu_check out/gpu-check/report.json
 
 gpu-vendor: setup
-	$(PY) -m training.gpu_check vendor
+	$(PY) -m training.tools.gpu_check vendor
 
 # SFT on the bundled sample conversations (chat / reasoning / coding-agent), trained by training.trainer
 sft: setup

@@ -7,7 +7,7 @@ on a CPU: 8 heads, kv_lora 128, rope 32; indexer 4 heads x 32 (GLM-5: 64 heads, 
 rope 64, indexer 32 x 128 — the indexer is a few % of dense attention per key in both);
 top-k 2048 (GLM-5's ``dsa_indexer_topk``).
 
-* ours: ``training.dsa`` — lightning-indexer scores over all past keys, top-k selection
+* ours: ``training.model.dsa`` — lightning-indexer scores over all past keys, top-k selection
   (stable sort), gather of the selected latents, attention over them (``sparse_mla``);
 * baseline: dense causal attention over the same latents with PyTorch's
   ``scaled_dot_product_attention`` (same absorbed form, so the same FLOPs per key).
@@ -17,7 +17,7 @@ Time: queries are processed in blocks of ``--block``; both sides are timed on th
 mean is scaled to all L/block blocks. Per-block cost is linear in the block's position for both
 sides, so evenly spaced samples estimate the total without bias; every block is not run
 because dense attention at 64K takes many minutes on a CPU. FLOPs are counted analytically
-(``training.dsa.dsa_flops``: matmul FLOPs of scores + weighted sum, and the indexer's).
+(``training.model.dsa.dsa_flops``: matmul FLOPs of scores + weighted sum, and the indexer's).
 Writes out/bench/dsa_attention.json. Run: `python benchmarks/dsa_attention.py [--lengths 4096,16384,65536]`.
 """
 
@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from _report import Result, write
 
-from training.dsa import dsa_flops, index_scores, select_topk, sparse_mla
+from training.model.dsa import dsa_flops, index_scores, select_topk, sparse_mla
 
 H, KV_LORA, ROPE, NH, HD = 8, 128, 32, 4, 32
 
@@ -120,7 +120,7 @@ def main() -> None:
               f"{m['dense_gflop']:12.1f} {m['sparse_gflop']:10.1f} {m['dense_gflop'] / m['sparse_gflop']:8.2f}")  # fmt: skip
     results = [
         Result(f"dsa attention time {m['L'] // 1024}K", m["sparse_s"], m["dense_s"], "s", higher_is_better=False,
-               ours_label=f"DSA: indexer + top-{args.topk} sparse MLA (training.dsa)",
+               ours_label=f"DSA: indexer + top-{args.topk} sparse MLA (training.model.dsa)",
                baseline_label="dense causal SDPA over the same latents",
                extra={"gflop_ours": round(m["sparse_gflop"], 2), "gflop_baseline": round(m["dense_gflop"], 2),
                       "gflop_indexer": round(m["indexer_gflop"], 2),

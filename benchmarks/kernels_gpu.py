@@ -10,7 +10,7 @@ tokens, bf16. Sections, each also recorded in the JSON written to OUT:
                 sweep) vs a loop of ``torch.matmul`` vs ``torch._grouped_mm`` vs one dense GEMM
                 of equal FLOPs (goal: ours >= 70% of dense bf16 throughput); dX/dW errors vs the loop
   moe_pipeline  route -> permute -> SwiGLU experts -> unpermute, forward+backward, triton vs torch
-                backend steps (``training.moe``), output error and time
+                backend steps (``training.model.moe``), output error and time
 
 Without CUDA it writes {"status": "skipped", ...} to OUT and exits 2. ``--smoke`` runs every
 section at tiny shapes on CPU under Triton's interpreter (timings meaningless) so the script
@@ -244,7 +244,7 @@ class Bench:
 
     def moe_pipeline(self) -> dict:
         from kernels.moe_backend import steps
-        from training import moe
+        from training.model import moe
 
         a = self.a
         backends = {"triton": steps(), "torch": (moe.route, moe.permute, moe.grouped_experts, moe.unpermute)}

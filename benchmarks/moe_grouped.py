@@ -2,7 +2,7 @@
 
 Same routed tokens, same weights, forward + backward, E=64 experts, top-8. Baseline: the fair
 per-expert loop, ``kernels.reference.expert_ffn`` (matmuls over ``w.unbind(0)``: one stack of the
-weight gradients in backward). ``training.moe.loop_experts`` (``w[e]`` indexing, which pays one
+weight gradients in backward). ``training.model.moe.loop_experts`` (``w[e]`` indexing, which pays one
 full-size zero gradient per expert in backward) is shown as a second row, not the headline.
 Writes out/bench/moe_grouped.json. Run: `python benchmarks/moe_grouped.py`.
 """
@@ -16,7 +16,7 @@ import torch
 from _report import Result, write
 
 from kernels.reference import expert_ffn
-from training.moe import grouped_experts, loop_experts, permute, route
+from training.model.moe import grouped_experts, loop_experts, permute, route
 
 
 def main() -> None:
@@ -66,12 +66,12 @@ def main() -> None:
     write(
         __file__,
         Result("moe experts grouped_mm", ms(t_grouped), ms(t_unbind), "ms", goal=1.3, higher_is_better=False,
-               ours_label="training.moe.grouped_experts (F.grouped_mm)",
+               ours_label="training.model.moe.grouped_experts (F.grouped_mm)",
                baseline_label="kernels.reference.expert_ffn (loop over w.unbind(0))"),
         {"routed_rows": rows, "hidden": h, "ffn": f, "experts": E, "topk": args.topk, "repeat": args.repeat,
          "threads": torch.get_num_threads()},
         [Result("moe experts vs w[e] loop", ms(t_grouped), ms(t_loop), "ms", higher_is_better=False,
-                ours_label="grouped_experts", baseline_label="training.moe.loop_experts (w[e]: zero grad per expert)")],
+                ours_label="grouped_experts", baseline_label="training.model.moe.loop_experts (w[e]: zero grad per expert)")],
     )  # fmt: skip
 
 

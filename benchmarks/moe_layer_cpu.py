@@ -1,9 +1,9 @@
 """Reference-path MoE layer on CPU: experts as grouped GEMMs (``torch._grouped_mm``) vs a loop.
 
-The whole ``training.moe.MoELayer`` (router, permute, experts, unpermute, shared expert),
+The whole ``training.model.moe.MoELayer`` (router, permute, experts, unpermute, shared expert),
 forward + backward, torch backend; only the experts step differs. Baseline: the fair per-expert
 loop, ``kernels.reference.expert_ffn`` (matmuls over ``w.unbind(0)``: one stack in backward).
-``training.moe.loop_experts`` (``w[e]`` indexing: one full-size zero gradient per expert in
+``training.model.moe.loop_experts`` (``w[e]`` indexing: one full-size zero gradient per expert in
 backward) is shown as a second row. The Triton backend is not timed here: on CPU it runs in
 Triton's interpreter (benchmarks/kernels_gpu.py times it). Writes out/bench/moe_layer_cpu.json.
 Run: `python benchmarks/moe_layer_cpu.py [--tokens 4096]`.
@@ -19,8 +19,8 @@ import torch
 from _report import Result, write
 
 from kernels import reference
-from training.model_config import ModelConfig
-from training.moe import MoELayer, grouped_experts, loop_experts
+from training.model.config import ModelConfig
+from training.model.moe import MoELayer, grouped_experts, loop_experts
 
 
 def main() -> None:
@@ -79,7 +79,7 @@ def main() -> None:
         {"tokens": a.tokens, "hidden": a.hidden, "ffn": a.ffn, "experts": a.experts, "topk": a.topk,
          "repeat": a.repeat, "threads": torch.get_num_threads()},
         [Result("moe layer vs w[e] loop", ms(t_grouped), ms(t_loop), "ms", higher_is_better=False,
-                ours_label="MoELayer, grouped_experts", baseline_label="MoELayer with training.moe.loop_experts")],
+                ours_label="MoELayer, grouped_experts", baseline_label="MoELayer with training.model.moe.loop_experts")],
     )  # fmt: skip
 
 

@@ -15,7 +15,7 @@ import time
 import torch
 from _report import Result, write
 
-from training.muon import newton_schulz, ns_flops, orthogonal_update
+from training.optim.muon import newton_schulz, ns_flops, orthogonal_update
 
 
 def shapes(shrink: int) -> dict[str, tuple[int, list[int], int]]:

@@ -1,7 +1,7 @@
 """Rollout sampling: decode tokens/s and KV-cache bytes, our sampler vs Hugging Face ``generate``.
 
 Ours: ``training.rl.sampler.sample`` (batched, left-padded prompts, MLA *latent* KV cache: per
-layer and token, kv_lora + rope numbers) over ``training.glm_model.GLMModel``. Baseline:
+layer and token, kv_lora + rope numbers) over ``training.model.glm.GLMModel``. Baseline:
 ``transformers``' ``DeepseekV3ForCausalLM.generate`` on a model of the same architecture and
 size (MLA with q/kv LoRA, decoupled RoPE, 1 dense + MoE layers, shared expert, sigmoid top-k
 router; random init, no MTP; the parameter counts are printed and equal). Both sample with
@@ -31,8 +31,8 @@ import time
 import torch
 from _report import Result, write
 
-from training.glm_model import GLMModel
-from training.model_config import ModelConfig
+from training.model.config import ModelConfig
+from training.model.glm import GLMModel
 from training.rl.sampler import SamplingParams, sample
 
 # one architecture, written in both configs' vocabularies

@@ -1,7 +1,7 @@
 """Training tokens/s of the tiny GLM-5-shaped config vs the walking skeleton's dense TinyLM.
 
 Both train on the same shards (default: out/demo/shards; synthetic shards otherwise) with the
-same batch for the same steps. Baseline: ``training.tiny_lm`` (dense, MHA, AdamW) at the same
+same batch for the same steps. Baseline: ``training.model.tiny_lm`` (dense, MHA, AdamW) at the same
 hidden size. Writes out/bench/train_throughput.json. Run: `python benchmarks/train_throughput.py [--steps 8]`.
 """
 
@@ -16,7 +16,7 @@ import numpy as np
 from _report import Result, write
 
 from core.shards import ShardWriter, TokenizerInfo
-from training.tiny_lm import TinyLMConfig
+from training.model.tiny_lm import TinyLMConfig
 from training.train_loop import TrainConfig
 from training.train_loop import train as train_tiny_lm
 from training.trainer import load_trainer_config, train
@@ -71,7 +71,7 @@ def main() -> None:
         __file__,
         Result("tiny glm-5 training", ours, base, "tokens/s",
                ours_label=f"tiny GLM-5-shaped (MLA, MoE, MTP, {cfg.optimizer.name})",
-               baseline_label="training.tiny_lm dense TinyLM (MHA, AdamW), same hidden size"),
+               baseline_label="training.model.tiny_lm dense TinyLM (MHA, AdamW), same hidden size"),
         {"config": str(args.config), "shards": str(shards), "steps": args.steps, "batch": cfg.loader.batch_size},
     )  # fmt: skip
 

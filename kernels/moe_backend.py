@@ -1,6 +1,6 @@
-"""The Triton kernels as ``training.moe``'s four steps (same signatures as its torch backend).
+"""The Triton kernels as ``training.model.moe``'s four steps (same signatures as its torch backend).
 
-``training.moe.get_backend("triton")`` builds its ``MoEBackend`` from ``steps()``; the only
+``training.model.moe.get_backend("triton")`` builds its ``MoEBackend`` from ``steps()``; the only
 adaptation is that the layer's ``route`` returns (probs, indices, scores): the kernel's
 per-expert counts are dropped there because ``permute`` returns them for the bias update.
 """
@@ -31,7 +31,7 @@ def route(
 
 
 def steps() -> tuple[Callable, Callable, Callable, Callable]:
-    """(route, permute, experts, unpermute) for ``training.moe.MoEBackend``."""
+    """(route, permute, experts, unpermute) for ``training.model.moe.MoEBackend``."""
     return route, permute.permute, grouped_gemm.expert_ffn, permute.unpermute
 
 

@@ -1,7 +1,7 @@
 """Pure-torch references for every MoE kernel, with the kernels' exact signatures.
 
 These are the semantics the Triton kernels must reproduce (tests compare outputs and
-gradients), and they are what autograd's ``gradcheck`` checks in float64. ``training.moe``'s
+gradients), and they are what autograd's ``gradcheck`` checks in float64. ``training.model.moe``'s
 torch backend routes, permutes and unpermutes with them; they live here so that ``kernels/``
 depends on torch alone, as the layering in DESIGN.md requires.
 

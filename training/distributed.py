@@ -17,7 +17,7 @@ joins the process group (NCCL with CUDA, gloo on CPU) and lays the N ranks out a
 
 The model is first built whole with the run's seed on every rank, so any N and ep start from
 the single-process weights. Muon orthogonalizes full matrices: a sharded gradient is
-all-gathered, orthogonalized (every rank does the same work) and re-sliced (``training/muon.py``).
+all-gathered, orthogonalized (every rank does the same work) and re-sliced (``training/optim/muon.py``).
 Checkpoints are ``torch.distributed.checkpoint`` directories (``training/dist_checkpoint.py``)
 whose tensors carry their global shapes, so a run resumes on a different N or ep.
 """
@@ -34,7 +34,7 @@ from torch.distributed.fsdp import fully_shard
 from torch.distributed.tensor import DTensor, Replicate, Shard
 
 from core.errors import ConfigError
-from training.glm_model import GLMModel
+from training.model.glm import GLMModel
 
 
 def is_expert_param(name: str) -> bool:
@@ -156,7 +156,7 @@ def from_env(tensor_parallel: int, pipeline_parallel: int, expert_parallel: int)
     if tensor_parallel != 1 or pipeline_parallel != 1:
         raise ConfigError(
             "parallel.tensor_model_parallel_size / pipeline_model_parallel_size: our trainer does data "
-            "and expert parallelism only; tensor/pipeline parallelism is Megatron's (training/megatron_bridge.py)"
+            "and expert parallelism only; tensor/pipeline parallelism is Megatron's (training/tools/megatron_bridge.py)"
         )
     cuda = torch.cuda.is_available()
     world = int(os.environ["WORLD_SIZE"])

@@ -7,7 +7,6 @@ JSON object per step to ``metrics.jsonl``. Resume is part of the contract: the l
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,10 +19,11 @@ from pydantic import Field
 from core.cli import user_errors
 from core.config import StrictModel, load_config
 from core.errors import UserError
-from training import schedules
 from training.loader import LoaderConfig, ShardLoader
-from training.schedules import ScheduleConfig
-from training.tiny_lm import TinyLM, TinyLMConfig
+from training.metrics_log import MetricsSink
+from training.model.tiny_lm import TinyLM, TinyLMConfig
+from training.optim import schedules
+from training.optim.schedules import ScheduleConfig
 
 
 class TrainConfig(StrictModel):
@@ -78,7 +78,7 @@ def train(
         opt.load_state_dict(state["optimizer"])
         loader.load_state_dict(state["loader"])
         step, metrics = state["step"], list(state["metrics"])
-    sink = open(metrics_path, "a" if state else "w", encoding="utf-8") if metrics_path else None
+    sink = MetricsSink(metrics_path, append=state is not None)  # a resumed run continues the file
     batches = iter(loader)
     done_here = 0
     try:
@@ -103,17 +103,14 @@ def train(
                 "epoch": loader.epoch,
             }
             metrics.append(rec)
-            if sink:
-                sink.write(json.dumps(rec) + "\n")
-                sink.flush()
+            sink.write(rec)
             log(
                 f"step {step:4d}  loss {rec['loss']:.4f}  lr {rec['lr']:.2e}  {rec['tokens_per_s']:.0f} tok/s"
             )
             step += 1
             done_here += 1
     finally:
-        if sink:
-            sink.close()
+        sink.close()
     return {
         "model": model.state_dict(),
         "optimizer": opt.state_dict(),

@@ -41,12 +41,12 @@ from core.shards import read_manifest
 from training import distributed
 from training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from training.dist_checkpoint import is_dcp_checkpoint, load_dcp, save_dcp
-from training.glm_model import GLMModel
 from training.loader import LoaderConfig, ShardLoader
 from training.metrics_log import MetricsSink
-from training.model_config import ModelConfig
-from training.optimizers import OptimizerConfig, build_optimizer, qk_clip_
-from training.schedules import ScheduleConfig, lr_at
+from training.model.config import ModelConfig
+from training.model.glm import GLMModel
+from training.optim.optimizers import OptimizerConfig, build_optimizer, qk_clip_
+from training.optim.schedules import ScheduleConfig, lr_at
 
 
 class StageConfig(StrictModel):

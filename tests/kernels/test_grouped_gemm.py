@@ -8,7 +8,7 @@ from torch.testing import assert_close
 
 from kernels import reference
 from tests.kernels.conftest import DEVICE, needs_kernels
-from training.moe import loop_experts
+from training.model.moe import loop_experts
 
 pytestmark = needs_kernels
 

@@ -13,7 +13,7 @@ from torch.testing import assert_close
 
 from tests.kernels.conftest import DEVICE, ON_GPU, needs_kernels
 from tests.training.glm_tiny import tiny_model
-from training.moe import MoELayer, get_backend
+from training.model.moe import MoELayer, get_backend
 
 pytestmark = needs_kernels
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,7 +84,7 @@ def test_triton_backend_without_cuda_or_interpreter_is_a_config_error():
         "import torch\n"
         "from core.errors import ConfigError\n"
         "from tests.training.glm_tiny import tiny_model\n"
-        "from training.moe import MoELayer\n"
+        "from training.model.moe import MoELayer\n"
         "try:\n"
         "    MoELayer(tiny_model(moe_backend='triton'))\n"
         "except ConfigError as e:\n"

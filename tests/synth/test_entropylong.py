@@ -114,7 +114,7 @@ def test_lm_failures_are_one_line_errors(tmp_path, lm):
 def test_our_own_model_plugs_in():
     """The interface takes any causal LM: here the project's TinyLM (untrained, so its
     next-token distribution is nearly uniform: entropy ~ ln(vocab))."""
-    from training.tiny_lm import TinyLM, TinyLMConfig
+    from training.model.tiny_lm import TinyLM, TinyLMConfig
 
     torch.manual_seed(0)
     model = TinyLM(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from training.model_config import ModelConfig
+from training.model.config import ModelConfig
 from training.trainer import TrainerConfig
 
 

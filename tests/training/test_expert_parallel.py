@@ -7,7 +7,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from tests.training.glm_tiny import tiny_model
-from training.moe import MoELayer
+from training.model.moe import MoELayer
 
 CFG = dict(num_moe_experts=4, moe_router_topk=2, hidden_size=32, moe_ffn_hidden_size=16)
 

@@ -1,7 +1,7 @@
 import json
 
 from training.loader import LoaderConfig
-from training.tiny_lm import TinyLMConfig
+from training.model.tiny_lm import TinyLMConfig
 from training.train_loop import TrainConfig, lr_at, train
 
 

@@ -8,7 +8,7 @@ import torch
 
 from core.errors import ConfigError, UserError
 from tests.training.glm_tiny import tiny_trainer
-from training.schedules import ScheduleConfig, lr_at
+from training.optim.schedules import ScheduleConfig, lr_at
 from training.trainer import StageConfig, train
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,8 +7,8 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from core.config import StrictModel
-from training.model_config import ModelConfig
-from training.optimizers import OptimizerConfig
+from training.model.config import ModelConfig
+from training.optim.optimizers import OptimizerConfig
 from training.rl.orchestrator_config import OrchestratorConfig
 from training.rl.update import UpdateConfig
 

@@ -25,8 +25,8 @@ import typer
 from core.cli import load_cli_config, user_errors
 from core.errors import ConfigError, UserError
 from training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
-from training.glm_model import GLMModel
-from training.optimizers import build_optimizer
+from training.model.glm import GLMModel
+from training.optim.optimizers import build_optimizer
 from training.rl.async_config import RLAsyncConfig
 from training.rl.ledger import audit
 from training.rl.orchestrator import Orchestrator

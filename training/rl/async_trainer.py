@@ -31,10 +31,11 @@ import typer
 from core.cli import run_app, user_errors
 from core.config import validate_config
 from core.errors import UserError
+from core.io import read_jsonl, write_jsonl_atomic
 from training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
-from training.glm_model import GLMModel
 from training.metrics_log import MetricsSink
-from training.optimizers import build_optimizer
+from training.model.glm import GLMModel
+from training.optim.optimizers import build_optimizer
 from training.rl.async_config import RLAsyncConfig
 from training.rl.losses import group_advantages
 from training.rl.rollouts import Trajectory
@@ -215,9 +216,8 @@ class AsyncTrainer:
         path = self.out / "metrics.jsonl"
         if not path.is_file():
             return
-        keep = [line for line in path.read_text(encoding="utf-8").splitlines()
-                if line.strip() and json.loads(line).get("update", 0) <= self.update]
-        path.write_text("".join(line + "\n" for line in keep), encoding="utf-8")
+        keep = [r for r in read_jsonl(path, "metrics") if r.get("update", 0) <= self.update]
+        write_jsonl_atomic(path, keep)
 
     def _maybe_crash(self) -> None:
         crash_at = self.cfg.orchestrator.faults.trainer_crash_after_updates

@@ -17,8 +17,8 @@ import torch
 
 from core.errors import ConfigError
 from training.checkpoint import load_checkpoint
-from training.glm_model import GLMModel
-from training.model_config import ModelConfig
+from training.model.config import ModelConfig
+from training.model.glm import GLMModel
 from training.rl.rollouts import Trajectory
 from training.rl.update import batch_tensors, logprobs_of
 

@@ -27,7 +27,7 @@ import torch
 from pydantic import Field
 
 from core.config import StrictModel
-from training.glm_model import GLMModel
+from training.model.glm import GLMModel
 
 
 class PolicyLossConfig(StrictModel):

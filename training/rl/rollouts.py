@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from training.glm_model import GLMModel
+from training.model.glm import GLMModel
 from training.rl.sampler import SamplingParams, sample
 from training.rl.toy_tasks import Problem, ToyTask
 

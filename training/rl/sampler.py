@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 import torch
 
 from core.errors import UserError
-from training.glm_model import GLMModel
+from training.model.glm import GLMModel
 
 
 @dataclass(frozen=True)

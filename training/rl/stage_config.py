@@ -11,11 +11,11 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from core.config import StrictModel
-from training.model_config import ModelConfig
-from training.optimizers import OptimizerConfig
+from training.model.config import ModelConfig
+from training.optim.optimizers import OptimizerConfig
+from training.optim.schedules import ScheduleConfig
 from training.rl.toy_tasks import ToyTaskConfig
 from training.rl.update import UpdateConfig
-from training.schedules import ScheduleConfig
 
 
 class RolloutConfig(StrictModel):

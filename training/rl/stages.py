@@ -36,15 +36,15 @@ from core.errors import ConfigError
 from core.io import atomic_write_text
 from core.shards import TokenizerInfo
 from training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
-from training.glm_model import GLMModel
-from training.optimizers import build_optimizer
+from training.model.glm import GLMModel
+from training.optim.optimizers import build_optimizer
+from training.optim.schedules import lr_at
 from training.rl.distill import TeacherSet
 from training.rl.rollouts import Trajectory, rollout
 from training.rl.sampler import SamplingParams
 from training.rl.stage_config import PipelineConfig, StageSpec
 from training.rl.toy_tasks import EOS, PAD, STOP_TOKENS, VOCAB, ToyTask, build_tasks
 from training.rl.update import policy_update, rl_advantages
-from training.schedules import lr_at
 from training.sft.pack import write_sft_shards
 
 STATE = "pipeline.json"

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import ConfigError, InputError
-from core.io import read_jsonl
+from core.io import read_jsonl, write_jsonl_atomic
 
 
 class RewardUnavailable(RuntimeError):
@@ -185,7 +185,7 @@ class SweBackend:
                                           "model_name_or_path": "rollout"}]), encoding="utf-8")
             one = Path(tmp) / "instances.jsonl"
             row = next(i for i in self.instances if i["instance_id"] == instance["id"])
-            one.write_text(json.dumps(row) + "\n", encoding="utf-8")
+            write_jsonl_atomic(one, [row])
             cmd = [sys.executable, "-m", "swe_envs", "evaluate", "--instances", str(one),
                    "--predictions", str(preds), "--output", f"{tmp}/out"]
             if self.config:

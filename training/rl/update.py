@@ -16,7 +16,7 @@ import torch
 from pydantic import Field
 
 from core.config import StrictModel
-from training.glm_model import GLMModel
+from training.model.glm import GLMModel
 from training.rl.losses import (
     PolicyLossConfig,
     group_advantages,

@@ -29,7 +29,7 @@ from safetensors.torch import load, load_file
 
 from core.errors import InputError, UserError
 from training.checkpoint import mismatches
-from training.glm_model import GLMModel
+from training.model.glm import GLMModel
 from training.rl.sampler import SamplingParams, sample
 
 

@@ -35,8 +35,8 @@ import typer
 
 from core.cli import user_errors
 from core.errors import InputError, UserError
-from training.glm_model import GLMModel
-from training.model_config import ModelConfig
+from training.model.config import ModelConfig
+from training.model.glm import GLMModel
 from training.rl.sampler import SamplingParams
 from training.serving.codec import Codec
 from training.serving.engine import Engine, read_weights

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from tests.training.glm_tiny import tiny_model
-from training.glm_model import GLMModel
-from training.optimizers import OptimizerConfig, build_optimizer
+from training.model.glm import GLMModel
+from training.optim.optimizers import OptimizerConfig, build_optimizer
 from training.rl.losses import token_logprobs
 from training.rl.rollouts import NotAppendOnly, extend_context, rollout
 from training.rl.sampler import SamplingParams

@@ -34,7 +34,7 @@ def make_tokenizer(path: Path) -> Path:
 def make_checkpoint(root: Path, tokenizer: Path, seed: int = 0, version: int = 0) -> Path:
     from tests.training.glm_tiny import tiny_model
     from training.checkpoint import save_checkpoint
-    from training.glm_model import GLMModel
+    from training.model.glm import GLMModel
     from training.serving.codec import Codec
 
     vocab = Codec.load(tokenizer).vocab_size

@@ -10,8 +10,8 @@ import torch.nn.functional as F
 
 from core.shards import TokenizerInfo, open_shard
 from tests.training.glm_tiny import tiny_model
-from training.glm_model import GLMModel
 from training.loader import LoaderConfig, ShardLoader
+from training.model.glm import GLMModel
 from training.sft.pack import SamplePacker, write_sft_shards
 
 INFO = TokenizerInfo(id="t", vocab_size=50, eos_id=1)

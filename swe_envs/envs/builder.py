@@ -28,6 +28,7 @@ from swe_envs.envs import era, languages
 from swe_envs.envs.build_rules import rule_fix
 from swe_envs.envs.parsers import parse_log
 from swe_envs.images import Images, env_dockerfile, instance_dockerfile, sha, slug
+from swe_envs.paths import is_test_path
 from swe_envs.repos import Snapshot
 from swe_envs.sandbox import Sandbox
 
@@ -193,7 +194,7 @@ class EnvBuilder:
         env.test_command = test_command or plan.command
         env.runner = runner or (plan.runner if not test_command else "auto")
         env.custom_command = bool(test_command)
-        collect = [f for f in collect_files if snap.has(f) and languages.is_test_path(env.language, f)]
+        collect = [f for f in collect_files if snap.has(f) and is_test_path(f)]
         collect_command = (languages.test_plan(env.language, snap, collect).command
                            if collect and not test_command else env.test_command)
         recipe, source, rule = languages.recipe(env.language, snap, languages.RecipeOptions(

@@ -1,4 +1,4 @@
-"""The 9 languages: detection, install recipe from the repo's manifest, test command, test paths.
+"""The 9 languages: detection, install recipe from the repo's manifest, test command.
 
 A *recipe* is the list of shell commands that turn the toolchain image plus the repository
 (copied to /testbed) into a working environment; each becomes one ``RUN`` line, so a build
@@ -38,21 +38,6 @@ MANIFESTS = {  # strong evidence, checked at the repository root first
     "ruby": ("Gemfile", ".rspec"),
     "python": ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt"),
 }
-TEST_PATH_PATTERNS = {
-    "python": r"(^|/)(tests?/.*\.py|test_[^/]*\.py|[^/]*_test\.py|conftest\.py)$",
-    "javascript": r"(^|/)(__tests__|tests?)/|\.(test|spec)\.[cm]?[jt]sx?$",
-    "java": r"(^|/)src/test/|(^|/)tests?/|(Test|Tests|IT)\.(java|kt)$",
-    "go": r"_test\.go$|(^|/)testdata/",
-    "rust": r"(^|/)tests/[^/]+\.rs$|(^|/)benches/",
-    "c": r"(^|/)(tests?|unittests?)/|(^|/)test_[^/]*\.c$|_test\.c$",
-    "cpp": r"(^|/)(tests?|unittests?)/|_(unit)?test\.(cc|cpp|cxx)$|(^|/)test_[^/]*\.(cc|cpp)$",
-    "php": r"(^|/)tests?/|Test\.php$",
-    "ruby": r"(^|/)(spec|test)/|_(spec|test)\.rb$",
-}
-
-
-def is_test_path(language: str, path: str) -> bool:
-    return bool(re.search(TEST_PATH_PATTERNS[language], path))
 
 
 def detect_language(snap: Snapshot) -> str | None:

@@ -30,11 +30,11 @@ from swe_envs.docker_setup import docker_client
 from swe_envs.envs.builder import EnvBuilder, Environment
 from swe_envs.envs.validator import InstanceFailure, Validator
 from swe_envs.images import Images
+from swe_envs.instance import missing_fields
 from swe_envs.registry import host_access
 from swe_envs.repos import check_patches, find_repo, git, patch_paths
 from swe_envs.sandbox import Sandbox, sweep_orphans
 
-REQUIRED = ("instance_id", "repo", "base_commit", "patch", "test_patch")
 OUTPUTS = ("validated.jsonl", "failures.jsonl", "environments.jsonl", "summary.json", "logs")
 
 
@@ -55,7 +55,7 @@ def read_instances(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any
             if not isinstance(inst, dict):
                 bad.append({"instance_id": f"{path.name}:{n}", "stage": "read", "reason": "not a JSON object"})
                 continue
-            missing = [k for k in REQUIRED if inst.get(k) in (None, "")]
+            missing = missing_fields(inst)
             iid = str(inst.get("instance_id") or f"{path.name}:{n}")
             if missing:
                 bad.append({"instance_id": iid, "stage": "read", "reason": f"missing field(s): {', '.join(missing)}"})

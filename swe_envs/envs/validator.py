@@ -24,6 +24,7 @@ from swe_envs.config import SweEnvsConfig
 from swe_envs.envs import languages
 from swe_envs.envs.builder import Environment
 from swe_envs.envs.parsers import FAILED, PASSED, ParseResult, parse_log
+from swe_envs.paths import is_test_path
 from swe_envs.repos import Snapshot, diff, patch_paths
 from swe_envs.sandbox import RunLog, Sandbox
 
@@ -190,7 +191,7 @@ class Validator:
     def command(self, inst: dict[str, Any], env: Environment, repo_path: Path) -> str:
         """The environment's test command; SWE-bench's test directives (touched test files) where safe."""
         if self.select_touched and not env.custom_command:
-            touched = [p for p in patch_paths(inst.get("test_patch") or "") if languages.is_test_path(env.language, p)]
+            touched = [p for p in patch_paths(inst.get("test_patch") or "") if is_test_path(p)]
             if touched:
                 return languages.test_plan(env.language, Snapshot(repo_path, inst["base_commit"]), touched).command
         return env.test_command

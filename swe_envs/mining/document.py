@@ -28,20 +28,19 @@ Document text format (one document per pair; XML-like tags, attributes double-qu
     </patch>
 
 The discussion holds the issue's and the PR's comments up to the merge, bots excluded.
-The SWE-bench instance follows princeton-nlp/SWE-bench: ``patch`` is the non-test part of
-the diff, ``test_patch`` the test part, ``hints_text`` the issue comments made before the PR
-was opened; ``FAIL_TO_PASS`` / ``PASS_TO_PASS`` stay empty (JSON-encoded lists) until an
-environment runs the tests.
+The SWE-bench instance (schema: ``swe_envs.instance``): ``patch`` is the non-test part of the
+diff, ``test_patch`` the test part, ``hints_text`` the issue comments made before the PR was
+opened.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from swe_envs.instance import new_instance
 from swe_envs.mining.config import DocumentConfig, IssueFilterConfig
-from swe_envs.mining.filters import pr_created_at
 from swe_envs.mining.pairs import problem_statement
+from swe_envs.mining.repo_issue_filters import pr_created_at
 from swe_envs.mining.text_checks import is_bot
 
 
@@ -128,20 +127,16 @@ def swe_instance(
     hints = [
         c["body"].strip() for c in comments if c["on"] == "issue" and (c.get("created_at") or "") < opened
     ]
-    return {
-        "instance_id": pair["instance_id"],
-        "repo": pair["repo_name"],
-        "base_commit": base_commit,
-        "problem_statement": problem_statement(pair),
-        "hints_text": "\n\n".join(hints),
-        "patch": code_patch,
-        "test_patch": test_patch,
-        "created_at": opened,
-        "version": "",
-        "environment_setup_commit": base_commit,
-        "FAIL_TO_PASS": json.dumps([]),
-        "PASS_TO_PASS": json.dumps([]),
-        "pull_number": pair["pr_number"],
-        "issue_numbers": [pair["issue_number"]],
-        "issue_repo": pair["issue_repo"],
-    }
+    return new_instance(
+        instance_id=pair["instance_id"],
+        repo=pair["repo_name"],
+        base_commit=base_commit,
+        problem_statement=problem_statement(pair),
+        hints_text="\n\n".join(hints),
+        patch=code_patch,
+        test_patch=test_patch,
+        created_at=opened,
+        pull_number=pair["pr_number"],
+        issue_numbers=[pair["issue_number"]],
+        issue_repo=pair["issue_repo"],
+    )

@@ -8,6 +8,7 @@ hands pair rows back to the pool for the per-pair rules; near-duplicates are clu
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -21,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from tqdm import tqdm
 
+from core.io import write_jsonl_atomic
 from filters.minhash import Signer
 from filters.minhash_clusters import clusters_verified
 from swe_envs.mining.config import MiningConfig
@@ -41,7 +43,6 @@ from swe_envs.mining.stages import (
     merge_rows,
     safe_extract_rows,
     to_batch,
-    write_instances,
 )
 
 FLUSH_ROWS = 20_000
@@ -222,8 +223,9 @@ def run_duckdb(
     )
     docs = sorted((r for r in final if r["stage"] is None), key=lambda r: r["id"])
     pq.write_table(table(docs, DOC_SCHEMA), out / "documents" / "part-00000.parquet")
-    write_instances(
-        (r["instance"] for r in sorted(docs, key=lambda r: r["instance_id"])), out / "instances.jsonl"
+    # each instance is already JSON with sorted keys: parsed, it dumps back to the same line
+    write_jsonl_atomic(
+        out / "instances.jsonl", (json.loads(r["instance"]) for r in sorted(docs, key=lambda r: r["instance_id"]))
     )
     timings["finish_write_s"] = round(time.monotonic() - t, 3)
     return stats | {"timings": timings}

@@ -28,7 +28,7 @@ from swe_envs.mining.git_repo import GitRepo
 from swe_envs.mining.imports import FileIndex, imported_paths
 from swe_envs.mining.language import stop_words
 from swe_envs.mining.patches import FileDiff
-from swe_envs.mining.test_paths import is_source_path
+from swe_envs.paths import is_source_path
 
 METHOD = "touched+imports+imported_by+cochange+lexical+same_dir"
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")

@@ -14,7 +14,6 @@ pair: ``repo_filter``, ``issue_filter``, ``patch_filter``, ``dedup``, ``decontam
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -32,13 +31,13 @@ from swe_envs.mining.decontam import BenchmarkIndex
 from swe_envs.mining.document import discussion, format_document, swe_instance
 from swe_envs.mining.entities import entity_row
 from swe_envs.mining.events import read_events
-from swe_envs.mining.filters import issue_problem, repo_problem
 from swe_envs.mining.git_history import discover_repos, scan_repo
 from swe_envs.mining.git_repo import GitError, RepoCache
 from swe_envs.mining.observations import Bad
 from swe_envs.mining.pairs import assemble_pair, problem_statement
 from swe_envs.mining.patches import Patch, PatchProblem, obtain_patch, patch_problem
 from swe_envs.mining.relevant_files import select_relevant_files
+from swe_envs.mining.repo_issue_filters import issue_problem, repo_problem
 
 STAGES = (
     "parse",
@@ -368,18 +367,6 @@ def finish_pairs(
 def load_benchmarks(cfg: MiningConfig) -> BenchmarkIndex | None:
     paths = list(cfg.decontaminate.benchmarks)
     return BenchmarkIndex.load(paths, cfg.decontaminate.minhash) if paths else None
-
-
-def write_instances(lines: Iterable[str], path: Path) -> int:
-    """instances.jsonl, written under a temporary name and renamed (never half-written)."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    n = 0
-    with open(tmp, "w", encoding="utf-8") as fh:
-        for line in lines:
-            fh.write(line + "\n")
-            n += 1
-    os.replace(tmp, path)
-    return n
 
 
 def to_batch(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.RecordBatch:

@@ -14,6 +14,7 @@ from swe_envs.envs.build_rules import rule_fix
 from swe_envs.envs.builder import extract_recipe
 from swe_envs.envs.validate_job import read_instances
 from swe_envs.images import env_dockerfile, toolchain_dockerfile
+from swe_envs.paths import is_test_path
 from swe_envs.repos import Snapshot, check_patches, patch_paths
 from tests.swe_envs.envs.fixture_projects import SUREFIRE
 from tests.swe_envs.envs.regen_fixtures import make_git
@@ -37,8 +38,8 @@ def test_detection_recipe_and_plan(repos, language):
     assert plan.runner == expected_runner
     assert isinstance(languages.recipe(language, snap), list)
     # the test-path heuristic splits the instance's patches the way the repos were written
-    assert all(languages.is_test_path(language, p) for p in patch_paths(inst["test_patch"]))
-    assert not any(languages.is_test_path(language, p) for p in patch_paths(inst["patch"]))
+    assert all(is_test_path(p) for p in patch_paths(inst["test_patch"]))
+    assert not any(is_test_path(p) for p in patch_paths(inst["patch"]))
 
 
 def test_manifest_driven_recipes(tmp_path):

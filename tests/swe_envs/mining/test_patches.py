@@ -15,7 +15,7 @@ from swe_envs.mining.patches import (
     parse_diff,
     patch_problem,
 )
-from swe_envs.mining.test_paths import is_source_path, is_test_path
+from swe_envs.paths import is_source_path, is_test_path
 from tests.swe_envs.gitrepos import project
 
 

@@ -1,4 +1,5 @@
-"""Which changed paths are tests, which are source code — per-language heuristics.
+"""Which paths are tests, which are source code: the one rule of mining (a patch's test/code
+split) and of the environments (which touched test files a run selects).
 
 Test directories (``test/``, ``tests/``, ``__tests__/``, ``spec/``, ``src/test/`` …) and
 test-file naming conventions of the common runners: pytest/unittest (``test_*.py``,
@@ -6,7 +7,9 @@ test-file naming conventions of the common runners: pytest/unittest (``test_*.py
 ``*.spec.js``), JUnit/Kotest/ScalaTest (``*Test.java``, ``*Tests.kt``, ``*Spec.scala``,
 ``*IT.java``), RSpec/minitest (``*_spec.rb``, ``*_test.rb``), PHPUnit (``*Test.php``),
 xUnit/NUnit (``*Tests.cs``, ``Foo.Tests/``), GoogleTest/Catch (``*_test.cc``,
-``*_unittest.cpp``), ExUnit (``*_test.exs``), XCTest (``*Tests.swift``), Rust (``tests/``).
+``*_unittest.cpp``), ExUnit (``*_test.exs``), XCTest (``*Tests.swift``), Rust (``tests/``,
+``benches/``). Each language's test plan then picks the files its runner takes (``*.py``,
+``*_test.go``, ``*_spec.rb``) from the test paths a patch touches.
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ TEST_DIRS = {
     "specs",
     "testdata",
     "test_data",
+    "unittest",
     "unittests",
+    "benches",
     "e2e",
 }
 TEST_FILE_PATTERNS = (

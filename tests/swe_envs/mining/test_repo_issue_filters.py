@@ -5,8 +5,8 @@ import copy
 import pytest
 
 from swe_envs.mining.config import IssueFilterConfig, RepoFilterConfig
-from swe_envs.mining.filters import issue_problem, repo_problem
 from swe_envs.mining.language import detect_language
+from swe_envs.mining.repo_issue_filters import issue_problem, repo_problem
 from swe_envs.mining.text_checks import analyze, is_bot, text_problem
 from tests.swe_envs.scenario import TEMPLATE, real_object
 

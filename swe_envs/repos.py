@@ -11,28 +11,12 @@ from __future__ import annotations
 import io
 import os
 import re
-import subprocess
 import tempfile
 from functools import cached_property
 from pathlib import Path
 
 from core.errors import InputError
-
-_GIT = ["git", "-c", "safe.directory=*", "-c", "core.quotepath=off", "--no-pager"]
-_ENV = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0"}
-
-
-class GitFailure(Exception):
-    pass
-
-
-def git(repo: Path, *args: str, input_bytes: bytes | None = None, env: dict | None = None,
-        timeout: float = 300) -> bytes:
-    proc = subprocess.run([*_GIT, "-C", str(repo), *args], input=input_bytes, capture_output=True,
-                          timeout=timeout, env={**os.environ, **_ENV, **(env or {})})
-    if proc.returncode != 0:
-        raise GitFailure(proc.stderr.decode("utf-8", "replace").strip()[-500:] or f"git {args[0]} failed")
-    return proc.stdout
+from swe_envs.git import GitFailure, git
 
 
 def find_repo(repos_dir: Path, repo: str) -> Path:
@@ -70,11 +54,11 @@ def clone_bundle(bundle: Path, repo: str) -> Path:
         if not (dest / "HEAD").is_file():
             tmp = dest.with_name(dest.name + ".tmp")
             shutil.rmtree(tmp, ignore_errors=True)
-            proc = subprocess.run([*_GIT, "clone", "--bare", "--quiet", str(bundle), str(tmp)], capture_output=True,
-                                  text=True, env={**os.environ, **_ENV})
-            if proc.returncode != 0:
+            try:
+                git(dest.parent, "clone", "--bare", "--quiet", str(bundle), str(tmp))
+            except GitFailure as err:
                 shutil.rmtree(tmp, ignore_errors=True)
-                raise InputError(f"cannot clone bundle {bundle}: {proc.stderr.strip()[-300:]}")
+                raise InputError(f"cannot clone bundle {bundle}: {str(err)[-300:]}") from None
             tmp.rename(dest)
     return dest
 

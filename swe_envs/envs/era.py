@@ -13,10 +13,10 @@ A log naming a removed stdlib module/attribute sends Python one version back (``
 from __future__ import annotations
 
 import re
-import subprocess
 from dataclasses import asdict, dataclass, field
 from datetime import date, datetime
 
+from swe_envs.git import commit_date as git_commit_date
 from swe_envs.repos import Snapshot
 
 # first release of each toolchain version Debian's suites ship (bullseye / bookworm / trixie)
@@ -64,12 +64,7 @@ def _date(text: str | None) -> date | None:
 
 
 def commit_date(snap: Snapshot) -> str | None:
-    try:
-        out = subprocess.run(["git", "-c", "safe.directory=*", "-C", str(snap.path), "show", "-s", "--format=%cI",
-                              snap.commit], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip() or None
+    return git_commit_date(snap.path, snap.commit)
 
 
 def era_date(snap: Snapshot, created_at: list[str]) -> tuple[str | None, str]:

@@ -29,7 +29,8 @@ from core.errors import InputError
 from core.io import atomic_write_text
 from swe_envs.config import SweEnvsConfig
 from swe_envs.envs.parsers import PASSED, parse_log
-from swe_envs.repos import find_repo, git
+from swe_envs.git import git
+from swe_envs.repos import find_repo
 
 OUTPUTS = ("report.json", "results.jsonl", "instances")
 _DIFF = re.compile(r"^(diff --git |--- \S|\+\+\+ \S)", re.M)

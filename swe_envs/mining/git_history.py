@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from swe_envs.git import GitError, GitRepo, is_git_repo
 from swe_envs.mining.config import GitScanConfig
-from swe_envs.mining.git_repo import GitError, GitRepo, is_git_repo
 from swe_envs.mining.observations import COMMIT_REF_PREFIX, LINK_PREFIX, PR_COMMIT, Bad, Obs
 from swe_envs.mining.refs import closing_refs, iso_utc, pr_number_from_commit, repo_from_remote, repo_key
 

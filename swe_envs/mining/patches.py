@@ -14,8 +14,8 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from swe_envs.git import GitError, GitRepo, RepoCache
 from swe_envs.mining.config import PatchFilterConfig
-from swe_envs.mining.git_repo import GitError, GitRepo, RepoCache
 from swe_envs.paths import is_source_path, is_test_path
 
 _HEADER = re.compile(r"^diff --git (?:\"?a/(.+?)\"?) (?:\"?b/(.+?)\"?)$")

@@ -25,6 +25,7 @@ from core.errors import InputError
 from core.records import document_schema, metadata_json, reject_schema
 from filters.minhash import Signer
 from filters.minhash_clusters import Assignments
+from swe_envs.git import GitError, RepoCache
 from swe_envs.mining.api_dumps import read_api_dump
 from swe_envs.mining.config import MiningConfig
 from swe_envs.mining.decontam import BenchmarkIndex
@@ -32,7 +33,6 @@ from swe_envs.mining.document import discussion, format_document, swe_instance
 from swe_envs.mining.entities import entity_row
 from swe_envs.mining.events import read_events
 from swe_envs.mining.git_history import discover_repos, scan_repo
-from swe_envs.mining.git_repo import GitError, RepoCache
 from swe_envs.mining.observations import Bad
 from swe_envs.mining.pairs import assemble_pair, problem_statement
 from swe_envs.mining.patches import Patch, PatchProblem, obtain_patch, patch_problem

@@ -3,9 +3,9 @@ import json
 import pytest
 
 from samples.swe_mine.gitrepo import commit_files, git, merge_pr
+from swe_envs.git import RepoCache
 from swe_envs.mining.config import GitScanConfig, PatchFilterConfig
 from swe_envs.mining.git_history import scan_repo
-from swe_envs.mining.git_repo import RepoCache
 from swe_envs.mining.observations import Bad
 from swe_envs.mining.patches import (
     Patch,

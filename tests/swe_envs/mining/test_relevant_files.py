@@ -1,7 +1,7 @@
 from samples.swe_mine.gitrepo import commit_files, git, init_repo, merge_pr
+from swe_envs.git import GitRepo, RepoCache
 from swe_envs.mining.config import GitScanConfig, PatchFilterConfig, RelevantFilesConfig
 from swe_envs.mining.git_history import scan_repo
-from swe_envs.mining.git_repo import GitRepo, RepoCache
 from swe_envs.mining.imports import FileIndex, imported_paths
 from swe_envs.mining.observations import Bad
 from swe_envs.mining.patches import obtain_patch

@@ -1,9 +1,10 @@
-"""A thin, bounded wrapper over the ``git`` CLI for reading local repositories (bare or not).
+"""The one wrapper over the ``git`` CLI (mining, environments): local repositories, bare or not.
 
-Every call has a timeout, output can be capped (a huge diff is refused, not loaded), and
-failures are ``GitError`` with a categorical reason (``commit_missing``, ``git_error``,
-``diff_too_large``, ``git_timeout``) so callers can count them. Blobs are read through one
-long-lived ``git cat-file --batch`` process per repository.
+``git()`` runs one command (environments: trees, archives, diffs, patch checks);
+``GitRepo`` reads a repository for mining: every call has a timeout, output can be capped (a
+huge diff is refused, not loaded), and failures are ``GitError`` with a categorical reason
+(``commit_missing``, ``git_error``, ``diff_too_large``, ``git_timeout``) so callers can count
+them; blobs are read through one long-lived ``git cat-file --batch`` process per repository.
 """
 
 from __future__ import annotations
@@ -21,6 +22,35 @@ class GitError(Exception):
     def __init__(self, reason: str, detail: str):
         super().__init__(f"{reason}: {detail}")
         self.reason, self.detail = reason, detail
+
+
+class GitFailure(GitError):
+    """A failed ``git()`` command; its message is git's own error output."""
+
+    def __init__(self, detail: str):
+        super().__init__("git_error", detail)
+        self.args = (detail,)
+
+    def __str__(self) -> str:
+        return self.detail
+
+
+def git(repo: Path, *args: str, input_bytes: bytes | None = None, env: dict | None = None,
+        timeout: float = 300) -> bytes:
+    """stdout of ``git -C repo ARGS``; ``GitFailure`` with git's error output when it fails."""
+    proc = subprocess.run([*_BASE, "-C", str(repo), *args], input=input_bytes, capture_output=True,
+                          timeout=timeout, env={**os.environ, **_ENV, **(env or {})})
+    if proc.returncode != 0:
+        raise GitFailure(proc.stderr.decode("utf-8", "replace").strip()[-500:] or f"git {args[0]} failed")
+    return proc.stdout
+
+
+def commit_date(repo: Path, commit: str) -> str | None:
+    """The committer date of ``commit`` (ISO 8601), None when git cannot tell."""
+    try:
+        return git(repo, "show", "-s", "--format=%cI", commit, timeout=60).decode().strip() or None
+    except (OSError, subprocess.TimeoutExpired, GitFailure):
+        return None
 
 
 def is_git_repo(path: Path) -> bool:

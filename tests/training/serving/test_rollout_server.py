@@ -8,7 +8,7 @@ import threading
 import pytest
 from safetensors.torch import load_file, save
 
-from tests.training.rl_async.conftest import start_module, stop
+from tests.training.conftest import start_module, stop
 from training.serving import rollout_client
 from training.serving.codec import Codec
 from training.serving.http_json import CallFailure, call

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from tests.swe_envs.terminal.tiny_tasks import BASE, tiny_task
-from tests.training.rl_async.conftest import start_module, stop
+from tests.training.conftest import start_module, stop
 from training.serving.http_json import CallFailure, call
 
 pytestmark = pytest.mark.docker

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from tests.training.rl_async.conftest import start_module, stop
+from tests.training.conftest import start_module, stop
 from training.rl.toy_tasks import DIGIT0, EOS, OBS
 from training.serving.http_json import CallFailure, call
 

@@ -1,4 +1,4 @@
-"""Shared pieces for the async-RL tests: a small real BPE tokenizer (with the GLM-5 special
+"""Shared pieces for the RL and rollout-server tests: a small real BPE tokenizer (with the GLM-5 special
 tokens), a tiny GLM-5-shaped checkpoint in the trainer's layout, and process helpers."""
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import time
 
 import yaml
 
-from tests.training.rl_async.conftest import make_checkpoint, start_module, stop, wait_port_file
+from tests.training.conftest import make_checkpoint, start_module, stop, wait_port_file
 from training.rl.ledger import audit
 from training.rl.task_backends import toy_tokenizer
 from training.serving.http_json import call

@@ -62,7 +62,7 @@ def test_chat_task_groups_and_abort_on_push(rl_assets, tmp_path):
 def test_sync_mode_generates_on_demand_on_current_weights(tmp_path):
     """The synchronous baseline: nothing is generated until the trainer asks, exactly the groups
     asked for, and a batch asked for after a push is sampled entirely on the pushed weights."""
-    from tests.training.rl_async.conftest import make_checkpoint
+    from tests.training.conftest import make_checkpoint
     from training.rl.task_backends import toy_tokenizer
 
     tok = tmp_path / "tokenizer.json"

@@ -16,7 +16,6 @@ Removes and rebuilds the swe-envs images of the chosen languages.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
@@ -28,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 from _report import Result, write, write_status  # noqa: E402
 
 from core.errors import UserError  # noqa: E402
+from core.io import read_jsonl, write_jsonl_atomic  # noqa: E402
 from samples.swe_envs.lang_repos import ALL, make_repo  # noqa: E402
 from swe_envs.config import LANGUAGES, SweEnvsConfig  # noqa: E402
 from swe_envs.docker_setup import docker_client, ensure_docker  # noqa: E402
@@ -68,8 +68,7 @@ def main() -> None:
         for lang in languages:
             base = make_repo(root / "repos", ALL[lang], f"bench-{lang}")
             instances += [dict(base, instance_id=f"{base['instance_id']}-{k}") for k in range(args.tasks)]
-        with open(root / "instances.jsonl", "w") as fh:
-            fh.writelines(json.dumps(i) + "\n" for i in instances)
+        write_jsonl_atomic(root / "instances.jsonl", instances)
         removed = _remove_images(client, languages)
         runs = {}
         for name in ("cold", "warm"):
@@ -78,7 +77,7 @@ def main() -> None:
             t0 = time.perf_counter()
             res = run_batch(root / "instances.jsonl", root / "repos", root / name, cfg, log=lambda m: None)
             runs[name] = (time.perf_counter() - t0, res)
-            envs = [json.loads(line) for line in (root / name / "environments.jsonl").read_text().splitlines()]
+            envs = read_jsonl(root / name / "environments.jsonl", "environments")
             assert res.validated == len(instances), (root / name / "failures.jsonl").read_text()
     n_env, n_task = len(languages), len(instances)
     print(f"{n_env} repo-versions ({', '.join(languages)}), {n_task} tasks; cold = {removed} images removed first")

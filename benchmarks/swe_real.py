@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._report import Result, write, write_status  # noqa: E402
+from core.io import read_jsonl, write_jsonl_atomic  # noqa: E402
 
 SWEBENCH_GOLD = 0.9978  # SWE-bench's reported gold-patch reproducibility on its own harness
 DEFAULT_DATA = ROOT.parent / "shared" / "swe-real"
@@ -41,7 +42,8 @@ def _cli(*args: str, timeout: float) -> subprocess.CompletedProcess:
 
 
 def _jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
+    """A validate output's records; none when validate did not write the file."""
+    return read_jsonl(path, path.name) if path.is_file() else []
 
 
 def main() -> int:
@@ -61,7 +63,7 @@ def main() -> int:
         rows = [r for r in rows if r["instance_id"] in keep]
     args.out.mkdir(parents=True, exist_ok=True)
     instances = args.out / "instances.jsonl"
-    instances.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_jsonl_atomic(instances, rows)
     gold = {r["instance_id"]: (sorted(json.loads(r["FAIL_TO_PASS"])), sorted(json.loads(r["PASS_TO_PASS"])))
             for r in rows}
     t0 = time.monotonic()

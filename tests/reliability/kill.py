@@ -23,13 +23,16 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_job(args: list[str], kill_when: Callable[[], bool] | None = None, timeout: float = 600,
-            env: dict[str, str] | None = None) -> tuple[int, bool, float]:
+            env: dict[str, str] | None = None, pids: list[int] | None = None) -> tuple[int, bool, float]:
     """(exit code, killed?, seconds) of ``python ARGS``. ``kill_when()`` is polled while the job
     runs; when it turns true the job's whole process group (it runs in its own session) gets
-    SIGKILL. A job that ends by itself must exit 0 (its stderr tail is the failure message)."""
+    SIGKILL. A job that ends by itself must exit 0 (its stderr tail is the failure message).
+    ``pids`` receives the job's process id (what it labels its containers with)."""
     t0 = time.monotonic()
     proc = subprocess.Popen([sys.executable, *args], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             start_new_session=True, env=None if env is None else os.environ | env)
+    if pids is not None:
+        pids.append(proc.pid)
     err_chunks: list[bytes] = []
     os.set_blocking(proc.stderr.fileno(), False)
     while proc.poll() is None:
@@ -120,12 +123,12 @@ def files_left(out: Path) -> list[str]:
 
 
 def parquet_rows(out: Path, kind: str) -> list[tuple]:
-    """Every row (all columns) of the Parquet files under ``out/kind``, in id order."""
+    """Every row (all columns) of the Parquet files under ``out/kind``, sorted (ids may repeat in rejects)."""
     files = sorted(str(p) for p in (out / kind).rglob("*.parquet"))  # dedup nests rejects per phase
     if not files:
         return []
     return duckdb.connect().execute(
-        "SELECT * FROM read_parquet(?, union_by_name=true) ORDER BY id", [files]).fetchall()
+        "SELECT * FROM read_parquet(?, union_by_name=true) ORDER BY ALL", [files]).fetchall()
 
 
 def jsonl(path: Path, drop: tuple[str, ...] = ()) -> list[dict]:

@@ -29,6 +29,7 @@ from datatrove.pipeline.filters import (
     GopherQualityFilter,
     GopherRepetitionFilter,
 )
+from datatrove.utils.text import TERMINAL_PUNCTUATION
 from pydantic import Field
 
 from core.config import StrictModel
@@ -155,6 +156,8 @@ def quality_steps(cfg: WebConfig) -> list:
                      ("c4", C4QualityFilter), ("fineweb", FineWebQualityFilter)):
         kwargs = getattr(h, key)
         if kwargs is not None:
+            if cls is FineWebQualityFilter:  # its default is a set's order, which differs per process and
+                kwargs = {"stop_chars": tuple(sorted(TERMINAL_PUNCTUATION)), **kwargs}  # made --resume refuse
             steps.append(_datatrove_filter(cls, {"language": shared, **kwargs}, key))
     steps.append(AssistantPhrases(cfg.assistant_phrases))
     if cfg.machine_text.model_path:

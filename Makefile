@@ -185,7 +185,7 @@ fuzz: setup
 chaos: setup
 	RELIABILITY_LONG=1 RELIABILITY_TABLE=out/reliability/chaos.json $(PY) -m pytest -q \
 	  tests/reliability/test_bad_records.py tests/reliability/test_chaos_llm.py \
-	  tests/reliability/test_containment.py tests/reliability/test_kill_resume.py
+	  tests/reliability/test_containment.py tests/reliability/test_kill_resume*.py
 
 # every benchmarks/*.py, one at a time (BENCH="minhash,sampler" for some), each writing
 # out/bench/<script>.json; then one table of all; exits 0 whether or not goals hold

@@ -6,11 +6,12 @@ import duckdb
 import pytest
 
 from filters.length import LengthConfig
+from pipelines.engine import make_engine
 from pipelines.inputs import InputSpec, ReadLimits
 from pipelines.job import DocJob
 from pipelines.jobs.documents import DocumentStepsConfig, build_document_steps
-from pipelines.local import LocalEngineConfig, run_local
-from pipelines.spark import SparkConfig, run_spark
+from pipelines.local import LocalEngine, LocalEngineConfig, run_local
+from pipelines.spark import SparkConfig, SparkEngine, run_spark
 
 
 def rows(out, kind, cols):
@@ -57,3 +58,28 @@ def test_local_and_spark_agree(small_inputs, spark, tmp_path):
     }
     total_in = local.counts["read"].docs_in
     assert total_in == len(kept_local) + len(rej_local) == 40 + 3 + 3
+
+
+class _RowCount:
+    """A corpus pass whose two implementations say which one ran."""
+
+    def local(self, documents_dir: str):
+        n = duckdb.connect().execute(f"SELECT count(*) FROM read_parquet('{documents_dir}/*.parquet')").fetchone()[0]
+        return "local", n
+
+    def spark(self, df):
+        return "spark", df.count()
+
+
+def test_local_engine_computes_a_corpus_pass_with_its_local_implementation(small_job):
+    engine = make_engine(None, LocalEngineConfig(), SparkConfig())
+    assert isinstance(engine, LocalEngine) and engine.service_host() == "127.0.0.1"
+    assert engine.table(small_job.documents_dir) == str(small_job.documents_dir)
+    assert engine.compute(_RowCount(), small_job.documents_dir) == ("local", small_job.kept)
+
+
+@pytest.mark.spark
+def test_spark_engine_computes_a_corpus_pass_with_its_spark_implementation(small_job, spark):
+    engine = SparkEngine(spark, SparkConfig())
+    assert engine.service_host() == "127.0.0.1"  # a local master: the driver's loopback
+    assert engine.compute(_RowCount(), small_job.documents_dir) == ("spark", small_job.kept)

@@ -91,11 +91,17 @@ def _leftover_containers(client, pids: list[int]) -> list[str]:
 @pytest.mark.area("kill-and-resume: validate/evaluate")
 @pytest.mark.timeout(5400)
 @pytest.mark.skipif(not LONG, reason="part of the long chaos run (make chaos): image builds and test suites")
-def test_validate_and_evaluate_sigkilled_then_rerun_equal_clean(mined, docker_engine, tmp_path):
-    """The mined instances through `make data-swe-envs`'s validate command, then gold evaluation."""
-    instances = mined[0] / "instances.jsonl"
-    validate = ["-m", "swe_envs", "validate", "--config", "configs/swe_envs.yaml", "--instances", str(instances),
-                "--repos", "data/swe/repos", "--overwrite", "--output"]
+def test_validate_and_evaluate_sigkilled_then_rerun_equal_clean(docker_engine, tmp_path):
+    """The repo's sample repositories (Python, Go, C; a second Python task on the same image)
+    through the validate command of `make data-swe-envs`, then gold evaluation of what validated."""
+    from samples.swe_envs.lang_repos import ALL, make_repo  # sample-data builder, not the product
+
+    instances = [make_repo(tmp_path / "repos", ALL[lang]) for lang in ("python", "go", "c")]
+    instances.append(dict(instances[0], instance_id="tests__calc-python-2"))
+    (tmp_path / "instances.jsonl").write_text("".join(json.dumps(r) + "\n" for r in instances))
+    validate = ["-m", "swe_envs", "validate", "--config", "configs/swe_envs.yaml",
+                "--instances", str(tmp_path / "instances.jsonl"), "--repos", str(tmp_path / "repos"),
+                "--overwrite", "--output"]
     first = "logs/**/*"
     work_s = work_window(tmp_path / "v-clean", first, [*validate, str(tmp_path / "v-clean")])
     clean = _validated(tmp_path / "v-clean")
@@ -125,9 +131,11 @@ def test_validate_and_evaluate_sigkilled_then_rerun_equal_clean(mined, docker_en
         rc, was_killed, _ = run_job([*evaluate, str(out)], kill_when=after_first(out, "*", at), pids=pids)
         run_job([*evaluate, str(out)])
         got = _evaluated(out)
+        left = _leftover_containers(docker_engine[0], pids)
         LEDGER.add("kill-and-resume: validate/evaluate", tried=len(clean_report["results"]), faults=int(was_killed),
-                   lost=abs(len(clean_report["results"]) - len(got["results"])))
+                   lost=abs(len(clean_report["results"]) - len(got["results"])), escapes=len(left))
         assert got == clean_report, f"killed {at:.2f}s in (rc {rc})"
+        assert not left, f"containers of the killed evaluation survived its re-run: {left}"
 
 
 def _evaluated(out: Path) -> dict:

@@ -152,6 +152,8 @@ def _sft_outputs(out: Path) -> dict:
 
 @pytest.mark.area("kill-and-resume: RL")
 @pytest.mark.timeout(1800)
+@pytest.mark.skipif(not LONG, reason="part of the long chaos run (make chaos); in CI the RL trainer-recovery "
+                    "tests crash and restart the trainer")
 def test_rl_sigkilled_then_resumed_keeps_its_ledger(tmp_path):
     """``python -m training.rl train --resume``: trainer, orchestrator, rollout servers and task
     services are killed together mid-run; the same command finishes the run with every trajectory

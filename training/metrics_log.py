@@ -1,4 +1,10 @@
-"""Per-step metrics: one JSON object per line, mirrored to TensorBoard when it is installed."""
+"""Per-step metrics: one JSON object per line, mirrored to TensorBoard when it is installed.
+
+Also the one reader (and rewriter) of the JSONL logs our own processes append to: metrics,
+the RL ledger, the fault log. Not ``core.io.read_jsonl``, which fails on a bad line: a writer
+killed mid-line leaves a torn line (possibly mid-character), which is skipped here, its
+record being written again by the resumed run.
+"""
 
 from __future__ import annotations
 
@@ -50,18 +56,30 @@ class MetricsSink:
             self._tb.close()
 
 
-def keep_steps_before(path: Path, step: int) -> None:
-    """A run resumed from its checkpoint at ``step`` trains the steps after it again: records of
-    those steps written before a kill go (else they would appear twice), and so does a line torn
-    by the kill, so the file reads as one uninterrupted run."""
+def read_log_rows(path: Path) -> list[dict[str, Any]]:
+    """The records of an appended JSONL log, torn lines skipped; [] when there is none yet."""
     if not path.is_file():
-        return
-    kept = []
+        return []
+    rows = []
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
         try:
             rec = json.loads(line)
         except json.JSONDecodeError:
             continue
-        if isinstance(rec, dict) and isinstance(rec.get("step"), int) and rec["step"] < step:
-            kept.append(line + "\n")
-    atomic_write_text(path, "".join(kept))
+        if isinstance(rec, dict):
+            rows.append(rec)
+    return rows
+
+
+def keep_log_rows(path: Path, keep: Callable[[dict[str, Any]], bool]) -> None:
+    """Rewrite the log with only the records ``keep`` accepts, in ``MetricsSink.write``'s form."""
+    if not path.is_file():
+        return
+    atomic_write_text(path, "".join(json.dumps(r) + "\n" for r in read_log_rows(path) if keep(r)))
+
+
+def keep_steps_before(path: Path, step: int) -> None:
+    """A run resumed from its checkpoint at ``step`` trains the steps after it again: records of
+    those steps written before a kill go (else they would appear twice), and so does a line torn
+    by the kill, so the file reads as one uninterrupted run."""
+    keep_log_rows(path, lambda r: isinstance(r.get("step"), int) and r["step"] < step)

@@ -31,9 +31,8 @@ import typer
 from core.cli import run_app, user_errors
 from core.config import validate_config
 from core.errors import UserError
-from core.io import read_jsonl, write_jsonl_atomic
 from training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
-from training.metrics_log import MetricsSink
+from training.metrics_log import MetricsSink, keep_log_rows
 from training.model.glm import GLMModel
 from training.optim.optimizers import build_optimizer
 from training.rl.async_config import RLAsyncConfig
@@ -213,11 +212,7 @@ class AsyncTrainer:
 
     def _truncate_metrics(self) -> None:
         """Rows of updates lost with a crashed trainer go: they are trained again after restart."""
-        path = self.out / "metrics.jsonl"
-        if not path.is_file():
-            return
-        keep = [r for r in read_jsonl(path, "metrics") if r.get("update", 0) <= self.update]
-        write_jsonl_atomic(path, keep)
+        keep_log_rows(self.out / "metrics.jsonl", lambda r: r.get("update", 0) <= self.update)
 
     def _maybe_crash(self) -> None:
         crash_at = self.cfg.orchestrator.faults.trainer_crash_after_updates

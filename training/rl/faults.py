@@ -20,6 +20,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from training.metrics_log import read_log_rows
 from training.serving.http_json import RawReply
 
 
@@ -32,16 +33,7 @@ def log_fault(path: str | Path | None, kind: str, **extra: Any) -> None:
 
 
 def count_faults(path: str | Path) -> dict[str, int]:
-    p = Path(path)
-    if not p.is_file():
-        return {}
-    counts: Counter = Counter()
-    # not core.io.iter_jsonl: a process killed mid-write leaves a torn line, which is skipped
-    for line in p.read_text(encoding="utf-8").splitlines():
-        try:
-            counts[json.loads(line)["fault"]] += 1
-        except (json.JSONDecodeError, KeyError):
-            continue
+    counts = Counter(r["fault"] for r in read_log_rows(Path(path)) if "fault" in r)
     return dict(sorted(counts.items()))
 
 

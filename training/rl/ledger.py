@@ -15,23 +15,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from training.metrics_log import read_log_rows
+
 STATUSES = ("trained", "dropped")
 
 
 class LedgerError(RuntimeError):
     pass
-
-
-def _read_rows(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        return []
-    rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue  # a torn last line from a killed writer: its trajectory is re-accounted
-    return rows
 
 
 class Ledger:
@@ -43,10 +33,10 @@ class Ledger:
         self.issued_path = self.dir / "issued.jsonl"
         self.path = self.dir / "ledger.jsonl"
         self._lock = threading.RLock()
-        self.issued: dict[str, str] = {r["id"]: r["task"] for r in _read_rows(self.issued_path)}
+        self.issued: dict[str, str] = {r["id"]: r["task"] for r in read_log_rows(self.issued_path)}
         self.final: dict[str, str] = {}
         self.counts: Counter = Counter()
-        for r in _read_rows(self.path):
+        for r in read_log_rows(self.path):
             self.final[r["id"]] = r["status"]
             self.counts[(r["status"], r.get("reason"))] += 1
         self._issued_fh = open(self.issued_path, "a", encoding="utf-8")
@@ -112,8 +102,8 @@ class Ledger:
 def audit(out_dir: str | Path) -> dict[str, Any]:
     """Check a finished run's accounting from its files: every issued id has exactly one final row."""
     out_dir = Path(out_dir)
-    issued = [r["id"] for r in _read_rows(out_dir / "issued.jsonl")]
-    rows = _read_rows(out_dir / "ledger.jsonl")
+    issued = [r["id"] for r in read_log_rows(out_dir / "issued.jsonl")]
+    rows = read_log_rows(out_dir / "ledger.jsonl")
     ids = Counter(r["id"] for r in rows)
     duplicated = sorted(i for i, n in ids.items() if n > 1)
     lost = sorted(set(issued) - set(ids))

@@ -15,7 +15,7 @@ from pathlib import Path
 import typer
 
 from core.cli import user_errors
-from training.chat_template.formats import conversation_of
+from training.chat_template.formats import conversation_lines, conversation_of
 from training.chat_template.template import MODES, Reject, render
 
 app = typer.Typer(add_completion=False, help="GLM-5 chat template.", no_args_is_help=True)
@@ -41,26 +41,24 @@ def render_cmd(
         raise InputError(f"{messages}: no such file")
     rejects: dict[str, int] = {}
     n_in = n_out = 0
-    with open(messages, encoding="utf-8", errors="replace") as f:
-        for line_no, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            n_in += 1
-            try:
-                msgs, tools = conversation_of(json.loads(line))
-                samples = render(msgs, mode, tools)  # type: ignore[arg-type]
-            except json.JSONDecodeError:
-                reason = "bad_json"
-                rejects[reason] = rejects.get(reason, 0) + 1
-                print(f"reject line {line_no}: {reason}", file=sys.stderr)
-                continue
-            except Reject as err:
-                rejects[err.reason] = rejects.get(err.reason, 0) + 1
-                print(f"reject line {line_no}: {err}", file=sys.stderr)
-                continue
+    for line_no, record in conversation_lines(messages):
+        n_in += 1
+        try:
+            if record is None:
+                raise Reject("bad_json")
+            msgs, tools = conversation_of(record)
+            samples = render(msgs, mode, tools)  # type: ignore[arg-type]
+        except json.JSONDecodeError:  # raised while converting a record: counted as an unparsable line
+            err = Reject("bad_json")
+        except Reject as e:
+            err = e
+        else:
             for k, s in enumerate(samples):
                 n_out += 1
                 print(json.dumps({"line": line_no, "sample": k, "text": s.text, "loss_mask": [list(x) for x in s.spans]}, ensure_ascii=False))
+            continue
+        rejects[err.reason] = rejects.get(err.reason, 0) + 1
+        print(f"reject line {line_no}: {err}", file=sys.stderr)
     summary = ", ".join(f"{k}={v}" for k, v in sorted(rejects.items())) or "none"
     print(f"conversations {n_in}: rendered {n_in - sum(rejects.values())} -> {n_out} samples; rejected: {summary}", file=sys.stderr)
 

@@ -10,6 +10,8 @@ Consecutive function_call turns become one assistant message with several calls.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from training.chat_template.template import Reject
@@ -54,3 +56,16 @@ def conversation_of(record: Any) -> tuple[Any, Any]:
     if isinstance(record, dict) and "conversations" in record:
         return sharegpt_to_messages(record["conversations"]), record.get("tools")
     raise Reject("unknown_record_format", "expected a message list, {messages: ...} or {conversations: ...}")
+
+
+def conversation_lines(path: Path) -> Iterator[tuple[int, Any | None]]:
+    """(line number, parsed record, or None when the line is not JSON) for every non-blank line
+    of a conversations JSONL file. Not ``core.io.iter_jsonl``, which stops at the first bad
+    line: here a bad line is one counted reject (``bad_json``) and the rest is still read."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for no, line in enumerate(f, 1):
+            if line.strip():
+                try:
+                    yield no, json.loads(line)
+                except json.JSONDecodeError:
+                    yield no, None

@@ -37,6 +37,7 @@ from pydantic import Field
 from core.config import StrictModel
 from core.errors import InputError
 from training.chat_template import MODES, Mode, Reject, conversation_of, encode, normalize, render
+from training.chat_template.formats import conversation_lines
 
 
 class DatasetConfig(StrictModel):
@@ -96,13 +97,7 @@ def read_records(path: Path) -> Iterator[tuple[int, Any | None]]:
         return
     if not path.is_file():
         raise InputError(f"{path}: no such dataset file or trial directory")
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for no, line in enumerate(f, 1):
-            if line.strip():
-                try:
-                    yield no, json.loads(line)
-                except json.JSONDecodeError:
-                    yield no, None
+    yield from conversation_lines(path)
 
 
 def fit_to_context(

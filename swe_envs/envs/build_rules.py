@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from swe_envs.envs.languages import UV_PIP
+from swe_envs.envs.languages import UV_PIP, editable_with_version
 
 # import name -> distribution name, where they differ (the common cases)
 PY_DISTRIBUTIONS = {
@@ -69,7 +69,10 @@ def _compiler(recipe: list[str], log: str) -> list[str] | None:
 def _scm_version(recipe: list[str], log: str) -> list[str] | None:
     if not _SCM.search(log) or any("SETUPTOOLS_SCM_PRETEND_VERSION" in line for line in recipe):
         return None
-    return [f"SETUPTOOLS_SCM_PRETEND_VERSION=0.0.0 {line}" if " -e ." in line else line for line in recipe]
+    out = []
+    for line in recipe:
+        out += editable_with_version(line, "0.0.0") if line.endswith(" -e .") else [line]
+    return out
 
 
 def _editable_backend(recipe: list[str], log: str) -> list[str] | None:

@@ -159,7 +159,7 @@ class EnvBuilder:
         log = self._save_log(env, f"instance-{slug(instance_id)}", dockerfile + "\n" + built.log)
         return "", f"setting up {base_commit[:12]} on the environment image failed: {built.error} (log: {log})"
 
-    def _toolchain(self, env: Environment, choice: era.Choice) -> tuple[object, str] | None:
+    def _toolchain(self, env: Environment, choice: era.Choice, template: list[str]) -> tuple[object, str] | None:
         tc = self.images.toolchain(env.language, self.cfg.toolchain(env.language), choice.base_image)
         env.toolchain = choice.record() | {"image": tc.tag}
         if not tc.ok:
@@ -168,8 +168,9 @@ class EnvBuilder:
             env.attempts.append(Attempt(rnd, "template", [], "toolchain", False, tc.error, tc.seconds, path))
             env.reason = f"toolchain image for {env.language} {choice.version or ''} failed: {tc.error}"
             return None
-        # a repo-version verified before, whatever recipe it took (a refined one included)
-        return tc, sha(env.repo, env.commit, tc.image_id, env.test_command)[:24]
+        # a repo-version verified before, whatever recipe its refinement took from the same template
+        # (a changed template is a new environment: the cache verified one built from the old template)
+        return tc, sha(env.repo, env.commit, tc.image_id, env.test_command, json.dumps(template))[:24]
 
     def _cached(self, env: Environment, tc, version: str) -> bool:
         found = self.images.find_verified(version)
@@ -199,7 +200,8 @@ class EnvBuilder:
                            if collect and not test_command else env.test_command)
         recipe, source, rule = languages.recipe(env.language, snap, languages.RecipeOptions(
             env.exclude_newer, task_version)), "template", ""
-        got = self._toolchain(env, choice)
+        template = recipe
+        got = self._toolchain(env, choice, template)
         if got is None:
             return
         tc, version = got
@@ -227,7 +229,7 @@ class EnvBuilder:
                 excluded |= newer
                 choice = era.choose(env.language, snap, tc_cfg.versions, tc_cfg.base_image, created_at, excluded)
                 choice.evidence["refined"] = f"{removed!r} in the {stage} log: an older interpreter"
-                got = self._toolchain(env, choice)
+                got = self._toolchain(env, choice, template)
                 if got is None:
                     return
                 tc, version = got

@@ -105,6 +105,26 @@ def scm_version(version: str | None) -> str:
     return ".".join((parts + ["0", "0", "0"])[:3]) if parts else "0.0.0"
 
 
+# the requirements of the distribution installed from /testbed (its metadata, markers kept)
+_TESTBED_REQUIRES = (
+    "python -c 'import importlib.metadata as m, json; print(\"\\n\".join(r for d in m.distributions() "
+    "if json.loads(d.read_text(\"direct_url.json\") or \"{}\").get(\"url\") == \"file:///testbed\" "
+    "for r in (d.requires or [])))' > /tmp/swe-requires.txt"
+)
+
+
+def editable_with_version(editable: str, version: str) -> list[str]:
+    """setuptools-scm cannot read a version from an exported tree, so the project gets a pretend
+    one. The variable must not reach the builds of its dependencies: an sdist that uses
+    setuptools-scm too would get the project's version as its own, the resolver would reject it
+    and fall back to an ancient release (iniconfig 1.0.0 -> 0.1 for pytest 5.4/6.0, whose ini
+    parser then breaks pytest's own ini tests). So the project is installed alone with the
+    variable, then its requirements, with the same resolver options, without it."""
+    return [f"SETUPTOOLS_SCM_PRETEND_VERSION={version} {editable.replace(' -e .', ' --no-deps -e .')}",
+            _TESTBED_REQUIRES,
+            f"if [ -s /tmp/swe-requires.txt ]; then {editable.replace(' -e .', ' -r /tmp/swe-requires.txt')}; fi"]
+
+
 def _python_recipe(snap: Snapshot, opts: RecipeOptions) -> list[str]:
     uv = uv_install(opts)
     # runtime pins, then the test pins; a dev file (docs, linters, ...) only when no test file exists
@@ -115,9 +135,11 @@ def _python_recipe(snap: Snapshot, opts: RecipeOptions) -> list[str]:
     build_files = "\n".join(snap.read(n) or "" for n in ("setup.py", "setup.cfg", "pyproject.toml"))
     if any(snap.has(n) for n in ("pyproject.toml", "setup.py", "setup.cfg")):
         # setuptools-scm reads the version from git metadata, which an exported tree lacks
-        scm = (f"SETUPTOOLS_SCM_PRETEND_VERSION={scm_version(opts.version)} "
-               if re.search(r"setuptools[_-]scm", build_files) else "")
-        cmds.append(f"{scm}{uv_install(opts, editable=True)} -e .")
+        editable = f"{uv_install(opts, editable=True)} -e ."
+        if re.search(r"setuptools[_-]scm", build_files):
+            cmds += editable_with_version(editable, scm_version(opts.version))
+        else:
+            cmds.append(editable)
     # the era's pytest, unless the repository's own requirements (or the repository) gave one
     cmds.append(f"python -c 'import pytest' 2>/dev/null || {uv} pytest")
     cmds.append("uv pip freeze --python /opt/venv/bin/python > /opt/swe-resolved.txt")

@@ -51,10 +51,21 @@ def test_manifest_driven_recipes(tmp_path):
         f"{uv} -r requirements.txt", f"{uv} --exclude-newer-package setuptools=2023-06-30 -e .",
         f"python -c 'import pytest' 2>/dev/null || {uv} pytest",
         "uv pip freeze --python /opt/venv/bin/python > /opt/swe-resolved.txt"]
-    # setuptools-scm cannot read a version from an exported tree: the task's version stands in
+    # setuptools-scm cannot read a version from an exported tree: the task's version stands in, for
+    # the project alone; its requirements resolve without it (an sdist dependency using
+    # setuptools-scm would take the project's version as its own: iniconfig 1.0.0 -> 0.1)
     repo, head = make_git(tmp_path / "scm", {"setup.py": "setup(use_scm_version=True, setup_requires=['setuptools_scm'])"})
-    assert (f"SETUPTOOLS_SCM_PRETEND_VERSION=5.4.0 {uv} --exclude-newer-package setuptools=2023-06-30 -e ."
-            in languages.recipe("python", Snapshot(repo, head), opts))
+    editable = f"{uv} --exclude-newer-package setuptools=2023-06-30"
+    got = languages.recipe("python", Snapshot(repo, head), opts)
+    at = got.index(f"SETUPTOOLS_SCM_PRETEND_VERSION=5.4.0 {editable} --no-deps -e .")
+    assert got[at + 1].endswith("> /tmp/swe-requires.txt")
+    assert got[at + 2] == f"if [ -s /tmp/swe-requires.txt ]; then {editable} -r /tmp/swe-requires.txt; fi"
+    assert sum("SETUPTOOLS_SCM_PRETEND_VERSION" in line for line in got) == 1
+    # the rule for a setuptools-scm the manifest did not show splits the install the same way
+    plain = [f"{editable} -e .", "uv pip freeze --python /opt/venv/bin/python > /opt/swe-resolved.txt"]
+    fixed, rule = rule_fix("python", plain, "LookupError: setuptools-scm was unable to detect version for /testbed")
+    assert fixed[0] == f"SETUPTOOLS_SCM_PRETEND_VERSION=0.0.0 {editable} --no-deps -e ." and fixed[-1] == plain[-1]
+    assert len(fixed) == 4
     repo, head = make_git(tmp_path / "js", {"package.json": json.dumps({"devDependencies": {"jest": "^29"},
                                                                        "scripts": {"test": "jest"}})})
     snap = Snapshot(repo, head)

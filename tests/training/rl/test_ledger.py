@@ -54,3 +54,17 @@ def test_close_open_drops_only_what_is_still_open(tmp_path):
     assert led.close_open("b", "run_ended") is False
     led.close()
     assert audit(tmp_path)["by_reason"] == {"trained": 1, "run_ended": 1}
+
+
+def test_reopen_survives_a_row_torn_inside_a_character(tmp_path):
+    led = Ledger(tmp_path)
+    led.issue("t0", "copy", "g0")
+    led.issue("t1", "copy", "g0")
+    led.record("t0", "trained", None, update=1)
+    led.close()
+    with open(tmp_path / "ledger.jsonl", "ab") as fh:  # the writer was killed inside "é"
+        fh.write(b'{"id": "t1", "status": "dropped", "reason": "caf\xc3')
+    again = Ledger(tmp_path)  # the torn row is not counted: t1 is still open and is re-accounted
+    assert again.open_ids() == ["t1"]
+    again.record("t1", "dropped", "run_ended")
+    again.close()

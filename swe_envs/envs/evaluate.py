@@ -273,6 +273,7 @@ def evaluate(instances_path: Path, predictions: str, out: Path, cfg: SweEnvsConf
              overwrite: bool = False, log: Callable[[str], None] = print) -> dict[str, Any]:
     from swe_envs.docker_setup import docker_client
     from swe_envs.envs.validate_job import make_builder, prepare_output, read_instances
+    from swe_envs.sandbox import sweep_orphans
 
     if repos_dir is not None and not repos_dir.is_dir():
         raise InputError(f"repositories directory not found: {repos_dir}")
@@ -284,6 +285,7 @@ def evaluate(instances_path: Path, predictions: str, out: Path, cfg: SweEnvsConf
                  for i in preds if i not in instances]
     client = docker_client()
     prepare_output(out, overwrite, OUTPUTS)
+    sweep_orphans(client)  # test runs of a killed evaluation would run on beside this one
     builder = make_builder(client, cfg, out, log)
     evaluator = Evaluator(cfg, builder, repos_dir, out, log)
     groups: dict[tuple[str, str], list[dict]] = {}

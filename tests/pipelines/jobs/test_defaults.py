@@ -19,7 +19,7 @@ from pipelines.jobs.swe_mine import SweMineConfig
 from pipelines.jobs.web import WebConfig, WebJob
 from pipelines.local import LocalEngine, LocalEngineConfig
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 # short real pages: the one the LLM scores takes a few chunks, not dozens
 SHORT_PAGES = ["tutorial/interpreter.html", "tutorial/appetite.html", "tutorial/interactive.html",
                "tutorial/whatnow.html", "tutorial/appendix.html", "howto/cporting.html", "library/pwd.html",

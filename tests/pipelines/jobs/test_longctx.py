@@ -17,7 +17,7 @@ from pipelines.jobs.longctx_config import LongCtxConfig
 from synth.chunking import split_meta_chunks
 from training.loader import LoaderConfig, ShardLoader
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")

@@ -3,9 +3,7 @@ import json
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 
-from core.errors import InputError
 from core.records import REJECT_DETAIL_KEY, get_reject
 from pipelines.inputs import InputSpec, ReadLimits, list_input_files
 from pipelines.readers import read_files
@@ -129,14 +127,3 @@ def test_corrupt_gzip_and_parquet(tmp_path):
     docs = read([InputSpec(path=str(tmp_path / "ok.parquet"), source="pq")])
     assert [(d.id, get_reject(d)) for d in docs] == [("p1", None), ("p2", ("read", "empty_text"))]
     assert docs[0].metadata["url"] == "u1"
-
-
-def test_missing_and_unknown_inputs_are_one_line_errors(tmp_path):
-    with pytest.raises(InputError, match=f"input path does not exist: {tmp_path / 'nope'}"):
-        list_input_files([InputSpec(path=str(tmp_path / "nope"))])
-    (tmp_path / "x.bin").write_bytes(b"1")
-    with pytest.raises(InputError, match="unknown document format"):
-        list_input_files([InputSpec(path=str(tmp_path / "x.bin"))])
-    (tmp_path / "d").mkdir()
-    with pytest.raises(InputError, match="no document files"):
-        list_input_files([InputSpec(path=str(tmp_path / "d"))])

@@ -1,10 +1,11 @@
-"""One test/source rule for mining and environments (the heuristics' cases are in
-tests/swe_envs/mining/test_patches.py, where the patch split uses them)."""
+"""One test/source rule for mining (a patch's test/code split) and environments (touched tests)."""
 
 import subprocess
 
+import pytest
+
 from swe_envs.envs import languages
-from swe_envs.paths import is_test_path
+from swe_envs.paths import is_source_path, is_test_path
 from swe_envs.repos import Snapshot
 
 
@@ -27,3 +28,43 @@ def test_non_code_files_in_test_directories_are_tests():
     assert is_test_path("tests/CMakeLists.txt") and is_test_path("src/test/resources/data.json")
     assert is_test_path("benches/speed.rs") and is_test_path("src/unittest/runner_test.cc")
     assert not is_test_path("src/pkg/mod.py") and not is_test_path("docs/testing.md")
+
+
+@pytest.mark.parametrize(
+    "path, is_test",
+    [
+        ("tests/test_x.py", True),
+        ("pkg/test_x.py", True),
+        ("pkg/x_test.py", True),
+        ("conftest.py", True),
+        ("x/y_test.go", True),
+        ("src/app.test.ts", True),
+        ("src/app.spec.jsx", True),
+        ("__tests__/a.js", True),
+        ("src/test/java/a/FooTest.java", True),
+        ("src/main/java/a/Foo.java", False),
+        ("lib/foo_spec.rb", True),
+        ("spec/models/user.rb", True),
+        ("tests/FooTest.php", True),
+        ("Foo.Tests/Bar.cs", True),
+        ("src/Bar.cs", False),
+        ("foo/bar_unittest.cc", True),
+        ("tests/integration.rs", True),
+        ("src/lib.rs", False),
+        ("test/foo_test.exs", True),
+        ("pkg/testing_utils.py", False),
+        ("contest/rank.py", False),
+        ("src/protest.js", False),
+    ],
+)
+def test_test_path_heuristics(path, is_test):
+    assert is_test_path(path) is is_test
+
+
+def test_source_paths():
+    assert is_source_path("a/b.py") and is_source_path("x.tsx") and is_source_path("Makefile") is False
+    assert (
+        not is_source_path("README.md")
+        and not is_source_path("CHANGELOG.rst")
+        and not is_source_path("data.csv")
+    )

@@ -15,7 +15,6 @@ from swe_envs.mining.patches import (
     parse_diff,
     patch_problem,
 )
-from swe_envs.paths import is_source_path, is_test_path
 from tests.swe_envs.gitrepos import project
 
 
@@ -151,43 +150,3 @@ def test_api_file_patches_from_a_real_recording(cassettes):
     ]
     missing = files_from_api([{"filename": "img.png", "status": "added", "additions": 0, "deletions": 0}])
     assert missing[0].binary
-
-
-@pytest.mark.parametrize(
-    "path, is_test",
-    [
-        ("tests/test_x.py", True),
-        ("pkg/test_x.py", True),
-        ("pkg/x_test.py", True),
-        ("conftest.py", True),
-        ("x/y_test.go", True),
-        ("src/app.test.ts", True),
-        ("src/app.spec.jsx", True),
-        ("__tests__/a.js", True),
-        ("src/test/java/a/FooTest.java", True),
-        ("src/main/java/a/Foo.java", False),
-        ("lib/foo_spec.rb", True),
-        ("spec/models/user.rb", True),
-        ("tests/FooTest.php", True),
-        ("Foo.Tests/Bar.cs", True),
-        ("src/Bar.cs", False),
-        ("foo/bar_unittest.cc", True),
-        ("tests/integration.rs", True),
-        ("src/lib.rs", False),
-        ("test/foo_test.exs", True),
-        ("pkg/testing_utils.py", False),
-        ("contest/rank.py", False),
-        ("src/protest.js", False),
-    ],
-)
-def test_test_path_heuristics(path, is_test):
-    assert is_test_path(path) is is_test
-
-
-def test_source_paths():
-    assert is_source_path("a/b.py") and is_source_path("x.tsx") and is_source_path("Makefile") is False
-    assert (
-        not is_source_path("README.md")
-        and not is_source_path("CHANGELOG.rst")
-        and not is_source_path("data.csv")
-    )

@@ -197,6 +197,9 @@ class EduScore(BaseFilter):
     name = "🎓 edu_score"
     stage_name = "edu_score"
     promotes = {"edu_score": "float64"}
+    # answers depend on (model, prompt, params), as the LLM cache's key does; the endpoint's address
+    # does not, and a locally served model gets a new port each run (which made --resume refuse)
+    not_fingerprinted = {"cfg": {"llm": {"base_url"}}}
 
     def __init__(self, cfg: EduConfig, select: Callable[[Document], bool] | None = None):
         if cfg.llm is None:

@@ -90,11 +90,12 @@ def describe_step(step: PipelineStep) -> dict:
     """Class and plain-valued settings of a step: enough to tell two configurations apart
     (used to fingerprint a job's output directory and recorded in job.json)."""
     params = {}
+    skip = getattr(step, "not_fingerprinted", {})  # settings that do not change what a step computes
     for key, value in sorted(vars(step).items()):
         if key.startswith("_") or key in ("stats", "exclusion_writer"):
             continue
         if isinstance(value, BaseModel):
-            params[key] = value.model_dump()
+            params[key] = value.model_dump(exclude=skip.get(key))
         elif isinstance(value, (str, int, float, bool, type(None))):
             params[key] = value
         elif isinstance(value, (list, tuple)) and all(isinstance(v, (str, int, float, bool)) for v in value):

@@ -74,3 +74,17 @@ def test_web_resume_fingerprint_is_the_same_in_every_process(tmp_path):
         digests.append(json.loads(next(out.glob("phases/1-*/fingerprint.json")).read_text())["digest"])
     LEDGER.add("kill-and-resume: web", tried=2, faults=2)
     assert digests[0] == digests[1]
+
+
+@pytest.mark.area("kill-and-resume: web")
+def test_edu_score_fingerprint_names_the_model_not_the_endpoint_address():
+    """Regression: phase 3's fingerprint held the locally served model's URL, a new port each run,
+    so ``--resume`` after a kill in or past that phase was refused (found by the long test above)."""
+    from core.llm import LLMConfig
+    from filters.edu import EduConfig, EduScore
+    from pipelines.chain import describe_step
+
+    def described(port: int, model: str) -> dict:
+        return describe_step(EduScore(EduConfig(llm=LLMConfig(base_url=f"http://127.0.0.1:{port}/v1", model=model))))
+    assert described(40001, "smollm2") == described(40002, "smollm2")
+    assert described(40001, "smollm2") != described(40001, "another-model")

@@ -31,10 +31,12 @@ import docker.errors
 import yaml
 
 from swe_envs.images import Images, sha, slug
+from swe_envs.repos import tar_with
 from swe_envs.sandbox import LABEL, owner
 from swe_envs.terminal.config import RunnerConfig
 from swe_envs.terminal.substitute import Substituter, from_images
 from swe_envs.terminal.task import HarborTask, TaskFormatError
+from swe_envs.terminal.warm import warm_context, warm_dockerfile, warmings
 
 COMPOSE_KEYS = {"build", "image", "command", "entrypoint", "environment", "working_dir", "depends_on",
                 "healthcheck", "deploy", "container_name", "volumes", "ports", "expose", "restart"}
@@ -150,8 +152,6 @@ def build_task_images(task: HarborTask, images: Images, subst: Substituter) -> B
         tag = f"terminal/{slug(task.name)}-{slug(name)}:{sha(dockerfile, _tree_digest(ctx), *parent_ids)[:16]}"
         ctx_tar = tar_dir(ctx)
         if dfile != "Dockerfile":
-            from swe_envs.repos import tar_with
-
             ctx_tar = tar_with(ctx_tar, {"Dockerfile": dockerfile.encode()})
         if images.image_id(tag) is None:
             images.log(f"building {tag}")
@@ -160,6 +160,20 @@ def build_task_images(task: HarborTask, images: Images, subst: Substituter) -> B
         if not res.ok:
             return Built(False, out.images, "".join(logs), f"build failed: {res.error}", time.monotonic() - t0,
                          out.substitutions)
+        rules = warmings(ctx)
+        if rules:  # what the tests would fetch offline, warmed in a layer on top (recorded as substitutions)
+            wtag = f"{tag.rpartition(':')[0]}-warm:{sha(tag, warm_dockerfile(tag, rules))[:16]}"
+            if images.image_id(wtag) is None:
+                images.log(f"building {wtag} ({', '.join(w.rule for w in rules)})")
+            wres = images.build(wtag, warm_dockerfile(tag, rules), tar_with(b"", warm_context(rules)),
+                                labels={"swe_envs.terminal.task": task.name[:200]})
+            logs.append(wres.log)
+            out.substitutions += [{"upstream": w.upstream, "local": w.local if wres.ok else None, "real": False,
+                                   "error": "" if wres.ok else wres.error} for w in rules]
+            if not wres.ok:
+                return Built(False, out.images, "".join(logs), f"warm layer failed: {wres.error}",
+                             time.monotonic() - t0, out.substitutions)
+            tag = wtag
         out.images[name] = tag
     out.log, out.seconds = "".join(logs), time.monotonic() - t0
     return out

@@ -1,0 +1,124 @@
+"""Build-time warming of a task image, for what its tests would otherwise fetch with the network off.
+
+The task's own image is built unchanged; when its build context shows a need below, a layer
+``FROM`` that image is built on top (network and registry trust as in every build) and is
+what trials run. Each applied rule is recorded as a substitution of the check result
+(``details.jsonl`` / ``summary.json``), so nothing is passed off as the task's own setup.
+
+- ``npm-project-deps``: a ``package.json`` with dependencies in the context. Its tests run
+  ``npm install`` at test time; the dependencies are installed in the image's working directory
+  at build time (from npm's registry, through npm's client), so that test-time install finds
+  everything in place offline (``npm_config_offline``, see ``environment.offline_env``).
+- ``gradle-wrapper``: ``gradlew`` downloads a Gradle distribution and the build's JUnit/AssertJ
+  come from Maven repositories; neither is a package registry reachable here. ``gradlew`` in the
+  working directory is replaced by a stand-in that compiles ``src/main/java`` and
+  ``src/test/java`` with ``javac`` against Debian's JUnit 5 and AssertJ jars and runs the JUnit
+  console launcher (the upstream script is kept as ``gradlew.upstream``). Debian's versions
+  (JUnit 5.9, AssertJ 3.14) are older than the ones the build files pin.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+# Debian packages of the jars the stand-in puts on the class path
+JAVA_TEST_PACKAGES = "junit5 libassertj-core-java"
+
+GRADLEW_STANDIN = r"""#!/bin/sh
+# Gradle wrapper stand-in (swe_envs.terminal.warm): no Gradle distribution or Maven repository is
+# reachable offline. Compiles src/main/java + src/test/java with javac against Debian's JUnit 5 and
+# AssertJ jars and runs the JUnit console launcher; the upstream wrapper is ./gradlew.upstream.
+task=""
+for a in "$@"; do
+  case "$a" in
+    test|check|build) task=test;;
+    compileJava|classes|testClasses|compileTestJava|assemble) [ -n "$task" ] || task=compile;;
+    clean|--*|-*) ;;
+    *) echo "gradlew stand-in: task '$a' is not supported (test, check, build, classes)" >&2; exit 2;;
+  esac
+done
+[ -n "$task" ] || { echo "gradlew stand-in: no task given (test, check, build, classes)" >&2; exit 2; }
+echo "gradlew stand-in: javac + JUnit console launcher from Debian packages (no Gradle offline)"
+CP=""
+for j in junit-jupiter-api junit-jupiter-engine junit-jupiter-params junit-platform-commons \
+         junit-platform-engine junit-platform-launcher junit-platform-console junit-platform-reporting \
+         opentest4j opentest4j-reporting-events apiguardian apiguardian-api assertj-core byte-buddy \
+         picocli univocity-parsers; do
+  [ -f "/usr/share/java/$j.jar" ] && CP="$CP:/usr/share/java/$j.jar"
+done
+out=build/gradlew-standin
+rm -rf "$out" && mkdir -p "$out/main" "$out/test" || exit 1
+main=$(find src/main/java -name '*.java' 2>/dev/null | sort)
+if [ -n "$main" ]; then
+  javac -encoding UTF-8 -nowarn -d "$out/main" -cp "${CP#:}" $main || exit 1
+fi
+[ "$task" = compile ] && { echo "BUILD SUCCESSFUL (compile only)"; exit 0; }
+tests=$(find src/test/java -name '*.java' 2>/dev/null | sort)
+[ -n "$tests" ] || { echo "gradlew stand-in: no tests under src/test/java" >&2; exit 1; }
+javac -encoding UTF-8 -nowarn -d "$out/test" -cp "$out/main$CP" $tests || exit 1
+exec java -cp "$out/test:$out/main:src/main/resources:src/test/resources$CP" \
+  org.junit.platform.console.ConsoleLauncher --disable-banner --disable-ansi-colors --details=tree --fail-if-no-tests \
+  --scan-classpath "$out/test"
+"""
+
+
+@dataclass(frozen=True)
+class Warming:
+    rule: str  # npm-project-deps | gradle-wrapper
+    upstream: str  # what it stands in for, as the check result shows it
+    local: str  # what serves it here
+
+
+NPM = Warming("npm-project-deps", "npm install of the project's dependencies at test time",
+              "dependencies installed at build time (npm client, registry reachable during builds)")
+GRADLE = Warming("gradle-wrapper", "Gradle distribution download (gradlew) + JUnit from Maven repositories",
+                 f"gradlew stand-in: javac + JUnit console launcher (Debian {JAVA_TEST_PACKAGES})")
+
+
+def _npm_deps(path: Path) -> bool:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and any(data.get(k) for k in ("dependencies", "devDependencies"))
+
+
+def _gradle_wrapper(path: Path) -> bool:
+    return "distributionUrl" in path.read_text(encoding="utf-8", errors="replace")
+
+
+def _skip(path: Path, ctx: Path) -> bool:
+    return "node_modules" in path.relative_to(ctx).parts
+
+
+def warmings(ctx: Path) -> list[Warming]:
+    """The rules a build context needs, in a fixed order."""
+    out = []
+    if any(_npm_deps(p) for p in ctx.rglob("package.json") if not _skip(p, ctx)):
+        out.append(NPM)
+    if any(_gradle_wrapper(p) for p in ctx.rglob("gradle-wrapper.properties")):
+        out.append(GRADLE)
+    return out
+
+
+def warm_dockerfile(image: str, rules: list[Warming]) -> str:
+    """A layer on the task's image; RUN lines run in the image's own working directory."""
+    lines = [f"FROM {image}"]
+    for w in rules:
+        if w is NPM:
+            lines.append("RUN if [ -f package.json ]; then npm install --no-audit --no-fund; fi")
+        elif w is GRADLE:
+            # the task image may have dropped apt's lists
+            lines += [f"RUN apt-get update && apt-get install -y --no-install-recommends {JAVA_TEST_PACKAGES} "
+                      "&& rm -rf /var/lib/apt/lists/*",
+                      "COPY gradlew-standin /opt/provision/bin/gradlew-standin",
+                      "RUN chmod 755 /opt/provision/bin/gradlew-standin && if [ -f gradlew ]; then "
+                      "mv gradlew gradlew.upstream && cp /opt/provision/bin/gradlew-standin gradlew; fi"]
+    return "\n".join(lines) + "\n"
+
+
+def warm_context(rules: list[Warming]) -> dict[str, bytes]:
+    return {"gradlew-standin": GRADLEW_STANDIN.encode()} if GRADLE in rules else {}
+

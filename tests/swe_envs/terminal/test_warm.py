@@ -1,0 +1,57 @@
+"""warm.py without Docker: which build contexts get which rule, and the layer it builds."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from swe_envs.terminal.warm import GRADLE, GRADLEW_STANDIN, NPM, warm_context, warm_dockerfile, warmings
+
+
+def _write(root, rel, text):
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text)
+
+
+def test_npm_rule_needs_declared_dependencies(tmp_path):
+    _write(tmp_path, "workspace/package.json", json.dumps({"name": "x", "devDependencies": {"jest": "^29"}}))
+    assert warmings(tmp_path) == [NPM]
+    bare = tmp_path / "bare"
+    _write(bare, "package.json", json.dumps({"name": "x", "dependencies": {}}))
+    _write(bare, "broken/package.json", "{not json")
+    # a package.json inside node_modules is someone else's, not the project's
+    _write(bare, "node_modules/dep/package.json", json.dumps({"dependencies": {"a": "1"}}))
+    assert warmings(bare) == []
+
+
+def test_gradle_rule_needs_a_distribution_url(tmp_path):
+    _write(tmp_path, "workspace/gradle/wrapper/gradle-wrapper.properties",
+           "distributionUrl=https\\://example.invalid/gradle-8.7-bin.zip\n")
+    assert warmings(tmp_path) == [GRADLE]
+    other = tmp_path / "other"
+    _write(other, "gradle/wrapper/gradle-wrapper.properties", "zipStorePath=wrapper/dists\n")
+    assert warmings(other) == []
+
+
+def test_warm_layer_builds_on_the_task_image(tmp_path):
+    df = warm_dockerfile("terminal/t-main:abc", [NPM, GRADLE])
+    lines = df.splitlines()
+    assert lines[0] == "FROM terminal/t-main:abc"
+    assert "npm install" in lines[1] and "junit5 libassertj-core-java" in lines[2]
+    assert "mv gradlew gradlew.upstream" in df
+    assert warm_context([NPM]) == {} and warm_context([NPM, GRADLE]) == {"gradlew-standin": GRADLEW_STANDIN.encode()}
+
+
+def test_gradlew_standin_rejects_unknown_tasks_and_needs_one(tmp_path):
+    script = tmp_path / "gradlew"
+    script.write_text(GRADLEW_STANDIN)
+    script.chmod(0o755)
+    r = subprocess.run([str(script), "publish"], capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 2 and "task 'publish' is not supported" in r.stderr
+    r = subprocess.run([str(script), "--no-daemon"], capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 2 and "no task given" in r.stderr
+    # no test sources: a failure, never a pass
+    r = subprocess.run([str(script), "test", "--no-daemon", "--console=plain"], capture_output=True, text=True,
+                       cwd=tmp_path)
+    assert r.returncode == 1 and "no tests under src/test/java" in r.stderr

@@ -191,11 +191,23 @@ def _cargo_rules(recipe: list[str], log: str) -> tuple[list[str], str] | None:
     return None
 
 
+# cgo is on by default and the standard library's net, os/user, runtime/cgo use it: the
+# toolchain image has no C compiler (golang-go only recommends one)
+_CGO = re.compile(r'exec: "(?:gcc|cc|g\+\+)": executable file not found|cgo: C compiler "[^"]+" not found')
+
+
+def _go_rules(recipe: list[str], log: str) -> tuple[list[str], str] | None:
+    if _CGO.search(log) and not any("libc6-dev" in line for line in recipe):
+        return ["apt-get install -y --no-install-recommends gcc libc6-dev"] + recipe, "cgo compiler"
+    return None
+
+
 RULES: dict[str, Callable[[list[str], str], tuple[list[str], str] | None]] = {
     "python": _python_rules,
     "javascript": _apt_missing(_JS_MISSING, "node-{}"),
     "ruby": _apt_missing(_RB_MISSING, "ruby-{}"),
     "rust": _cargo_rules,
+    "go": _go_rules,
 }
 
 

@@ -194,8 +194,36 @@ def _java_recipe(snap: Snapshot, opts: RecipeOptions) -> list[str]:
     return []  # plain source layout: javac + the JUnit console launcher at test time
 
 
+_GO_IMPORT_COMMENT = re.compile(r'^package\s+\w+\s*//\s*import\s+"([^"]+)"', re.M)
+_GO_IMPORT = re.compile(r'"([a-z0-9.-]+\.[a-z]+/[^"\s]+)"')
+
+
+def go_module_path(snap: Snapshot) -> str:
+    """The import path of a repository without go.mod (written before Go modules): its own
+    import comment, else what its files import of its own directories, else a local name."""
+    go_files = [f for f in snap.files if f.endswith(".go") and "/testdata/" not in f"/{f}"]
+    texts = {f: snap.read(f, limit=20_000) or "" for f in go_files[:400]}
+    for f, text in texts.items():
+        if "/" not in f and (m := _GO_IMPORT_COMMENT.search(text)):
+            return m.group(1)
+    dirs = {f.rsplit("/", 1)[0] for f in go_files if "/" in f}
+    root_pkgs = {m.group(1) for f, t in texts.items() if "/" not in f
+                 for m in [re.search(r"^package\s+(\w+)", t, re.M)] if m and not m.group(1).endswith("_test")}
+    for text in texts.values():
+        for path in _GO_IMPORT.findall(text):
+            for d in sorted(dirs, key=len, reverse=True):
+                if path.endswith("/" + d):
+                    return path[: -len(d) - 1]
+            if path.rsplit("/", 1)[-1] in root_pkgs:
+                return path
+    return "testbed"
+
+
 def _go_recipe(snap: Snapshot, opts: RecipeOptions) -> list[str]:
     cmds = ["go mod download"] if snap.has("go.sum") else []
+    if not snap.has("go.mod"):
+        # module mode needs a go.mod; the tests import the package by its import path
+        cmds.append(f"go mod init {shlex.quote(go_module_path(snap))}")
     # compiling the tests once fills the build cache, so each run only rebuilds what a patch touches
     return cmds + ["go test -count=1 -run '^$' ./..."]
 

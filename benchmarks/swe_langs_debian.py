@@ -1,0 +1,263 @@
+"""SWE environments for 8 languages on real upstream code: Debian source packages.
+
+For each language other than Python (measured on real SWE-bench data by ``swe_real.py``), a
+list of small upstream projects packaged by Debian, each with its own test suite. Each is
+fetched with ``apt-get source`` (cached under the git-ignored ``data/debian-src/``; a private
+apt root with ``deb-src`` lines made from the host's own Debian sources, the system
+configuration untouched), its unpacked upstream tree (``debian/`` and quilt state dropped)
+becomes a git repository of one commit, and then goes through the product's code path that
+``python -m swe_envs validate`` uses: ``make_builder`` -> ``EnvBuilder.build`` (recipe, toolchain,
+rule-based refine, collect check), one more run of the test command in the sandbox, the
+runner's parser, and ``check_run`` (the validator's trust check). What is compared: the parsed
+per-test statuses tallied (passed / failed+error / skipped) against the counts the runner's own
+summary states. Runners whose summary states no counts (``go test``: per-package ok/FAIL) are
+reported as such, checked by ``check_run`` only.
+
+Headline: the fraction of projects that built and whose parse agrees with the runner's summary;
+goal 0.9 (issue 15: >= 90% of the real upstream projects per language). Exits 0 whatever the
+result. Run: ``python benchmarks/swe_langs_debian.py [--only go,c] [--packages a,b] [--limit N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks._report import Result, write, write_status  # noqa: E402
+
+# small upstream projects whose tests need no network, no third-party registry other than
+# Debian/npm, in the order they are tried (the first --limit of each list run)
+PACKAGES: dict[str, list[str]] = {
+    "go": ["golang-github-google-go-cmp", "golang-github-cespare-xxhash", "golang-github-hashicorp-golang-lru",
+           "golang-github-google-uuid", "golang-github-dustin-go-humanize", "golang-github-davecgh-go-spew",
+           "golang-github-pmezard-go-difflib", "golang-github-pkg-errors"],
+    "c": ["jansson", "libyaml", "cjson", "json-c", "cmocka", "libinih"],
+    "cpp": ["tinyxml2", "fmtlib", "yaml-cpp", "nlohmann-json3", "pugixml", "libjsoncpp"],
+    "php": ["php-doctrine-instantiator", "php-psr-log", "php-webmozart-assert", "php-doctrine-lexer",
+            "php-symfony-polyfill", "php-masterminds-html5"],
+    "ruby": ["ruby-rainbow", "ruby-hashie", "ruby-mustache", "ruby-ansi", "ruby-tzinfo", "ruby-addressable"],
+    "javascript": ["node-ms", "node-semver", "node-minimist", "node-escape-string-regexp", "node-inherits",
+                   "node-yallist"],
+    "rust": ["rust-fnv", "rust-itoa", "rust-scopeguard", "rust-cfg-if", "rust-hex", "rust-adler"],
+    "java": ["libcommons-cli-java", "libcommons-codec-java", "libcommons-csv-java", "libjsr305-java",
+             "libcommons-lang3-java"],
+}
+DATA = ROOT / "data" / "debian-src"
+# quilt's state and the packaging are Debian's, not upstream's
+NOT_UPSTREAM = ("debian", ".pc")
+
+
+# -- fetching ----------------------------------------------------------------------------------
+KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
+SUITE = "bookworm"  # the toolchain images' suite; the mirror is the one the host's apt uses
+
+
+class AptSource:
+    """``apt-get source`` through a private apt root made of the host's own Debian mirror."""
+
+    def __init__(self, root: Path):
+        self.root = root
+
+    def _opts(self) -> list[str]:
+        r = self.root / "apt"
+        return ["-o", f"Dir::Etc::sourcelist={r / 'sources.list'}", "-o", f"Dir::Etc::sourceparts={r / 'sources.list.d'}",
+                "-o", f"Dir::State::Lists={r / 'lists'}", "-o", f"Dir::Cache={r / 'cache'}"]
+
+    def ready(self) -> str | None:
+        """Why deb-src is unavailable, or None (``apt-get update`` once per day of cache)."""
+        r = self.root / "apt"
+        stamp = r / "updated"
+        if stamp.is_file() and time.time() - stamp.stat().st_mtime < 86400:
+            return None
+        from swe_envs.docker_setup import apt_mirror
+
+        try:
+            uri = apt_mirror(SUITE)
+        except Exception as err:
+            return f"no Debian mirror for deb-src: {err}"
+        for d in ("lists/partial", "cache/archives/partial", "sources.list.d"):
+            (r / d).mkdir(parents=True, exist_ok=True)
+        (r / "sources.list").write_text(f"deb-src [signed-by={KEYRING}] {uri} {SUITE} main\n")
+        proc = subprocess.run(["apt-get", *self._opts(), "update"], capture_output=True, text=True, timeout=600)
+        if proc.returncode != 0:
+            return f"apt-get update (deb-src) failed: {proc.stderr.strip()[-300:]}"
+        stamp.write_text(time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        return None
+
+    def fetch(self, package: str) -> tuple[Path | None, str, str]:
+        """(unpacked tree, version, error): cached under ``root/pkg/<package>``."""
+        where = self.root / "pkg" / package
+        trees = [p for p in where.glob("*") if p.is_dir()] if where.is_dir() else []
+        if not trees:
+            shutil.rmtree(where, ignore_errors=True)
+            where.mkdir(parents=True)
+            proc = subprocess.run(["apt-get", *self._opts(), "source", package], cwd=where, capture_output=True,
+                                  text=True, timeout=900)
+            trees = [p for p in where.glob("*") if p.is_dir()]
+            if proc.returncode != 0 or not trees:
+                shutil.rmtree(where, ignore_errors=True)
+                return None, "", f"apt-get source failed: {(proc.stderr or proc.stdout).strip()[-300:]}"
+        dsc = next(iter(sorted(where.glob("*.dsc"))), None)
+        version = dsc.stem.split("_", 1)[1] if dsc else ""
+        return trees[0], version, ""
+
+
+def as_repo(tree: Path, dest: Path) -> str:
+    """The upstream tree as a git repository of one commit (fixed identity and date); its commit."""
+    if not (dest / ".git").is_dir():
+        tmp = dest.with_name(dest.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.copytree(tree, tmp, symlinks=True, ignore=lambda d, names: [n for n in names if Path(d) == tree
+                                                                           and n in NOT_UPSTREAM])
+        env = {**os.environ, "GIT_AUTHOR_NAME": "upstream", "GIT_AUTHOR_EMAIL": "upstream@localhost",
+               "GIT_COMMITTER_NAME": "upstream", "GIT_COMMITTER_EMAIL": "upstream@localhost",
+               "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z"}
+        for cmd in (["git", "init", "-q", "-b", "main"], ["git", "add", "-f", "-A"],
+                    ["git", "commit", "-q", "--no-gpg-sign", "-m", f"upstream tree of {tree.name}"]):
+            subprocess.run(cmd, cwd=tmp, check=True, capture_output=True, env=env)
+        shutil.rmtree(dest, ignore_errors=True)
+        tmp.rename(dest)
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=dest, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+# -- one project -------------------------------------------------------------------------------
+def summary_check(parsed) -> tuple[bool | None, dict]:
+    """(parse == the runner's summary counts, or None when the summary states none; the tallies)."""
+    from swe_envs.envs.parsers import FAILED, PASSED, SKIPPED
+
+    tally = parsed.tally()
+    got = {"passed": tally[PASSED], "failed": tally[FAILED] + tally["error"], "skipped": tally[SKIPPED]}
+    if parsed.counts is None:
+        return None, {"parsed": got, "summary": None}
+    want = {"passed": parsed.counts["passed"], "failed": parsed.counts["failed"] + parsed.counts["error"],
+            "skipped": parsed.counts["skipped"]}
+    return got == want, {"parsed": got, "summary": want}
+
+
+def run_project(builder, language: str, package: str, apt: AptSource) -> dict:
+    from swe_envs.envs.parsers import parse_log
+    from swe_envs.envs.validator import check_run
+
+    row: dict = {"package": package, "language": language, "built": False, "parsed_ok": False}
+    t0 = time.monotonic()
+    tree, version, err = apt.fetch(package)
+    if tree is None:
+        return row | {"stage": "fetch", "reason": err}
+    row["version"] = version
+    repo_dir = apt.root / "repos" / package
+    commit = as_repo(tree, repo_dir)
+    env = builder.build(f"debian/{package}", repo_dir, commit, language=language)
+    row |= {"build_s": round(env.seconds, 1), "cached": env.cached, "runner": env.runner,
+            "test_command": env.test_command.splitlines()[0][:200] if env.test_command else "",
+            "rounds": [f"{a.source}:{a.stage}" + (f"({a.rule})" if a.rule else "") for a in env.attempts]}
+    if not env.ok:
+        return row | {"stage": "build", "reason": env.reason[:500], "seconds": round(time.monotonic() - t0, 1)}
+    row |= {"built": True, "image_bytes": env.image_bytes, "env_layer_bytes": env.env_layer_bytes}
+    res = builder.sandbox.run(env.image, env.test_command, [], runs=1, network=env.network)
+    if not res.runs:
+        return row | {"stage": "run", "reason": res.error[:500], "seconds": round(time.monotonic() - t0, 1)}
+    run = res.runs[0]
+    log_path = apt.root / "logs" / f"{package}.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log_path.write_text(run.log, encoding="utf-8")
+    parsed = parse_log(env.runner, run.log)
+    match, tallies = summary_check(parsed.guard or parsed)
+    why = check_run(run, parsed)
+    row |= {"rc": run.rc, "tests": len(parsed.statuses), "summary_seen": parsed.summary_seen,
+            "summary_match": match, **tallies, "log": str(log_path), "seconds": round(time.monotonic() - t0, 1)}
+    if match is False:
+        return row | {"stage": "parse", "reason": f"parsed {tallies['parsed']} != summary {tallies['summary']}"}
+    # failing upstream tests are allowed (a Debian build may skip them too); a run that cannot be
+    # trusted is not: no tests, no summary line, or counts the runner contradicts
+    if why and not why.startswith(("exit code", "parsed")):
+        return row | {"stage": "parse", "reason": why}
+    return row | {"parsed_ok": True, "note": why or ""}
+
+
+# -- the benchmark -----------------------------------------------------------------------------
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", default="", help="comma-separated languages (default: all 8)")
+    ap.add_argument("--packages", default="", help="comma-separated source packages (default: each language's list)")
+    ap.add_argument("--limit", type=int, default=5, help="projects per language (default 5)")
+    ap.add_argument("--data", type=Path, default=DATA, help="cache of sources, repositories and logs")
+    ap.add_argument("--rows", type=Path, default=None, help="also append each project's row to this JSONL")
+    args = ap.parse_args()
+    try:
+        from swe_envs.config import SweEnvsConfig
+        from swe_envs.docker_setup import docker_client
+        from swe_envs.envs.validate_job import make_builder
+
+        client = docker_client()
+    except Exception as err:  # no engine: a skipped row, not a crash
+        write_status(__file__, "skipped", f"no Docker engine: {err}")
+        return 0
+    apt = AptSource(args.data)
+    why = apt.ready()
+    if why:
+        write_status(__file__, "skipped", why)
+        return 0
+    langs = [x for x in args.only.split(",") if x] or list(PACKAGES)
+    unknown = [x for x in langs if x not in PACKAGES]
+    if unknown:
+        print(f"unknown language(s): {', '.join(unknown)}; known: {', '.join(PACKAGES)}", file=sys.stderr)
+        return 2
+    wanted = {x for x in args.packages.split(",") if x}
+    cfg = SweEnvsConfig()
+    builder = make_builder(client, cfg, args.data / "out")
+    rows: list[dict] = []
+    t0 = time.monotonic()
+    try:
+        for lang in langs:
+            pkgs = [p for p in PACKAGES[lang] if p in wanted] if wanted else PACKAGES[lang][: args.limit]
+            for pkg in pkgs:
+                print(f"=== {lang} {pkg}", flush=True)
+                try:
+                    row = run_project(builder, lang, pkg, apt)
+                except Exception as err:  # one broken project never ends the run
+                    row = {"package": pkg, "language": lang, "built": False, "parsed_ok": False,
+                           "stage": "internal", "reason": f"{type(err).__name__}: {err}"[:500]}
+                print(json.dumps({k: row.get(k) for k in ("package", "built", "parsed_ok", "stage", "reason",
+                                                          "parsed", "summary", "seconds")}), flush=True)
+                rows.append(row)
+                if args.rows:
+                    with open(args.rows, "a") as fh:
+                        fh.write(json.dumps(row) + "\n")
+    finally:
+        builder.sandbox.close()
+    per_lang = {}
+    for lang in langs:
+        mine = [r for r in rows if r["language"] == lang]
+        if not mine:
+            continue
+        per_lang[lang] = {"projects": len(mine), "built": sum(r["built"] for r in mine),
+                          "parsed_ok": sum(r["parsed_ok"] for r in mine),
+                          "summary_compared": sum(r.get("summary_match") is not None for r in mine),
+                          "failures": {r["package"]: f"{r.get('stage')}: {r.get('reason', '')}"[:300]
+                                       for r in mine if not r["parsed_ok"]}}
+    n = len(rows)
+    ok = sum(r["parsed_ok"] for r in rows)
+    inputs = {"languages": per_lang, "projects": rows, "seconds": round(time.monotonic() - t0, 1),
+              "config": "shipped defaults"}
+    headline = Result("swe_langs_debian_ok", ok / max(n, 1), 1.0, "fraction of projects", goal=0.9,
+                      ours_label=f"{ok}/{n} Debian upstream projects built with parse == runner summary",
+                      baseline_label="every project")
+    also = [Result(f"swe_langs_debian_{lang}", v["parsed_ok"] / v["projects"], 1.0, "fraction of projects",
+                   goal=0.9, ours_label=f"{v['parsed_ok']}/{v['projects']} ok, {v['built']} built",
+                   baseline_label="every project") for lang, v in per_lang.items()]
+    write(__file__, headline, inputs, also)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

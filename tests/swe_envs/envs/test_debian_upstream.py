@@ -1,0 +1,45 @@
+"""Regressions found by benchmarks/swe_langs_debian.py on real upstream trees (Debian source
+packages), each reduced to the files that showed it; no Docker."""
+
+from __future__ import annotations
+
+from swe_envs.envs import languages
+from swe_envs.envs.build_rules import rule_fix
+from swe_envs.repos import Snapshot
+from tests.swe_envs.envs.regen_fixtures import make_git
+
+
+def test_go_repo_without_go_mod_gets_its_import_path(tmp_path):
+    # golang-github-davecgh-go-spew 1.1.1: no go.mod; the tests import ".../go-spew/spew"
+    repo, head = make_git(tmp_path / "spew", {
+        "spew/spew.go": "package spew\n",
+        "spew/spew_test.go": 'package spew_test\n\nimport (\n\t"testing"\n\n\t"github.com/davecgh/go-spew/spew"\n)\n',
+    })
+    snap = Snapshot(repo, head)
+    assert languages.go_module_path(snap) == "github.com/davecgh/go-spew"
+    assert languages.recipe("go", snap)[0] == "go mod init github.com/davecgh/go-spew"
+    # golang-github-pkg-errors 0.9.1: the root package imports itself in an example test
+    repo, head = make_git(tmp_path / "errors", {
+        "errors.go": "package errors\n",
+        "example_test.go": 'package errors_test\n\nimport "github.com/pkg/errors"\n',
+    })
+    assert languages.go_module_path(Snapshot(repo, head)) == "github.com/pkg/errors"
+    # an import comment names it outright; nothing to go by: a local name, still a module
+    repo, head = make_git(tmp_path / "comment", {"a.go": 'package a // import "example.org/x/a"\n'})
+    assert languages.go_module_path(Snapshot(repo, head)) == "example.org/x/a"
+    repo, head = make_git(tmp_path / "bare", {"a.go": "package a\n", "a_test.go": "package a\n"})
+    assert languages.recipe("go", Snapshot(repo, head))[0] == "go mod init testbed"
+    # a repository with go.mod is left as it was
+    repo, head = make_git(tmp_path / "mod", {"go.mod": "module m\n", "a.go": "package m\n"})
+    assert not any(c.startswith("go mod init") for c in languages.recipe("go", Snapshot(repo, head)))
+
+
+def test_go_cgo_without_a_compiler_installs_one():
+    # golang-github-google-go-cmp 0.5.9 on Go 1.15: the build step failed at runtime/cgo
+    log = '# runtime/cgo\ncgo: exec gcc: exec: "gcc": executable file not found in $PATH\nFAIL\tgithub.com/google/go-cmp/cmp [build failed]\n'
+    recipe = ["go test -count=1 -run '^$' ./..."]
+    fixed, rule = rule_fix("go", recipe, log)
+    assert rule == "cgo compiler"
+    assert fixed == ["apt-get install -y --no-install-recommends gcc libc6-dev", *recipe]
+    assert rule_fix("go", fixed, log) is None  # applied once: the loop moves on
+    assert rule_fix("go", recipe, "FAIL\tx [build failed]\n") is None

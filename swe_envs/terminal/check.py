@@ -51,6 +51,14 @@ def check_row(name: str, oracle: dict | None, nop: dict | None, error: str = "")
     return row
 
 
+def with_needs(row: dict, needs: list[dict]) -> dict:
+    """A failed row names what the task fetches that is not provisioned here: the likely cause."""
+    missing = [n["need"] for n in needs if not n["offline"]]
+    if missing and not row["ok"]:
+        row["reason"] += f" [not provisioned offline: {'; '.join(missing)}]"
+    return row
+
+
 def group_of(name: str) -> str:
     """'aider_polyglot/polyglot_go_x' -> 'aider_polyglot/go'; 'evoeval/3' -> 'evoeval'."""
     head, _, tail = name.rpartition("/")
@@ -104,7 +112,7 @@ def check_tasks(tasks: Path, out: Path, cfg: TerminalConfig, workers: int = 1, l
             error = f"task: {err}"
         except Exception as err:  # one broken task never stops the batch
             error = f"{type(err).__name__}: {str(err)[:300]}"
-        row = check_row(name, oracle, nop, error)
+        row = with_needs(check_row(name, oracle, nop, error), needs)
         with lock:
             rows.append(row)
             details[name] = {"task": name, "needs": needs, "offline_capable": offline_capable(needs),

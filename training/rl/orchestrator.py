@@ -52,7 +52,9 @@ class Orchestrator(TrainerProtocol):
         self.counters: Counter = Counter()
         self.groups_by_task: Counter = Counter()
         self.next_start: dict[str, float] = {}
-        self.seq = 0
+        # a resumed run's ledger already holds groups: numbering continues past them (a restart
+        # at 0 issued "g000001-0" again, a LedgerError in every request after a SIGKILLed run)
+        self.seq = 1 + max((int(i[1:].split("-")[0]) for i in self.ledger.issued), default=-1)
         self.stopping = threading.Event()
         # wait_for_trainer: generate nothing before the trainer's first /trainer_start, so rollouts
         # made while the trainer process starts are not free work outside its measured wall time

@@ -162,10 +162,11 @@ def build_task_images(task: HarborTask, images: Images, subst: Substituter) -> B
                          out.substitutions)
         rules = warmings(ctx)
         if rules:  # what the tests would fetch offline, warmed in a layer on top (recorded as substitutions)
-            wtag = f"{tag.rpartition(':')[0]}-warm:{sha(tag, warm_dockerfile(tag, rules))[:16]}"
+            wdf = warm_dockerfile(tag, rules, ctx)
+            wtag = f"{tag.rpartition(':')[0]}-warm:{sha(tag, wdf)[:16]}"
             if images.image_id(wtag) is None:
                 images.log(f"building {wtag} ({', '.join(w.rule for w in rules)})")
-            wres = images.build(wtag, warm_dockerfile(tag, rules), tar_with(b"", warm_context(rules)),
+            wres = images.build(wtag, wdf, tar_with(b"", warm_context(rules)),
                                 labels={"swe_envs.terminal.task": task.name[:200]})
             logs.append(wres.log)
             out.substitutions += [{"upstream": w.upstream, "local": w.local if wres.ok else None, "real": False,

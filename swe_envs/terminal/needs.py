@@ -4,10 +4,10 @@ downloads, and whether this offline setup provisions each (the report of ``termi
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from swe_envs.terminal.substitute import from_images
 from swe_envs.terminal.task import HarborTask
+from swe_envs.terminal.warm import cargo_deps, debian_crate_package
 
 # (name, pattern over Dockerfile + test/solution scripts, provisioned offline here?)
 PATTERNS = [
@@ -42,17 +42,12 @@ def task_needs(task: HarborTask) -> list[dict]:
     if any("distributionUrl" in p.read_text(errors="replace") for p in wrapper):
         # served by warm.py's gradlew stand-in (javac + JUnit console launcher from Debian's jars)
         out.append({"need": "Gradle distribution download (gradlew)", "offline": True})
-    for cargo in env.rglob("Cargo.toml"):
-        if _cargo_deps(cargo):
-            out.append({"need": "crates from a registry (Cargo dependencies)", "offline": False})
-            break
+    crates = sorted({c for p in env.rglob("Cargo.toml") for c in cargo_deps(p.read_text(errors="replace"))})
+    if crates:
+        # served from Debian's librust-*-dev packages (warm.py); a crate Debian lacks fails that build
+        out.append({"need": "crates from a registry (Cargo dependencies)", "offline": True,
+                    "debian_packages": [debian_crate_package(c) for c in crates]})
     return out
-
-
-def _cargo_deps(path: Path) -> bool:
-    text = path.read_text(errors="replace")
-    m = re.search(r"^\[dependencies\]\s*\n(.*?)(?=^\[|\Z)", text, re.MULTILINE | re.DOTALL)
-    return bool(m and any(line.strip() and not line.strip().startswith("#") for line in m.group(1).splitlines()))
 
 
 def offline_capable(needs: list[dict]) -> bool:

@@ -15,11 +15,18 @@ what trials run. Each applied rule is recorded as a substitution of the check re
   ``src/test/java`` with ``javac`` against Debian's JUnit 5 and AssertJ jars and runs the JUnit
   console launcher (the upstream script is kept as ``gradlew.upstream``). Debian's versions
   (JUnit 5.9, AssertJ 3.14) are older than the ones the build files pin.
+- ``cargo-debian-crates``: a ``Cargo.toml`` that declares registry crates. No crates registry is
+  reachable; Debian packages crates as ``librust-<crate>-dev`` (sources under
+  ``/usr/share/cargo/registry``, with checksums), so those packages are installed and cargo's
+  ``crates-io`` source is replaced by that directory (``$CARGO_HOME/config.toml``). A crate
+  Debian does not package fails the layer's build with apt's message naming it.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,6 +71,11 @@ exec java -cp "$out/test:$out/main:src/main/resources:src/test/resources$CP" \
 """
 
 
+DEBIAN_CRATES = "/usr/share/cargo/registry"
+CARGO_SOURCE = ('[source.crates-io]\nreplace-with = "debian-packages"\n'
+                f'[source.debian-packages]\ndirectory = "{DEBIAN_CRATES}"\n')
+
+
 @dataclass(frozen=True)
 class Warming:
     rule: str  # npm-project-deps | gradle-wrapper
@@ -75,6 +87,35 @@ NPM = Warming("npm-project-deps", "npm install of the project's dependencies at 
               "dependencies installed at build time (npm client, registry reachable during builds)")
 GRADLE = Warming("gradle-wrapper", "Gradle distribution download (gradlew) + JUnit from Maven repositories",
                  f"gradlew stand-in: javac + JUnit console launcher (Debian {JAVA_TEST_PACKAGES})")
+
+CARGO = Warming("cargo-debian-crates", "crates from a registry (Cargo dependencies)",
+                "Debian's librust-*-dev packages as cargo's crates-io source")
+
+
+def cargo_deps(text: str) -> list[str]:
+    """Registry crates a Cargo.toml declares ([dependencies], [dev-dependencies]); path/git ones are local."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return []
+    out = []
+    for table in ("dependencies", "dev-dependencies"):
+        for name, spec in (data.get(table) or {}).items():
+            if isinstance(spec, dict):
+                if "path" in spec or "git" in spec:
+                    continue
+                name = spec.get("package", name)
+            out.append(name)
+    return sorted(set(out))
+
+
+def debian_crate_package(crate: str) -> str:
+    return "librust-" + re.sub(r"[^a-z0-9]+", "-", crate.lower()) + "-dev"
+
+
+def _crates(ctx: Path) -> list[str]:
+    return sorted({c for p in ctx.rglob("Cargo.toml") if not _skip(p, ctx)
+                   for c in cargo_deps(p.read_text(encoding="utf-8", errors="replace"))})
 
 
 def _npm_deps(path: Path) -> bool:
@@ -90,7 +131,7 @@ def _gradle_wrapper(path: Path) -> bool:
 
 
 def _skip(path: Path, ctx: Path) -> bool:
-    return "node_modules" in path.relative_to(ctx).parts
+    return bool({"node_modules", "target"} & set(path.relative_to(ctx).parts))
 
 
 def warmings(ctx: Path) -> list[Warming]:
@@ -100,10 +141,12 @@ def warmings(ctx: Path) -> list[Warming]:
         out.append(NPM)
     if any(_gradle_wrapper(p) for p in ctx.rglob("gradle-wrapper.properties")):
         out.append(GRADLE)
+    if _crates(ctx):
+        out.append(CARGO)
     return out
 
 
-def warm_dockerfile(image: str, rules: list[Warming]) -> str:
+def warm_dockerfile(image: str, rules: list[Warming], ctx: Path | None = None) -> str:
     """A layer on the task's image; RUN lines run in the image's own working directory."""
     lines = [f"FROM {image}"]
     for w in rules:
@@ -116,6 +159,13 @@ def warm_dockerfile(image: str, rules: list[Warming]) -> str:
                       "COPY gradlew-standin /opt/provision/bin/gradlew-standin",
                       "RUN chmod 755 /opt/provision/bin/gradlew-standin && if [ -f gradlew ]; then "
                       "mv gradlew gradlew.upstream && cp /opt/provision/bin/gradlew-standin gradlew; fi"]
+        elif w is CARGO:
+            pkgs = " ".join(debian_crate_package(c) for c in _crates(ctx)) if ctx else ""
+            lines += [f"RUN apt-get update && apt-get install -y --no-install-recommends {pkgs} "
+                      "&& rm -rf /var/lib/apt/lists/*",
+                      # printf expands the newline escapes (a Dockerfile line holds no newline)
+                      'RUN d="${CARGO_HOME:-$HOME/.cargo}" && mkdir -p "$d" && printf '
+                      f"'{CARGO_SOURCE.replace(chr(10), chr(92) + 'n')}' >> \"$d/config.toml\""]
     return "\n".join(lines) + "\n"
 
 

@@ -194,12 +194,13 @@ def test_needs_report_on_real_seeds(tb_seeds, tmp_path):
     ev = needs("evoeval/3")
     assert offline_capable(ev) and {"uv installer (curl | sh)", "apt-get at test time"} <= {n["need"] for n in ev}
     java = needs("aider_polyglot/polyglot_java_bank-account")
-    # the Gradle wrapper is served by warm.py's stand-in; crates from a registry are not served at all
+    # served by warm.py: the Gradle wrapper by its stand-in, crates by Debian's librust-*-dev packages
     assert offline_capable(java) and "Gradle distribution download (gradlew)" in {n["need"] for n in java}
     js = needs("aider_polyglot/polyglot_javascript_binary")
     assert offline_capable(js) and "npm install of the project's dependencies at test time" in {n["need"] for n in js}
     rust = needs("aider_polyglot/polyglot_rust_gigasecond")
-    assert not offline_capable(rust) and "crates from a registry (Cargo dependencies)" in {n["need"] for n in rust}
+    crates = [n for n in rust if n["need"] == "crates from a registry (Cargo dependencies)"]
+    assert offline_capable(rust) and crates[0]["debian_packages"] == ["librust-time-dev"]
     assert offline_capable(needs("aider_polyglot/polyglot_rust_acronym"))
     go = needs("aider_polyglot/polyglot_go_alphametics")
     assert offline_capable(go) and "Go release tarball" in {n["need"] for n in go}

@@ -55,3 +55,24 @@ def test_gradlew_standin_rejects_unknown_tasks_and_needs_one(tmp_path):
     r = subprocess.run([str(script), "test", "--no-daemon", "--console=plain"], capture_output=True, text=True,
                        cwd=tmp_path)
     assert r.returncode == 1 and "no tests under src/test/java" in r.stderr
+
+
+def test_cargo_rule_lists_registry_crates_as_debian_packages(tmp_path):
+    from swe_envs.terminal.warm import CARGO, cargo_deps, debian_crate_package
+
+    toml = ('[package]\nname = "x"\n[dependencies]\nrand = "0.8"\nlocal = { path = "../l" }\n'
+            'num_bigint = { version = "0.4", package = "num-bigint" }\n[dev-dependencies]\nanyhow = "1"\n')
+    assert cargo_deps(toml) == ["anyhow", "num-bigint", "rand"]
+    assert cargo_deps("[package]\nname = 'x'\n") == [] and cargo_deps("not = [toml") == []
+    assert debian_crate_package("num_bigint") == "librust-num-bigint-dev"
+    _write(tmp_path, "workspace/Cargo.toml", toml)
+    # a vendored crate under target/ is a build output, not a declaration
+    _write(tmp_path, "workspace/target/x/Cargo.toml", '[dependencies]\nserde = "1"\n')
+    assert warmings(tmp_path) == [CARGO]
+    df = warm_dockerfile("terminal/r-main:1", [CARGO], tmp_path)
+    assert "librust-anyhow-dev librust-num-bigint-dev librust-rand-dev" in df
+    assert 'replace-with = \\"debian-packages\\"' not in df and "/usr/share/cargo/registry" in df
+    assert all(line.split()[0] in {"FROM", "RUN", "COPY"} for line in df.splitlines())
+    assert warm_context([CARGO]) == {}
+    _write(tmp_path / "plain", "Cargo.toml", '[package]\nname = "p"\n[dependencies]\n')
+    assert warmings(tmp_path / "plain") == []

@@ -245,14 +245,34 @@ def _native_recipe(snap: Snapshot, opts: RecipeOptions) -> list[str]:
     return []
 
 
-def _php_recipe(snap: Snapshot, opts: RecipeOptions) -> list[str]:
+# require-dev entries that lint, analyse or benchmark, never load in a test: the image's phpunit runs
+# the tests without them (Debian packages a library's tests the same way)
+PHP_DEV_TOOLS = re.compile(r"^(phpunit/phpunit|phpstan/|vimeo/psalm|psalm/|squizlabs/|friendsofphp/php-cs-fixer|"
+                           r"[\w-]+/coding-standard|phpbench/|slevomat/|dealerdirect/|roave/security-advisories|"
+                           r"infection/|php-parallel-lint/|phpmd/|bamarni/)")
+
+
+def _composer(snap: Snapshot) -> dict:
     try:
         comp = json.loads(snap.read("composer.json") or "{}")
     except json.JSONDecodeError:
-        comp = {}
-    deps = {k for k in {**comp.get("require", {}), **comp.get("require-dev", {})} if "/" in k}
-    if deps - {"phpunit/phpunit"}:
+        return {}
+    return comp if isinstance(comp, dict) else {}
+
+
+def _php_needs_install(snap: Snapshot) -> bool:
+    comp = _composer(snap)
+    deps = {k for k in {**(comp.get("require") or {}), **(comp.get("require-dev") or {})} if "/" in k}
+    return any(not PHP_DEV_TOOLS.match(d) for d in deps)
+
+
+def _php_recipe(snap: Snapshot, opts: RecipeOptions) -> list[str]:
+    if _php_needs_install(snap):
         return ["apt-get install -y --no-install-recommends composer", "composer install --no-interaction"]
+    comp = _composer(snap)
+    if comp.get("autoload") or comp.get("autoload-dev"):
+        # phpunit's bootstrap is vendor/autoload.php: composer writes it from composer.json, offline
+        return ["apt-get install -y --no-install-recommends composer", "composer dump-autoload --no-interaction"]
     return []
 
 
@@ -356,7 +376,7 @@ def _native_plan(snap: Snapshot, selected: list[str]) -> TestPlan:
 
 
 def _php_plan(snap: Snapshot, selected: list[str]) -> TestPlan:
-    exe = "vendor/bin/phpunit" if snap.has("composer.json") and _php_recipe(snap) else "phpunit"
+    exe = "vendor/bin/phpunit" if _php_needs_install(snap) else "phpunit"
     has_config = snap.has("phpunit.xml") or snap.has("phpunit.xml.dist")
     where = "" if has_config else " " + ("tests" if any(f.startswith("tests/") for f in snap.files) else "test")
     # TeamCity messages name every test, passing ones too (the default output lists failures only)

@@ -3,6 +3,8 @@ packages), each reduced to the files that showed it; no Docker."""
 
 from __future__ import annotations
 
+import json
+
 from swe_envs.envs import languages
 from swe_envs.envs.build_rules import rule_fix
 from swe_envs.repos import Snapshot
@@ -43,3 +45,26 @@ def test_go_cgo_without_a_compiler_installs_one():
     assert fixed == ["apt-get install -y --no-install-recommends gcc libc6-dev", *recipe]
     assert rule_fix("go", fixed, log) is None  # applied once: the loop moves on
     assert rule_fix("go", recipe, "FAIL\tx [build failed]\n") is None
+
+
+def test_php_library_with_dev_tools_only_gets_an_autoloader(tmp_path):
+    # php-doctrine-instantiator 1.5.0: require-dev is phpunit plus linters/analysers (no test loads
+    # them), phpunit.xml.dist bootstraps vendor/autoload.php; composer install would fetch them all
+    comp = {"require": {"php": "^7.1 || ^8.0"},
+            "require-dev": {"ext-pdo": "*", "doctrine/coding-standard": "^9", "phpbench/phpbench": "^1",
+                            "phpstan/phpstan": "^1.4", "phpunit/phpunit": "^9.5", "vimeo/psalm": "^4.30"},
+            "autoload": {"psr-4": {"Doctrine\\Instantiator\\": "src/Doctrine/Instantiator/"}}}
+    repo, head = make_git(tmp_path / "inst", {"composer.json": json.dumps(comp),
+                                              "phpunit.xml.dist": '<phpunit bootstrap="vendor/autoload.php"/>',
+                                              "src/A.php": "<?php\n", "tests/ATest.php": "<?php\n"})
+    snap = Snapshot(repo, head)
+    assert languages.recipe("php", snap) == ["apt-get install -y --no-install-recommends composer",
+                                             "composer dump-autoload --no-interaction"]
+    # the image's phpunit (this used to raise TypeError: the plan called the recipe without options)
+    assert languages.test_plan("php", snap).command == "phpunit --teamcity"
+    # a runtime dependency still needs composer install, and its vendor/bin/phpunit
+    comp["require"]["doctrine/deprecations"] = "^1.0"
+    repo, head = make_git(tmp_path / "lexer", {"composer.json": json.dumps(comp), "tests/ATest.php": "<?php\n"})
+    snap = Snapshot(repo, head)
+    assert languages.recipe("php", snap)[-1] == "composer install --no-interaction"
+    assert languages.test_plan("php", snap).command == "vendor/bin/phpunit --teamcity tests"  # no phpunit.xml

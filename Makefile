@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-$(shell sha256sum pyproject.toml | cut -c1-16)
 MASTER ?=
 PYTEST_ARGS ?=
 
-.PHONY: help setup sysdeps demo quality-eval data-web spark-web data-swe data-swe-envs swe-real data-terminal data-search data-longctx train train-dist gpu-check gpu-vendor sft rl-demo rl-async test fuzz chaos bench bench-gpu lint clean distclean
+.PHONY: help setup sysdeps demo quality-eval data-web spark-web data-swe data-swe-envs swe-real swe-langs data-terminal data-search data-longctx train train-dist gpu-check gpu-vendor sft rl-demo rl-async test fuzz chaos bench bench-gpu lint clean distclean
 
 help:
 	@echo "make demo       install into .venv if needed, run the whole recipe on bounded samples -> out/demo (MASTER=local[2] for Spark)"
@@ -18,6 +18,7 @@ help:
 	@echo "make data-swe   issue-PR mining on recorded GitHub data -> out/swe (MASTER=local[2] for Spark)"
 	@echo "make data-swe-envs  Docker environments for the mined instances, F2P/P2P -> out/swe_envs"
 	@echo "make swe-real   environments + gold evaluation of the 20 real SWE-bench instances in ../shared/swe-real"
+	@echo "make swe-langs  environments for Debian upstream projects in 8 languages, parse vs runner summary -> out/bench/swe_langs_debian.json"
 	@echo "make data-terminal  convert the Terminal-Bench seeds to Harbor, check oracle/nop over them -> out/terminal/"
 	@echo "make data-search  deep-search tasks from the sample's Python docs, BM25 baseline graded -> out/search/"
 	@echo "make data-longctx  long-context mid-training shards per stage -> out/longctx/<stage>/"
@@ -104,6 +105,12 @@ data-swe-envs: setup
 swe-real: setup
 	$(PY) -m swe_envs setup-docker
 	$(PY) benchmarks/swe_real.py
+
+# 8 languages on real code: Debian source packages (apt-get source, cached in data/debian-src/) built
+# with the shipped defaults, tests run once, parsed counts vs the runner's summary (LANGS="go,c" for some)
+swe-langs: setup
+	$(PY) -m swe_envs setup-docker
+	$(PY) benchmarks/swe_langs_debian.py $(if $(LANGS),--only '$(LANGS)')
 
 # Terminal-Bench seeds (../shared/terminal-seeds/*.tgz, or TERMINAL_SEEDS=DIR of them) -> Harbor tasks,
 # then build + oracle + nop per task through image substitution (long: hours for all 320 on 2 cores)

@@ -377,8 +377,12 @@ def _native_plan(snap: Snapshot, selected: list[str]) -> TestPlan:
 
 def _php_plan(snap: Snapshot, selected: list[str]) -> TestPlan:
     exe = "vendor/bin/phpunit" if _php_needs_install(snap) else "phpunit"
-    has_config = snap.has("phpunit.xml") or snap.has("phpunit.xml.dist")
-    where = "" if has_config else " " + ("tests" if any(f.startswith("tests/") for f in snap.files) else "test")
+    config = snap.read("phpunit.xml") or snap.read("phpunit.xml.dist") or ""
+    where = " " + ("tests" if any(f.startswith("tests/") for f in snap.files) else "test")
+    if "<testsuites" in config:
+        where = ""
+    elif m := re.search(r"<testsuite\b.*?<directory[^>]*>\s*([^<\s]+)", config, re.S):
+        where = " " + shlex.quote(m.group(1))  # a lone <testsuite> (PHPUnit < 6 form): PHPUnit 9 ignores it
     # TeamCity messages name every test, passing ones too (the default output lists failures only)
     return TestPlan(f"{exe} --teamcity{where}", "phpunit")
 

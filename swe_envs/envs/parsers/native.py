@@ -57,18 +57,28 @@ def parse_cargo(log: str) -> ParseResult:
 
 
 _CTEST = re.compile(r"^\s*\d+/\d+ Test\s+#\d+: (\S.*?) \.+\s*(\**)(Passed|Failed|Skipped|Not Run|Timeout|Exception|\w+)\b.*?\s[\d.]+ sec\s*$")
-_CTEST_SUMMARY = re.compile(r"^\d+% tests passed, \d+ tests? failed out of \d+")
+_CTEST_SUMMARY = re.compile(r"^\d+% tests passed, (\d+) tests? failed out of (\d+)")
+_CTEST_DID_NOT_RUN = re.compile(r"^\s*\d+ - .+ \((Skipped|Disabled)\)\s*$")
 
 
 def parse_ctest(log: str) -> ParseResult:
+    """CTest's summary counts a skipped test among the passed ones and a test that could not run
+    (its executable missing: ``***Not Run``) among the failed ones; the skipped ones are those
+    listed under "The following tests did not run"."""
     res = ParseResult("ctest")
+    failed = total = skipped = 0
     for line in clean(log).splitlines():
         if m := _CTEST.match(line):
             word = m.group(3)
-            status = PASSED if word == "Passed" else SKIPPED if word in ("Skipped", "Not Run") else FAILED
-            res.add(m.group(1), status)
-        elif _CTEST_SUMMARY.match(line):
+            skip = word == "Skipped" or (word == "Not Run" and "Disabled" in line)
+            res.add(m.group(1), PASSED if word == "Passed" else SKIPPED if skip else FAILED)
+        elif m := _CTEST_SUMMARY.match(line):
             res.summary_seen = True
+            failed, total = failed + int(m.group(1)), total + int(m.group(2))
+        elif res.summary_seen and _CTEST_DID_NOT_RUN.match(line):
+            skipped += 1
+    if res.summary_seen:
+        res.counts = {"passed": total - failed - skipped, "failed": failed, "skipped": skipped, "error": 0}
     return res
 
 

@@ -7,6 +7,7 @@ import json
 
 from swe_envs.envs import languages
 from swe_envs.envs.build_rules import rule_fix
+from swe_envs.envs.parsers import parse_log
 from swe_envs.repos import Snapshot
 from tests.swe_envs.envs.regen_fixtures import make_git
 
@@ -61,10 +62,47 @@ def test_php_library_with_dev_tools_only_gets_an_autoloader(tmp_path):
     assert languages.recipe("php", snap) == ["apt-get install -y --no-install-recommends composer",
                                              "composer dump-autoload --no-interaction"]
     # the image's phpunit (this used to raise TypeError: the plan called the recipe without options)
-    assert languages.test_plan("php", snap).command == "phpunit --teamcity"
+    assert languages.test_plan("php", snap).command == "phpunit --teamcity tests"  # the config names no suite
     # a runtime dependency still needs composer install, and its vendor/bin/phpunit
     comp["require"]["doctrine/deprecations"] = "^1.0"
     repo, head = make_git(tmp_path / "lexer", {"composer.json": json.dumps(comp), "tests/ATest.php": "<?php\n"})
     snap = Snapshot(repo, head)
     assert languages.recipe("php", snap)[-1] == "composer install --no-interaction"
     assert languages.test_plan("php", snap).command == "vendor/bin/phpunit --teamcity tests"  # no phpunit.xml
+
+
+def test_phpunit_config_with_a_lone_testsuite_names_its_directory(tmp_path):
+    # php-doctrine-instantiator 1.5.0: <testsuite> straight under <phpunit> (no <testsuites>);
+    # PHPUnit 9 ignores it, finds no test and prints its usage
+    old_form = ('<phpunit bootstrap="./vendor/autoload.php"><testsuite name="t">'
+                "<directory>./tests/DoctrineTest/InstantiatorTest</directory></testsuite></phpunit>")
+    repo, head = make_git(tmp_path / "old", {"phpunit.xml.dist": old_form, "tests/ATest.php": "<?php\n"})
+    assert languages.test_plan("php", Snapshot(repo, head)).command == (
+        "phpunit --teamcity ./tests/DoctrineTest/InstantiatorTest")
+    current = "<phpunit><testsuites><testsuite name='t'><directory>tests</directory></testsuite></testsuites></phpunit>"
+    repo, head = make_git(tmp_path / "new", {"phpunit.xml": current, "tests/ATest.php": "<?php\n"})
+    assert languages.test_plan("php", Snapshot(repo, head)).command == "phpunit --teamcity"
+    repo, head = make_git(tmp_path / "none", {"test/ATest.php": "<?php\n"})
+    assert languages.test_plan("php", Snapshot(repo, head)).command == "phpunit --teamcity test"
+
+
+def test_ctest_summary_counts_are_cross_checked():
+    # CTest counts a skipped test as passed in its percentage and a missing executable as failed
+    log = """1/4 Test #1: ok ...............................   Passed    0.01 sec
+2/4 Test #2: skip .............................***Skipped   0.00 sec
+3/4 Test #3: gone .............................***Not Run   0.00 sec
+4/4 Test #4: bad ..............................***Failed    0.01 sec
+
+50% tests passed, 2 tests failed out of 4
+
+The following tests did not run:
+\t  2 - skip (Skipped)
+
+The following tests FAILED:
+\t  3 - gone (Not Run)
+\t  4 - bad (Failed)
+"""
+    res = parse_log("ctest", log)
+    assert res.statuses == {"ok": "passed", "skip": "skipped", "gone": "failed", "bad": "failed"}
+    assert res.counts == {"passed": 1, "failed": 2, "skipped": 1, "error": 0}
+    assert res.tally() == res.counts

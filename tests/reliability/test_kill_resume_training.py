@@ -152,33 +152,33 @@ def _sft_outputs(out: Path) -> dict:
 
 @pytest.mark.area("kill-and-resume: RL")
 @pytest.mark.timeout(1800)
-@pytest.mark.skipif(not LONG, reason="part of the long chaos run (make chaos); in CI the RL trainer-recovery "
-                    "tests crash and restart the trainer")
 def test_rl_sigkilled_then_resumed_keeps_its_ledger(tmp_path):
     """``python -m training.rl train --resume``: trainer, orchestrator, rollout servers and task
     services are killed together mid-run; the same command finishes the run with every trajectory
-    accounted for exactly once and each update trained and logged once."""
+    accounted for exactly once, each update trained and logged once, and the last update's
+    checkpoint. (What a clean run gives is known from the config, so none is run: the kill and
+    the re-run are the cost.) Regression: the re-run's orchestrator numbered groups from 0 again
+    and hung on "issued twice" ledger errors."""
     updates = 8 if LONG else 3
     out_args = ["-m", "training.rl", "train", "--config", "configs/rl_async_tiny.yaml", "--resume",
                 "--set", f"trainer.updates={updates}", "--out"]
-    clean_dir = tmp_path / "clean"
-    work_s = work_window(clean_dir, "metrics.jsonl", [*out_args, str(clean_dir)])
-    clean = _rl_outputs(clean_dir)
-    assert clean["updates"] == list(range(1, updates + 1)) and clean["ledger"]["ok"]
+    rng = random.Random(25)
     for i in range(3 if LONG else 1):
         out = tmp_path / f"killed-{i}"
-        at, kill = next(_mid_run(out / "metrics.jsonl", updates, work_s, seed=25 + i, n=1))
-        rc, was_killed, _ = run_job([*out_args, str(out)], kill_when=kill)
+        k, frac = rng.randrange(1, updates), rng.random()
+        at = f"after update {k} + {frac:.2f} s"
+        rc, was_killed, _ = run_job([*out_args, str(out)], kill_when=after_lines(out / "metrics.jsonl", k, frac),
+                                    timeout=300)
         state = files_left(out)
-        run_job([*out_args, str(out)])
+        run_job([*out_args, str(out)], timeout=300)
         got = _rl_outputs(out)
         ledger = got["ledger"]
         LEDGER.add("kill-and-resume: RL", tried=ledger["issued"], faults=int(was_killed),
                    lost=len(ledger["lost"]) + len(ledger["duplicated"]))
         assert ledger["ok"], f"ledger broken after a kill {at} (rc {rc}): {ledger}; left behind: {state}"
-        assert got["updates"] == clean["updates"], f"updates logged {got['updates']}"
-        assert got["last_ckpt"] == clean["last_ckpt"]
-        assert got["trained_rows"] == got["ledger"]["trained"]
+        assert got["updates"] == list(range(1, updates + 1)), f"updates logged {got['updates']}"
+        assert got["last_ckpt"] == f"step-{updates:08d}"
+        assert got["trained_rows"] == ledger["trained"] > 0
 
 
 def _rl_outputs(out: Path) -> dict:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -109,10 +110,19 @@ class AptSource:
             trees = [p for p in where.glob("*") if p.is_dir()]
             if proc.returncode != 0 or not trees:
                 shutil.rmtree(where, ignore_errors=True)
-                return None, "", f"apt-get source failed: {(proc.stderr or proc.stdout).strip()[-300:]}"
+                return None, "", fetch_error(proc.stderr or proc.stdout)
         dsc = next(iter(sorted(where.glob("*.dsc"))), None)
         version = dsc.stem.split("_", 1)[1] if dsc else ""
         return trees[0], version, ""
+
+
+def fetch_error(apt_output: str) -> str:
+    """apt's reason, without the mirror's address: the files it could not get, or its last error."""
+    missing = re.findall(r"Failed to fetch \S+/([^/\s]+)\s+(\d{3}[^[\n]*)", apt_output)
+    if missing:
+        return "the mirror does not serve " + ", ".join(f"{name} ({why.strip()})" for name, why in missing)
+    errors = [ln[3:] for ln in apt_output.splitlines() if ln.startswith("E: ")]
+    return "apt-get source failed: " + re.sub(r"\w+://\S+", "<mirror>", (errors or [apt_output.strip()])[-1])[:300]
 
 
 def as_repo(tree: Path, dest: Path) -> str:

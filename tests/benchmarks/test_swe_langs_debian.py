@@ -43,3 +43,12 @@ def test_summary_check_compares_parse_with_the_runners_counts():
     # a runner whose summary states no counts (go test): nothing to compare, said as such
     match, tallies = bench.summary_check(parse_log("go-test", "--- PASS: TestA (0.00s)\nok  \tm\t0.01s\n"))
     assert match is None and tallies["summary"] is None
+
+
+def test_fetch_error_names_the_missing_files_not_the_mirror():
+    out = ("E: Failed to fetch http://mirror.example/debian/pool/main/r/rust-itoa/rust-itoa_1.0.1.orig.tar.gz  "
+           "404  Not Found [IP: 192.0.2.1 80]\nE: Failed to fetch some archives.\n")
+    assert bench.fetch_error(out) == "the mirror does not serve rust-itoa_1.0.1.orig.tar.gz (404  Not Found)"
+    assert bench.fetch_error("E: Unable to find a source package for nope\n") == (
+        "apt-get source failed: Unable to find a source package for nope")
+    assert "mirror.example" not in bench.fetch_error("E: Could not connect to http://mirror.example/debian\n")

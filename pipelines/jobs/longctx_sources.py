@@ -179,10 +179,17 @@ def mrcr_parts(
     def n_tokens(text: str) -> int:
         return len(tok.encode(text, add_special_tokens=False).ids)
 
+    # a needle count no document has enough paragraphs for is skipped and counted, not fatal,
+    # unless no configured count fits (then generate_sample's error names the problem)
+    most = max((len(ps) for ps in pool.values()), default=0)
+    placeable = any(n < most for n in cfg.needles)
     i = misses = 0
     while misses < 50:  # a pool whose samples never fit would otherwise loop forever
         needles, variant, bin_ = plan(i, cfg, bins)
         i += 1
+        if placeable and needles >= most:
+            skips[f"too_few_paragraphs_for_{needles}_needles"] += 1
+            continue
         sample = generate_sample(pool, needles, variant, bin_, rng, cfg, n_tokens, bins)
         prompt = np.asarray(tok.encode(render_chat(sample["prompt"]), add_special_tokens=False).ids, np.int32)
         answer = np.asarray(tok.encode(sample["answer"], add_special_tokens=False).ids, np.int32)

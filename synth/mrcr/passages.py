@@ -62,10 +62,32 @@ def iter_documents(path: str | Path) -> Iterator[tuple[str, str, dict]]:
         yield str(row.get("id", f"{path.name}:{n}")), row["text"], row
 
 
+def _blocks(text: str, cfg: PassageConfig) -> Iterator[str]:
+    """Paragraphs; a block longer than ``max_chars`` (text extracted from HTML often separates
+    paragraphs by one newline, not a blank line) is cut at line breaks into runs of whole lines
+    of ``min_chars``-``max_chars``, so such a document still yields passages."""
+    for block in _PARAGRAPH_BREAK.split(text):
+        block = block.strip()
+        if len(block) <= cfg.max_chars:
+            yield block
+            continue
+        run: list[str] = []
+        size = 0
+        for line in block.split("\n"):
+            line = line.strip()
+            if run and size + 1 + len(line) > cfg.max_chars:
+                yield "\n".join(run)
+                run, size = [], 0
+            if line:
+                run.append(line)
+                size += len(line) + (1 if size else 0)
+        if run:
+            yield "\n".join(run)
+
+
 def split_passages(text: str, cfg: PassageConfig) -> list[str]:
     out, seen = [], set()
-    for para in _PARAGRAPH_BREAK.split(text):
-        p = para.strip()
+    for p in _blocks(text, cfg):
         if cfg.min_chars <= len(p) <= cfg.max_chars and sum(c.isalpha() for c in p) > len(p) // 2:
             if p not in seen:
                 seen.add(p)

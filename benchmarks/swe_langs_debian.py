@@ -125,6 +125,19 @@ def fetch_error(apt_output: str) -> str:
     return "apt-get source failed: " + re.sub(r"\w+://\S+", "<mirror>", (errors or [apt_output.strip()])[-1])[:300]
 
 
+def upload_date(tree: Path) -> str | None:
+    """The date of the Debian upload of this version (its changelog's first entry), ISO 8601."""
+    from email.utils import parsedate_to_datetime
+
+    changelog = tree / "debian" / "changelog"
+    text = changelog.read_text(errors="replace") if changelog.is_file() else ""
+    m = re.search(r"^ -- .+?>  (.+)$", text, re.M)
+    try:
+        return parsedate_to_datetime(m.group(1).strip()).isoformat() if m else None
+    except (TypeError, ValueError):
+        return None
+
+
 def as_repo(tree: Path, dest: Path) -> str:
     """The upstream tree as a git repository of one commit (fixed identity and date); its commit."""
     if not (dest / ".git").is_dir():
@@ -170,7 +183,11 @@ def run_project(builder, language: str, package: str, apt: AptSource) -> dict:
     row["version"] = version
     repo_dir = apt.root / "repos" / package
     commit = as_repo(tree, repo_dir)
-    env = builder.build(f"debian/{package}", repo_dir, commit, language=language)
+    # the era (toolchain version, npm --before, ...) is the Debian upload's date, as an instance's
+    # created_at would give it: the repository's one commit carries a fixed date
+    when = upload_date(tree)
+    row["era_date"] = when
+    env = builder.build(f"debian/{package}", repo_dir, commit, language=language, created_at=[when] if when else [])
     row |= {"build_s": round(env.seconds, 1), "cached": env.cached, "runner": env.runner,
             "test_command": env.test_command.splitlines()[0][:200] if env.test_command else "",
             "rounds": [f"{a.source}:{a.stage}" + (f"({a.rule})" if a.rule else "") for a in env.attempts]}

@@ -52,3 +52,14 @@ def test_fetch_error_names_the_missing_files_not_the_mirror():
     assert bench.fetch_error("E: Unable to find a source package for nope\n") == (
         "apt-get source failed: Unable to find a source package for nope")
     assert "mirror.example" not in bench.fetch_error("E: Could not connect to http://mirror.example/debian\n")
+
+
+def test_era_date_is_the_debian_upload(tmp_path):
+    (tmp_path / "debian").mkdir()
+    (tmp_path / "debian" / "changelog").write_text(
+        "node-ansi-regex (5.0.1-1) unstable; urgency=medium\n\n  * New upstream version\n\n"
+        " -- Yadd <yadd@debian.org>  Wed, 22 Sep 2021 08:56:34 +0200\n\n"
+        "node-ansi-regex (5.0.0-1) unstable; urgency=medium\n\n  * Old\n\n"
+        " -- Yadd <yadd@debian.org>  Mon, 01 Mar 2021 10:00:00 +0100\n")
+    assert bench.upload_date(tmp_path) == "2021-09-22T08:56:34+02:00"
+    assert bench.upload_date(tmp_path / "nowhere") is None

@@ -21,6 +21,9 @@ PATTERNS = [
     # the project's own dependencies, installed by run-tests.sh: installed at build time (warm.py)
     ("npm install of the project's dependencies at test time", r"^\s*npm (?:install|ci)\s*$", True),
     ("pip install at build time", r"pip3? install", True),
+    # Aider's Rust run-tests.sh adds regex/thiserror/anyhow (`|| true`): offline they are not added, and a
+    # reference solution that uses them does not compile (not served: would change every Rust image)
+    ("cargo add of crates at test time", r"^\s*cargo add\b", False),
     ("apt-get at test time", r"apt-get (?:update|install)", True),
 ]
 

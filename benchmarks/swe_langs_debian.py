@@ -44,7 +44,7 @@ PACKAGES: dict[str, list[str]] = {
            "golang-github-google-uuid", "golang-github-davecgh-go-spew", "golang-github-pmezard-go-difflib",
            "golang-github-pkg-errors", "golang-github-dustin-go-humanize"],
     "c": ["jansson", "libyaml", "cjson", "json-c", "cmocka", "libinih"],
-    "cpp": ["tinyxml2", "fmtlib", "yaml-cpp", "nlohmann-json3", "pugixml", "libjsoncpp"],
+    "cpp": ["tinyxml2", "pugixml", "libjsoncpp", "yaml-cpp", "fmtlib", "nlohmann-json3"],  # quick builds first
     "php": ["php-doctrine-instantiator", "php-webmozart-assert", "php-doctrine-lexer", "php-masterminds-html5",
             "php-text-template", "php-deepcopy", "php-phar-io-version", "php-invoker"],
     "java": ["libcommons-codec-java", "libcommons-lang3-java", "libcommons-io-java",

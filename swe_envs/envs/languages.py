@@ -233,9 +233,22 @@ def _rust_recipe(snap: Snapshot, opts: RecipeOptions) -> list[str]:
     return ["cargo test --no-run" + (" --locked" if snap.has("Cargo.lock") else "")]
 
 
+_CMAKE_TEST_OPTION = re.compile(r"(?:cmake_dependent_)?option\s*\(\s*(\w*(?:TEST|Test)\w*)")
+_NOT_A_TEST_SWITCH = re.compile(r"SKIP|DISABLE|CUDA|POST_BUILD|COVERAGE|FUZZ|BENCH", re.I)
+
+
+def cmake_test_options(snap: Snapshot) -> str:
+    """Libraries gate their tests behind an option that is off unless they are the top-level
+    project (pugixml's PUGIXML_BUILD_TESTS, yaml-cpp's YAML_CPP_BUILD_TESTS, fmt's FMT_TEST):
+    switch them on, with BUILD_TESTING, which the dependent ones require."""
+    names = dict.fromkeys(_CMAKE_TEST_OPTION.findall(snap.read("CMakeLists.txt") or ""))
+    names = [n for n in names if not _NOT_A_TEST_SWITCH.search(n)]
+    return "".join(f" -D{n}=ON" for n in ["BUILD_TESTING", *names]) if names else ""
+
+
 def _native_recipe(snap: Snapshot, opts: RecipeOptions) -> list[str]:
     if snap.has("CMakeLists.txt"):
-        return ["cmake -S . -B build -DCMAKE_BUILD_TYPE=Debug", "cmake --build build -j2"]
+        return [f"cmake -S . -B build -DCMAKE_BUILD_TYPE=Debug{cmake_test_options(snap)}", "cmake --build build -j2"]
     if snap.has("meson.build"):
         return ["apt-get install -y --no-install-recommends meson ninja-build", "meson setup build"]
     if snap.has("configure"):
@@ -271,8 +284,9 @@ def _php_recipe(snap: Snapshot, opts: RecipeOptions) -> list[str]:
         return ["apt-get install -y --no-install-recommends composer", "composer install --no-interaction"]
     comp = _composer(snap)
     if comp.get("autoload") or comp.get("autoload-dev"):
-        # phpunit's bootstrap is vendor/autoload.php: composer writes it from composer.json, offline
-        return ["apt-get install -y --no-install-recommends composer", "composer dump-autoload --no-interaction"]
+        # phpunit's bootstrap is vendor/autoload.php: composer writes it from composer.json, offline;
+        # --dev: with no install to infer it from, composer leaves autoload-dev (the tests' classes) out
+        return ["apt-get install -y --no-install-recommends composer", "composer dump-autoload --dev --no-interaction"]
     return []
 
 

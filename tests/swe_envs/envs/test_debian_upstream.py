@@ -60,7 +60,7 @@ def test_php_library_with_dev_tools_only_gets_an_autoloader(tmp_path):
                                               "src/A.php": "<?php\n", "tests/ATest.php": "<?php\n"})
     snap = Snapshot(repo, head)
     assert languages.recipe("php", snap) == ["apt-get install -y --no-install-recommends composer",
-                                             "composer dump-autoload --no-interaction"]
+                                             "composer dump-autoload --dev --no-interaction"]
     # the image's phpunit (this used to raise TypeError: the plan called the recipe without options)
     assert languages.test_plan("php", snap).command == "phpunit --teamcity tests"  # the config names no suite
     # a runtime dependency still needs composer install, and its vendor/bin/phpunit
@@ -106,3 +106,16 @@ The following tests FAILED:
     assert res.statuses == {"ok": "passed", "skip": "skipped", "gone": "failed", "bad": "failed"}
     assert res.counts == {"passed": 1, "failed": 2, "skipped": 1, "error": 0}
     assert res.tally() == res.counts
+
+
+def test_cmake_library_tests_gated_by_an_option_are_switched_on(tmp_path):
+    # pugixml 1.13: no test is built unless PUGIXML_BUILD_TESTS, which depends on BUILD_TESTING
+    cmake = ('project(pugixml)\ncmake_dependent_option(PUGIXML_BUILD_TESTS\n  "Build pugixml tests" OFF\n'
+             '  "BUILD_TESTING;CMAKE_SOURCE_DIR STREQUAL PROJECT_SOURCE_DIR" OFF)\n'
+             'option(FMT_CUDA_TEST "cuda" OFF)\noption(JSONCPP_WITH_POST_BUILD_UNITTEST "run at build" ON)\n')
+    repo, head = make_git(tmp_path / "pugi", {"CMakeLists.txt": cmake, "src/a.cpp": ""})
+    assert languages.recipe("cpp", Snapshot(repo, head))[0] == (
+        "cmake -S . -B build -DCMAKE_BUILD_TYPE=Debug -DBUILD_TESTING=ON -DPUGIXML_BUILD_TESTS=ON")
+    # no such option: the configure line is as before
+    repo, head = make_git(tmp_path / "plain", {"CMakeLists.txt": "project(a)\nenable_testing()\n", "a.c": ""})
+    assert languages.recipe("c", Snapshot(repo, head))[0] == "cmake -S . -B build -DCMAKE_BUILD_TYPE=Debug"

@@ -312,6 +312,11 @@ class WebJob:
         return edu
 
     def _distil(self, p3: JobResult, path: Path) -> str | None:
+        if not self.corpus.get("llm_sample_docs"):
+            # nothing went to the LLM (no document above the DCLM threshold, or llm_sample_docs: 0),
+            # so no step promoted edu_score: there is nothing to distil from, and nothing to query
+            self.corpus["edu_distillation"] = "skipped: no document was scored by the LLM"
+            return None
         rows = self.engine.compute(LlmScoredRows(), p3.documents_dir)
         if len(rows) < 4:
             self.corpus["edu_distillation"] = f"skipped: only {len(rows)} LLM-scored documents"

@@ -89,3 +89,17 @@ def test_unreachable_endpoint_is_a_clear_error_before_any_work(sample_corpus, tm
         WebJob(inputs(sample_corpus), tmp_path / "out", cfg, LocalEngine(LocalEngineConfig(tasks=2, workers=2)),
                log=lambda m: None).run()
     assert not (tmp_path / "out").exists()  # the endpoint is checked before the first document is read
+
+
+def test_nothing_sent_to_the_llm_skips_distillation_with_a_reason(sample_corpus, tmp_path):
+    """llm_sample_docs: 0 (or no document above the DCLM threshold) left no edu_score column to
+    distil from: the job crashed in DuckDB ("edu_score not found"); now it finishes and says why."""
+    cfg = web_cfg(sample_corpus, "http://127.0.0.1:9/v1", tmp_path / "c",
+                  edu={"llm_sample_docs": 0, "serve_local_model": False})
+    spec = InputSpec(path=str(sample_corpus.html_dir), source="python-docs", glob="tutorial/*.html", max_files=12)
+    summary = WebJob([spec], tmp_path / "out", cfg, LocalEngine(LocalEngineConfig(tasks=2, workers=2)),
+                     log=lambda m: None).run()
+    assert summary["corpus"]["llm_sample_docs"] == 0
+    assert summary["corpus"]["edu_distillation"] == "skipped: no document was scored by the LLM"
+    counts = summary["counts"]["edu_threshold"]
+    assert counts["kept"] == 0 and counts["reasons"] == {"edu_unscored": counts["docs_in"]}

@@ -233,16 +233,18 @@ def _rust_recipe(snap: Snapshot, opts: RecipeOptions) -> list[str]:
     return ["cargo test --no-run" + (" --locked" if snap.has("Cargo.lock") else "")]
 
 
-_CMAKE_TEST_OPTION = re.compile(r"(?:cmake_dependent_)?option\s*\(\s*(\w*(?:TEST|Test)\w*)")
-_NOT_A_TEST_SWITCH = re.compile(r"SKIP|DISABLE|CUDA|POST_BUILD|COVERAGE|FUZZ|BENCH", re.I)
+_CMAKE_OPTION = re.compile(r"(?:cmake_dependent_)?option\s*\(\s*(\w+)")
+_TEST_SWITCH = re.compile(r"(?:^|_)(?:BUILD_?TESTS?|BuildTests|TESTS?|WITH_TESTS)$")
+# switches that turn tests off (jansson's JANSSON_WITHOUT_TESTS) or need what the image lacks
+_NOT_A_TEST_SWITCH = re.compile(r"SKIP|DISABLE|WITHOUT|(?:^|_)NO(?:_|$)|CUDA|VALGRIND|COVERAGE|FUZZ|BENCH", re.I)
 
 
 def cmake_test_options(snap: Snapshot) -> str:
     """Libraries gate their tests behind an option that is off unless they are the top-level
     project (pugixml's PUGIXML_BUILD_TESTS, yaml-cpp's YAML_CPP_BUILD_TESTS, fmt's FMT_TEST):
     switch them on, with BUILD_TESTING, which the dependent ones require."""
-    names = dict.fromkeys(_CMAKE_TEST_OPTION.findall(snap.read("CMakeLists.txt") or ""))
-    names = [n for n in names if not _NOT_A_TEST_SWITCH.search(n)]
+    names = dict.fromkeys(_CMAKE_OPTION.findall(snap.read("CMakeLists.txt") or ""))
+    names = [n for n in names if _TEST_SWITCH.search(n) and not _NOT_A_TEST_SWITCH.search(n)]
     return "".join(f" -D{n}=ON" for n in ["BUILD_TESTING", *names]) if names else ""
 
 

@@ -116,6 +116,13 @@ def test_cmake_library_tests_gated_by_an_option_are_switched_on(tmp_path):
     repo, head = make_git(tmp_path / "pugi", {"CMakeLists.txt": cmake, "src/a.cpp": ""})
     assert languages.recipe("cpp", Snapshot(repo, head))[0] == (
         "cmake -S . -B build -DCMAKE_BUILD_TYPE=Debug -DBUILD_TESTING=ON -DPUGIXML_BUILD_TESTS=ON")
+    # jansson 2.14: JANSSON_WITHOUT_TESTS turns them off, JANSSON_TEST_WITH_VALGRIND needs valgrind
+    jansson = ('option(JANSSON_WITHOUT_TESTS "Don\'t build tests" OFF)\noption(JANSSON_TEST_WITH_VALGRIND "v" OFF)\n'
+               'option(ENABLE_CJSON_TEST "t" ON)\noption(JSON_BuildTests "t" ${INIT})\noption(FMT_TEST "t" OFF)\n')
+    repo, head = make_git(tmp_path / "jansson", {"CMakeLists.txt": jansson, "a.c": ""})
+    assert languages.recipe("c", Snapshot(repo, head))[0] == (
+        "cmake -S . -B build -DCMAKE_BUILD_TYPE=Debug -DBUILD_TESTING=ON -DENABLE_CJSON_TEST=ON "
+        "-DJSON_BuildTests=ON -DFMT_TEST=ON")
     # no such option: the configure line is as before
     repo, head = make_git(tmp_path / "plain", {"CMakeLists.txt": "project(a)\nenable_testing()\n", "a.c": ""})
     assert languages.recipe("c", Snapshot(repo, head))[0] == "cmake -S . -B build -DCMAKE_BUILD_TYPE=Debug"

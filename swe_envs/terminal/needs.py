@@ -7,7 +7,7 @@ import re
 
 from swe_envs.terminal.substitute import from_images
 from swe_envs.terminal.task import HarborTask
-from swe_envs.terminal.warm import cargo_deps, debian_crate_package
+from swe_envs.terminal.warm import GRADLE_SERVED, cargo_deps, debian_crate_package, gradle_deps
 
 # (name, pattern over Dockerfile + test/solution scripts, provisioned offline here?)
 PATTERNS = [
@@ -45,6 +45,10 @@ def task_needs(task: HarborTask) -> list[dict]:
     if any("distributionUrl" in p.read_text(errors="replace") for p in wrapper):
         # served by warm.py's gradlew stand-in (javac + JUnit console launcher from Debian's jars)
         out.append({"need": "Gradle distribution download (gradlew)", "offline": True})
+        extra = sorted({d for p in env.rglob("build.gradle") for d in gradle_deps(p.read_text(errors="replace"))
+                        if not d.startswith(GRADLE_SERVED)})
+        if extra:  # the stand-in's class path has JUnit and AssertJ only
+            out.append({"need": f"Maven dependencies beyond JUnit/AssertJ ({', '.join(extra)})", "offline": False})
     crates = sorted({c for p in env.rglob("Cargo.toml") for c in cargo_deps(p.read_text(errors="replace"))})
     if crates:
         # served from Debian's librust-*-dev packages (warm.py); a crate Debian lacks fails that build

@@ -33,6 +33,9 @@ from pathlib import Path
 # Debian packages of the jars the stand-in puts on the class path
 JAVA_TEST_PACKAGES = "junit5 libassertj-core-java"
 
+# the build.gradle dependencies the stand-in's class path serves (group prefixes / group:artifact)
+GRADLE_SERVED = ("org.junit", "org.assertj:assertj-core")
+
 GRADLEW_STANDIN = r"""#!/bin/sh
 # Gradle wrapper stand-in (swe_envs.terminal.warm): no Gradle distribution or Maven repository is
 # reachable offline. Compiles src/main/java + src/test/java with javac against Debian's JUnit 5 and
@@ -116,6 +119,13 @@ def debian_crate_package(crate: str) -> str:
 def _crates(ctx: Path) -> list[str]:
     return sorted({c for p in ctx.rglob("Cargo.toml") if not _skip(p, ctx)
                    for c in cargo_deps(p.read_text(encoding="utf-8", errors="replace"))})
+
+
+def gradle_deps(text: str) -> list[str]:
+    """``group:artifact`` of the dependencies a build.gradle declares (string notation)."""
+    pat = r"^\s*(?:implementation|testImplementation|api|compileOnly|runtimeOnly|testRuntimeOnly)\b[\s(]*" \
+          r"(?:platform\()?[\"']([^:\"']+):([^:\"']+)"
+    return sorted({f"{g}:{a}" for g, a in re.findall(pat, text, re.MULTILINE)})
 
 
 def _npm_deps(path: Path) -> bool:

@@ -196,6 +196,8 @@ def test_needs_report_on_real_seeds(tb_seeds, tmp_path):
     java = needs("aider_polyglot/polyglot_java_bank-account")
     # served by warm.py: the Gradle wrapper by its stand-in, crates by Debian's librust-*-dev packages
     assert offline_capable(java) and "Gradle distribution download (gradlew)" in {n["need"] for n in java}
+    hangman = needs("aider_polyglot/polyglot_java_hangman")
+    assert {"need": "Maven dependencies beyond JUnit/AssertJ (io.reactivex.rxjava2:rxjava)", "offline": False} in hangman
     js = needs("aider_polyglot/polyglot_javascript_binary")
     assert offline_capable(js) and "npm install of the project's dependencies at test time" in {n["need"] for n in js}
     rust = needs("aider_polyglot/polyglot_rust_gigasecond")

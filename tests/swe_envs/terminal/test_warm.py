@@ -76,3 +76,13 @@ def test_cargo_rule_lists_registry_crates_as_debian_packages(tmp_path):
     assert warm_context([CARGO]) == {}
     _write(tmp_path / "plain", "Cargo.toml", '[package]\nname = "p"\n[dependencies]\n')
     assert warmings(tmp_path / "plain") == []
+
+
+def test_gradle_deps_string_notation():
+    from swe_envs.terminal.warm import gradle_deps
+
+    text = ('dependencies {\n    implementation "io.reactivex.rxjava2:rxjava:2.2.12"\n'
+            '    testImplementation platform("org.junit:junit-bom:5.10.0")\n'
+            "    testImplementation 'org.junit.jupiter:junit-jupiter'\n    // implementation \"x:commented\"\n}\n")
+    assert gradle_deps(text) == ["io.reactivex.rxjava2:rxjava", "org.junit.jupiter:junit-jupiter",
+                                 "org.junit:junit-bom"]

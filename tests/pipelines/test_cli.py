@@ -124,3 +124,29 @@ def test_documents_job_on_spark_master(tmp_path):
         json.loads((shards / "manifest.json").read_text())["totals"]["docs"]
         == c["gopher_repetition_filter"]["kept"]
     )
+
+
+def test_dedup_eval_runs_with_its_defaults():
+    """The README command exactly as written: planted near-duplicates in the real books."""
+    out = cli("dedup-eval").stdout
+    assert "bands x" in out and "precision:" in out
+    assert float(out.split("precision:")[1].split()[0]) >= 0.99
+
+
+def test_quality_eval_runs_from_the_cli(tmp_path):
+    """Defaults except the sizes: the machine-text half makes SmolLM2 (on CPU) write each passage,
+    minutes per hundred (the full-size run is `make quality-eval`)."""
+    out = cli("quality-eval", "--pages", "40", "--n", "12", "--output", str(tmp_path)).stdout
+    assert "DCLM classifier" in out and "machine-text detector" in out
+    assert (tmp_path / "dclm.bin").is_file() and (tmp_path / "machine_text.bin").is_file()
+
+
+def test_longctx_runs_with_the_shipped_config_on_other_documents(small_job, small_shards, tmp_path):
+    """configs/longctx.yaml as shipped (three stages, every mixture component, SmolLM2 for
+    EntropyLong) with only the documents, tokenizer and output pointed elsewhere."""
+    cli("longctx", "--set", f"documents={small_job.documents_dir}", "--set",
+        f"tokenizer={small_shards['info'].path}", "--set", f"output={tmp_path}")
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert list(summary["stages"]) == ["stage1", "stage2", "stage3"]
+    assert sum(summary["stages"]["stage3"]["sequences"].values()) > 0
+    assert all((tmp_path / s / "manifest.json").is_file() for s in ("stage1", "stage2", "stage3"))

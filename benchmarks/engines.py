@@ -15,7 +15,7 @@ from pathlib import Path
 import duckdb
 from _report import Result, write
 
-from pipelines.inputs import list_input_files
+from pipelines.inputs import list_input_files, sample_inputs
 from pipelines.job import DocJob
 from pipelines.jobs.documents import DocumentStepsConfig, build_document_steps
 from pipelines.local import LocalEngineConfig, run_local
@@ -35,9 +35,9 @@ def main() -> None:
     args = ap.parse_args()
 
     corpus = obtain_sample(SampleConfig(max_html_pages=args.pages, include_books=args.books))
-    files = list_input_files(corpus.inputs())
+    files = list_input_files(sample_inputs(corpus))
     mb = sum(Path(f.path).stat().st_size for f in files) / 1e6
-    job = DocJob("bench", corpus.inputs(), build_document_steps(DocumentStepsConfig()))
+    job = DocJob("bench", sample_inputs(corpus), build_document_steps(DocumentStepsConfig()))
 
     results = {}
     with tempfile.TemporaryDirectory() as tmp:

@@ -38,7 +38,7 @@ from filters.edu import EduConfig, EduScore
 from filters.extract import boilerplate_text
 from filters.word_tokenizer import SharedSpacyTokenizer
 from pipelines.chain import StepChain
-from pipelines.inputs import list_input_files
+from pipelines.inputs import list_input_files, sample_inputs
 from pipelines.jobs.quality_data import passages
 from samples.corpus import SampleConfig, obtain_sample
 
@@ -56,7 +56,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2, help="timed rounds of each chain (best kept)")
     args = ap.parse_args()
     corpus = obtain_sample(SampleConfig(max_html_pages=args.docs))
-    html = [Path(f.path).read_text(errors="replace") for f in list_input_files(corpus.inputs()) if f.format == "html"]
+    html = [Path(f.path).read_text(errors="replace") for f in list_input_files(sample_inputs(corpus)) if f.format == "html"]
     texts = [t for t in (trafilatura.extract(h, favor_precision=True) for h in html) if t]
     mb = sum(len(t) for t in texts) / 1e6
     with tempfile.TemporaryDirectory() as tmp:

@@ -220,10 +220,11 @@ def sample(
     data_dir: Path = typer.Option(Path("data"), help="cache directory"),
 ) -> None:
     """Obtain the real sample corpus (Debian packages) into the cache and print its inputs."""
+    from pipelines.inputs import sample_inputs
     from samples.corpus import SampleConfig, obtain_sample
 
     corpus = obtain_sample(SampleConfig(data_dir=str(data_dir)))
-    for spec in corpus.inputs():
+    for spec in sample_inputs(corpus):
         typer.echo(f"{spec.source}: {spec.path}")
 
 

@@ -51,6 +51,16 @@ class InputSpec(StrictModel):
     max_files: int | None = Field(default=None, gt=0)
 
 
+def sample_inputs(corpus) -> list[InputSpec]:
+    """The sample corpus (``samples.corpus.SampleCorpus``) as job inputs: its HTML pages, then
+    its novels (samples/ builds data and knows nothing of jobs, so the specs are made here)."""
+    specs = [InputSpec(path=str(corpus.html_dir), source="python-docs", glob="*.html",
+                       max_files=corpus.max_html_pages)]
+    if corpus.books_jsonl is not None:
+        specs.append(InputSpec(path=str(corpus.books_jsonl), source="books"))
+    return specs
+
+
 class ReadLimits(StrictModel):
     # A document above this many bytes is rejected as `too_large` before it is parsed.
     max_doc_bytes: int = Field(default=20 * 2**20, gt=0)

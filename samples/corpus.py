@@ -26,7 +26,6 @@ from pathlib import Path
 from core.config import StrictModel
 from core.errors import UserError
 from core.io import write_jsonl_atomic
-from pipelines.inputs import InputSpec
 
 PACKAGES = {
     "python3.11-doc": "HTML documentation pages (the web-like part of the sample)",
@@ -58,16 +57,6 @@ class SampleCorpus:
     html_dir: Path
     books_jsonl: Path | None
     max_html_pages: int | None
-
-    def inputs(self) -> list[InputSpec]:
-        specs = [
-            InputSpec(
-                path=str(self.html_dir), source="python-docs", glob="*.html", max_files=self.max_html_pages
-            )
-        ]
-        if self.books_jsonl is not None:
-            specs.append(InputSpec(path=str(self.books_jsonl), source="books"))
-        return specs
 
 
 class SampleError(UserError):

@@ -31,6 +31,7 @@ from core.io import atomic_write_text
 from core.shards import Manifest
 from filters.length import LengthConfig
 from pipelines.bpe_tokenizer import TokenizerConfig, load_or_train
+from pipelines.inputs import sample_inputs
 from pipelines.jobs.longctx import run_longctx
 from pipelines.jobs.longctx_config import EntropyLongJobConfig, LongCtxConfig, Mixture, StageConfig
 from pipelines.jobs.swe_mine import SweMineConfig, run_swe_mine
@@ -112,7 +113,7 @@ def run_demo(cfg: DemoConfig, master: str | None = None, log: Callable[[str], No
         corpus = obtain_sample(cfg.sample, log=log)
         swe_inputs = build_sample(Path(cfg.sample.data_dir))
     with stage(f"web quality ({engine_name})"):
-        html = corpus.inputs()[:1]  # the pages; the novels are the DCLM classifier's positives
+        html = sample_inputs(corpus)[:1]  # the pages; the novels are the DCLM classifier's positives
         web_cfg = cfg.web.model_copy(update={
             "dclm_data": cfg.web.dclm_data.model_copy(update={"positives": [str(corpus.books_jsonl)]})})
         engine = make_engine(master, web_cfg.local, web_cfg.spark)

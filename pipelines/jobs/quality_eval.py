@@ -18,7 +18,7 @@ from core.local_lm import obtain_smollm2
 from filters.dclm import FastTextArgs, train_classifier
 from filters.extract import boilerplate_text
 from filters.machine_text_classifier import build_labelled_set, train_detector
-from pipelines.inputs import list_input_files
+from pipelines.inputs import list_input_files, sample_inputs
 from pipelines.jobs.quality_data import passages
 from samples.corpus import SampleConfig, obtain_sample
 
@@ -27,7 +27,7 @@ def dclm_eval(data_dir: Path, pages: int, out: Path, log=print) -> str:
     corpus = obtain_sample(SampleConfig(data_dir=str(data_dir), max_html_pages=pages), log=log)
     books = [b["text"] for b in iter_jsonl(corpus.books_jsonl, "books")]
     prose, chrome = [], []
-    for f in list_input_files(corpus.inputs()):
+    for f in list_input_files(sample_inputs(corpus)):
         if f.format != "html":
             continue
         html = Path(f.path).read_text(encoding="utf-8", errors="replace")

@@ -19,7 +19,7 @@ from filters.dclm import (
     train_classifier,
 )
 from filters.extract import boilerplate_text
-from pipelines.inputs import list_input_files
+from pipelines.inputs import list_input_files, sample_inputs
 from pipelines.jobs.quality_data import passages
 
 
@@ -27,7 +27,7 @@ from pipelines.jobs.quality_data import passages
 def labelled(sample_corpus):
     books = [json.loads(x)["text"] for x in sample_corpus.books_jsonl.read_text().splitlines()]
     pos = list(passages(books, 120))[::7][:600]
-    html = [f for f in list_input_files(sample_corpus.inputs()) if f.format == "html"]
+    html = [f for f in list_input_files(sample_inputs(sample_corpus)) if f.format == "html"]
     neg = [t for f in html[:250] if len(t := boilerplate_text(open(f.path).read()).replace("\n", " ").split()) > 5]
     neg = [" ".join(t) for t in neg]
     return pos, neg

@@ -1,10 +1,10 @@
 import json
 
-from pipelines.inputs import list_input_files
+from pipelines.inputs import list_input_files, sample_inputs
 
 
 def test_sample_corpus_is_real_and_complete(sample_corpus):
-    files = list_input_files(sample_corpus.inputs())
+    files = list_input_files(sample_inputs(sample_corpus))
     html = [f for f in files if f.format == "html"]
     assert len(html) >= 500
     assert any(f.relpath == "tutorial/classes.html" for f in html)

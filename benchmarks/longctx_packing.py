@@ -35,7 +35,7 @@ def corpus_tokens(out: Path) -> None:
     process so the parent's peak RSS, which children inherit, stays small."""
     from tokenizers import Tokenizer
 
-    from pipelines.bpe_tokenizer import TokenizerConfig, train_bpe
+    from core.tokenizer import TokenizerConfig, train_bpe
     from samples.corpus import SampleConfig, obtain_sample
 
     books = [

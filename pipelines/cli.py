@@ -157,7 +157,7 @@ def pack(
     stage: str = typer.Option("pretrain", help="mid-training stage recorded in the manifest"),
 ) -> None:
     """Tokenize + pack documents into fixed-length sequences -> Arrow shards + manifest."""
-    from pipelines.bpe_tokenizer import TokenizerConfig, load_or_train
+    from core.tokenizer import TokenizerConfig, load_or_train
     from pipelines.pack import PackConfig, iter_documents, pack_documents
     from pipelines.report.stats import render, shard_stats
 

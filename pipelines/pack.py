@@ -40,7 +40,7 @@ from tqdm import tqdm
 from core.config import StrictModel
 from core.errors import InputError
 from core.shards import Manifest, ShardWriter, TokenizerInfo, read_manifest
-from pipelines.bpe_tokenizer import encode_documents
+from core.tokenizer import encode_documents
 
 
 class PackConfig(StrictModel):

@@ -59,7 +59,7 @@ def small_job(small_inputs, tmp_path_factory):
 @pytest.fixture(scope="session")
 def small_shards(small_job, tmp_path_factory):
     """Tokenizer trained on the small job's documents, packed into shards (seq_len 128)."""
-    from pipelines.bpe_tokenizer import TokenizerConfig, load_or_train
+    from core.tokenizer import TokenizerConfig, load_or_train
     from pipelines.pack import PackConfig, iter_documents, pack_documents
 
     out = tmp_path_factory.mktemp("small_shards")

@@ -29,8 +29,8 @@ from core.cli import StepTimer
 from core.config import StrictModel
 from core.io import atomic_write_text
 from core.shards import Manifest
+from core.tokenizer import TokenizerConfig, load_or_train
 from filters.length import LengthConfig
-from pipelines.bpe_tokenizer import TokenizerConfig, load_or_train
 from pipelines.inputs import sample_inputs
 from pipelines.jobs.longctx import run_longctx
 from pipelines.jobs.longctx_config import EntropyLongJobConfig, LongCtxConfig, Mixture, StageConfig

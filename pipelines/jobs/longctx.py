@@ -31,7 +31,7 @@ from core.cli import StepTimer
 from core.errors import ConfigError, InputError
 from core.io import atomic_write_text, write_jsonl_atomic
 from core.shards import ShardWriter
-from pipelines.bpe_tokenizer import TokenizerConfig, load_or_train
+from core.tokenizer import TokenizerConfig, load_or_train
 from pipelines.jobs.longctx_config import (
     KINDS,
     LMConfig,

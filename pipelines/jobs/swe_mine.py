@@ -32,7 +32,7 @@ from core.config import StrictModel
 from core.errors import ConfigError, UserError
 from core.io import atomic_write_text
 from core.shards import Manifest
-from pipelines.bpe_tokenizer import TokenizerConfig, load_or_train
+from core.tokenizer import TokenizerConfig, load_or_train
 from pipelines.chain import StageCounts
 from pipelines.job import FINGERPRINT, Layout, prepare_output
 from pipelines.pack import PackConfig, iter_documents, pack_documents

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from core.shards import ShardWriter, TokenizerInfo, open_shard, read_manifest
-from pipelines.bpe_tokenizer import TokenizerConfig, load_or_train
+from core.tokenizer import TokenizerConfig, load_or_train
 from pipelines.pack import (
     PackConfig,
     StageWriter,

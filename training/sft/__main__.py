@@ -23,7 +23,7 @@ from pydantic import Field
 from core.cli import StepTimer, load_cli_config, user_errors
 from core.config import StrictModel, load_yaml, validate_config
 from core.io import atomic_write_text, read_jsonl
-from pipelines.bpe_tokenizer import TokenizerConfig, load_or_train, tokenizer_info
+from core.tokenizer import TokenizerConfig, load_or_train, tokenizer_info
 from training.chat_template import EOS, SPECIAL_RE, add_special_tokens, conversation_of, normalize, render
 from training.sft.data import DataConfig, ReadReport, category_weights, mix, read_records, tokenized_samples
 from training.sft.pack import write_sft_shards

@@ -1,0 +1,85 @@
+"""Tokenizer for packing: a user's ``tokenizer.json`` (e.g. GLM's) or a byte-level BPE
+trained here with HF ``tokenizers`` on the job's kept documents (no hub downloads).
+
+The tokenizer id recorded in shard manifests names the file and its content hash, so a
+trainer can refuse shards made with a different tokenizer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from pydantic import Field
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+from core.config import StrictModel
+from core.errors import ConfigError
+from core.io import atomic_write_text
+from core.shards import TokenizerInfo
+
+DEFAULT_EOS = "<|endoftext|>"
+
+
+class TokenizerConfig(StrictModel):
+    # an existing tokenizer.json; when unset, a byte-level BPE is trained on the documents
+    path: str | None = None
+    vocab_size: int = Field(default=8192, ge=300)
+    min_frequency: int = Field(default=2, ge=1)
+    eos_token: str = DEFAULT_EOS
+
+
+def train_bpe(texts: Iterable[str], cfg: TokenizerConfig) -> Tokenizer:
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=cfg.vocab_size,
+        min_frequency=cfg.min_frequency,
+        special_tokens=[cfg.eos_token],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(texts, trainer=trainer)
+    return tok
+
+
+def tokenizer_info(tok: Tokenizer, path: Path, eos_token: str) -> TokenizerInfo:
+    eos_id = tok.token_to_id(eos_token)
+    if eos_id is None:
+        raise ConfigError(
+            f"{path}: tokenizer has no end-of-document token {eos_token!r} (set tokenizer.eos_token)"
+        )
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+    return TokenizerInfo(
+        id=f"{path.stem}-{digest}", vocab_size=tok.get_vocab_size(), eos_id=eos_id, path=str(path)
+    )
+
+
+def load_or_train(
+    cfg: TokenizerConfig, texts: Iterable[str] | None, out_dir: Path
+) -> tuple[Tokenizer, TokenizerInfo]:
+    """Load ``cfg.path`` or train on ``texts`` and save to ``out_dir/tokenizer.json``."""
+    if cfg.path:
+        path = Path(cfg.path)
+        if not path.is_file():
+            raise ConfigError(f"tokenizer.path: {path} does not exist")
+        try:
+            tok = Tokenizer.from_file(str(path))
+        except Exception as err:
+            raise ConfigError(f"tokenizer.path: {path} is not a tokenizers JSON file: {err}") from None
+        return tok, tokenizer_info(tok, path, cfg.eos_token)
+    if texts is None:
+        raise ConfigError("no tokenizer.path given and no documents to train a BPE on")
+    tok = train_bpe(texts, cfg)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "tokenizer.json"
+    atomic_write_text(path, tok.to_str())
+    return tok, tokenizer_info(tok, path, cfg.eos_token)
+
+
+def encode_documents(tok: Tokenizer, texts: list[str]) -> Iterator[list[int]]:
+    """Token ids per document, without special tokens (the packer adds the end-of-document)."""
+    for enc in tok.encode_batch(texts, add_special_tokens=False):
+        yield enc.ids

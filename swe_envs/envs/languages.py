@@ -16,6 +16,7 @@ import shlex
 from collections import Counter
 from dataclasses import dataclass
 
+from swe_envs.envs import project_files
 from swe_envs.repos import Snapshot
 
 EXTENSIONS = {
@@ -194,36 +195,11 @@ def _java_recipe(snap: Snapshot, opts: RecipeOptions) -> list[str]:
     return []  # plain source layout: javac + the JUnit console launcher at test time
 
 
-_GO_IMPORT_COMMENT = re.compile(r'^package\s+\w+\s*//\s*import\s+"([^"]+)"', re.M)
-_GO_IMPORT = re.compile(r'"([a-z0-9.-]+\.[a-z]+/[^"\s]+)"')
-
-
-def go_module_path(snap: Snapshot) -> str:
-    """The import path of a repository without go.mod (written before Go modules): its own
-    import comment, else what its files import of its own directories, else a local name."""
-    go_files = [f for f in snap.files if f.endswith(".go") and "/testdata/" not in f"/{f}"]
-    texts = {f: snap.read(f, limit=20_000) or "" for f in go_files[:400]}
-    for f, text in texts.items():
-        if "/" not in f and (m := _GO_IMPORT_COMMENT.search(text)):
-            return m.group(1)
-    dirs = {f.rsplit("/", 1)[0] for f in go_files if "/" in f}
-    root_pkgs = {m.group(1) for f, t in texts.items() if "/" not in f
-                 for m in [re.search(r"^package\s+(\w+)", t, re.M)] if m and not m.group(1).endswith("_test")}
-    for text in texts.values():
-        for path in _GO_IMPORT.findall(text):
-            for d in sorted(dirs, key=len, reverse=True):
-                if path.endswith("/" + d):
-                    return path[: -len(d) - 1]
-            if path.rsplit("/", 1)[-1] in root_pkgs:
-                return path
-    return "testbed"
-
-
 def _go_recipe(snap: Snapshot, opts: RecipeOptions) -> list[str]:
     cmds = ["go mod download"] if snap.has("go.sum") else []
     if not snap.has("go.mod"):
         # module mode needs a go.mod; the tests import the package by its import path
-        cmds.append(f"go mod init {shlex.quote(go_module_path(snap))}")
+        cmds.append(f"go mod init {shlex.quote(project_files.go_module_path(snap))}")
     # compiling the tests once fills the build cache, so each run only rebuilds what a patch touches
     return cmds + ["go test -count=1 -run '^$' ./..."]
 
@@ -233,24 +209,9 @@ def _rust_recipe(snap: Snapshot, opts: RecipeOptions) -> list[str]:
     return ["cargo test --no-run" + (" --locked" if snap.has("Cargo.lock") else "")]
 
 
-_CMAKE_OPTION = re.compile(r"(?:cmake_dependent_)?option\s*\(\s*(\w+)")
-_TEST_SWITCH = re.compile(r"(?:^|_)(?:BUILD_?TESTS?|BuildTests|TESTS?|WITH_TESTS)$")
-# switches that turn tests off (jansson's JANSSON_WITHOUT_TESTS) or need what the image lacks
-_NOT_A_TEST_SWITCH = re.compile(r"SKIP|DISABLE|WITHOUT|(?:^|_)NO(?:_|$)|CUDA|VALGRIND|COVERAGE|FUZZ|BENCH", re.I)
-
-
-def cmake_test_options(snap: Snapshot) -> str:
-    """Libraries gate their tests behind an option that is off unless they are the top-level
-    project (pugixml's PUGIXML_BUILD_TESTS, yaml-cpp's YAML_CPP_BUILD_TESTS, fmt's FMT_TEST):
-    switch them on, with BUILD_TESTING, which the dependent ones require."""
-    names = dict.fromkeys(_CMAKE_OPTION.findall(snap.read("CMakeLists.txt") or ""))
-    names = [n for n in names if _TEST_SWITCH.search(n) and not _NOT_A_TEST_SWITCH.search(n)]
-    return "".join(f" -D{n}=ON" for n in ["BUILD_TESTING", *names]) if names else ""
-
-
 def _native_recipe(snap: Snapshot, opts: RecipeOptions) -> list[str]:
     if snap.has("CMakeLists.txt"):
-        return [f"cmake -S . -B build -DCMAKE_BUILD_TYPE=Debug{cmake_test_options(snap)}", "cmake --build build -j2"]
+        return [f"cmake -S . -B build -DCMAKE_BUILD_TYPE=Debug{project_files.cmake_test_options(snap)}", "cmake --build build -j2"]
     if snap.has("meson.build"):
         return ["apt-get install -y --no-install-recommends meson ninja-build", "meson setup build"]
     if snap.has("configure"):
@@ -260,31 +221,10 @@ def _native_recipe(snap: Snapshot, opts: RecipeOptions) -> list[str]:
     return []
 
 
-# require-dev entries that lint, analyse or benchmark, never load in a test: the image's phpunit runs
-# the tests without them (Debian packages a library's tests the same way)
-PHP_DEV_TOOLS = re.compile(r"^(phpunit/phpunit|phpstan/|vimeo/psalm|psalm/|squizlabs/|friendsofphp/php-cs-fixer|"
-                           r"[\w-]+/coding-standard|phpbench/|slevomat/|dealerdirect/|roave/security-advisories|"
-                           r"infection/|php-parallel-lint/|phpmd/|bamarni/)")
-
-
-def _composer(snap: Snapshot) -> dict:
-    try:
-        comp = json.loads(snap.read("composer.json") or "{}")
-    except json.JSONDecodeError:
-        return {}
-    return comp if isinstance(comp, dict) else {}
-
-
-def _php_needs_install(snap: Snapshot) -> bool:
-    comp = _composer(snap)
-    deps = {k for k in {**(comp.get("require") or {}), **(comp.get("require-dev") or {})} if "/" in k}
-    return any(not PHP_DEV_TOOLS.match(d) for d in deps)
-
-
 def _php_recipe(snap: Snapshot, opts: RecipeOptions) -> list[str]:
-    if _php_needs_install(snap):
+    if project_files.php_needs_install(snap):
         return ["apt-get install -y --no-install-recommends composer", "composer install --no-interaction"]
-    comp = _composer(snap)
+    comp = project_files.composer(snap)
     if comp.get("autoload") or comp.get("autoload-dev"):
         # phpunit's bootstrap is vendor/autoload.php: composer writes it from composer.json, offline;
         # --dev: with no install to infer it from, composer leaves autoload-dev (the tests' classes) out
@@ -392,7 +332,7 @@ def _native_plan(snap: Snapshot, selected: list[str]) -> TestPlan:
 
 
 def _php_plan(snap: Snapshot, selected: list[str]) -> TestPlan:
-    exe = "vendor/bin/phpunit" if _php_needs_install(snap) else "phpunit"
+    exe = "vendor/bin/phpunit" if project_files.php_needs_install(snap) else "phpunit"
     config = snap.read("phpunit.xml") or snap.read("phpunit.xml.dist") or ""
     where = " " + ("tests" if any(f.startswith("tests/") for f in snap.files) else "test")
     if "<testsuites" in config:

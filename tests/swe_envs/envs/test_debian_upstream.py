@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from swe_envs.envs import languages
+from swe_envs.envs import languages, project_files
 from swe_envs.envs.build_rules import rule_fix
 from swe_envs.envs.parsers import parse_log
 from swe_envs.repos import Snapshot
@@ -19,17 +19,17 @@ def test_go_repo_without_go_mod_gets_its_import_path(tmp_path):
         "spew/spew_test.go": 'package spew_test\n\nimport (\n\t"testing"\n\n\t"github.com/davecgh/go-spew/spew"\n)\n',
     })
     snap = Snapshot(repo, head)
-    assert languages.go_module_path(snap) == "github.com/davecgh/go-spew"
+    assert project_files.go_module_path(snap) == "github.com/davecgh/go-spew"
     assert languages.recipe("go", snap)[0] == "go mod init github.com/davecgh/go-spew"
     # golang-github-pkg-errors 0.9.1: the root package imports itself in an example test
     repo, head = make_git(tmp_path / "errors", {
         "errors.go": "package errors\n",
         "example_test.go": 'package errors_test\n\nimport "github.com/pkg/errors"\n',
     })
-    assert languages.go_module_path(Snapshot(repo, head)) == "github.com/pkg/errors"
+    assert project_files.go_module_path(Snapshot(repo, head)) == "github.com/pkg/errors"
     # an import comment names it outright; nothing to go by: a local name, still a module
     repo, head = make_git(tmp_path / "comment", {"a.go": 'package a // import "example.org/x/a"\n'})
-    assert languages.go_module_path(Snapshot(repo, head)) == "example.org/x/a"
+    assert project_files.go_module_path(Snapshot(repo, head)) == "example.org/x/a"
     repo, head = make_git(tmp_path / "bare", {"a.go": "package a\n", "a_test.go": "package a\n"})
     assert languages.recipe("go", Snapshot(repo, head))[0] == "go mod init testbed"
     # a repository with go.mod is left as it was

@@ -1,0 +1,71 @@
+"""What a repository's own files say that its recipe and test command need, beyond the manifest's
+name: a pre-modules Go tree's import path, the CMake switches that gate a library's tests, which
+of a PHP library's composer dependencies a test loads. Found on real upstream trees
+(``benchmarks/swe_langs_debian.py``)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from swe_envs.repos import Snapshot
+
+_GO_IMPORT_COMMENT = re.compile(r'^package\s+\w+\s*//\s*import\s+"([^"]+)"', re.M)
+_GO_IMPORT = re.compile(r'"([a-z0-9.-]+\.[a-z]+/[^"\s]+)"')
+
+
+def go_module_path(snap: Snapshot) -> str:
+    """The import path of a repository without go.mod (written before Go modules): its own
+    import comment, else what its files import of its own directories, else a local name."""
+    go_files = [f for f in snap.files if f.endswith(".go") and "/testdata/" not in f"/{f}"]
+    texts = {f: snap.read(f, limit=20_000) or "" for f in go_files[:400]}
+    for f, text in texts.items():
+        if "/" not in f and (m := _GO_IMPORT_COMMENT.search(text)):
+            return m.group(1)
+    dirs = {f.rsplit("/", 1)[0] for f in go_files if "/" in f}
+    root_pkgs = {m.group(1) for f, t in texts.items() if "/" not in f
+                 for m in [re.search(r"^package\s+(\w+)", t, re.M)] if m and not m.group(1).endswith("_test")}
+    for text in texts.values():
+        for path in _GO_IMPORT.findall(text):
+            for d in sorted(dirs, key=len, reverse=True):
+                if path.endswith("/" + d):
+                    return path[: -len(d) - 1]
+            if path.rsplit("/", 1)[-1] in root_pkgs:
+                return path
+    return "testbed"
+
+
+_CMAKE_OPTION = re.compile(r"(?:cmake_dependent_)?option\s*\(\s*(\w+)")
+_TEST_SWITCH = re.compile(r"(?:^|_)(?:BUILD_?TESTS?|BuildTests|TESTS?|WITH_TESTS)$")
+# switches that turn tests off (jansson's JANSSON_WITHOUT_TESTS) or need what the image lacks
+_NOT_A_TEST_SWITCH = re.compile(r"SKIP|DISABLE|WITHOUT|(?:^|_)NO(?:_|$)|CUDA|VALGRIND|COVERAGE|FUZZ|BENCH", re.I)
+
+
+def cmake_test_options(snap: Snapshot) -> str:
+    """Libraries gate their tests behind an option that is off unless they are the top-level
+    project (pugixml's PUGIXML_BUILD_TESTS, yaml-cpp's YAML_CPP_BUILD_TESTS, fmt's FMT_TEST):
+    switch them on, with BUILD_TESTING, which the dependent ones require."""
+    names = dict.fromkeys(_CMAKE_OPTION.findall(snap.read("CMakeLists.txt") or ""))
+    names = [n for n in names if _TEST_SWITCH.search(n) and not _NOT_A_TEST_SWITCH.search(n)]
+    return "".join(f" -D{n}=ON" for n in ["BUILD_TESTING", *names]) if names else ""
+
+
+# require-dev entries that lint, analyse or benchmark, never load in a test: the image's phpunit runs
+# the tests without them (Debian packages a library's tests the same way)
+PHP_DEV_TOOLS = re.compile(r"^(phpunit/phpunit|phpstan/|vimeo/psalm|psalm/|squizlabs/|friendsofphp/php-cs-fixer|"
+                           r"[\w-]+/coding-standard|phpbench/|slevomat/|dealerdirect/|roave/security-advisories|"
+                           r"infection/|php-parallel-lint/|phpmd/|bamarni/)")
+
+
+def composer(snap: Snapshot) -> dict:
+    try:
+        comp = json.loads(snap.read("composer.json") or "{}")
+    except json.JSONDecodeError:
+        return {}
+    return comp if isinstance(comp, dict) else {}
+
+
+def php_needs_install(snap: Snapshot) -> bool:
+    comp = composer(snap)
+    deps = {k for k in {**(comp.get("require") or {}), **(comp.get("require-dev") or {})} if "/" in k}
+    return any(not PHP_DEV_TOOLS.match(d) for d in deps)

@@ -94,7 +94,17 @@ class Snapshot:
             return None
 
     def archive(self, prefix: str = "repo/") -> bytes:
-        return git(self.path, "archive", "--format=tar", f"--prefix={prefix}", self.commit)
+        """Every file of the commit, as a clone has them: ``git archive`` alone drops what the tree's
+        .gitattributes marks export-ignore (PHP/JS libraries mark /tests and phpunit.xml.dist so).
+        A throwaway git dir borrows the objects and unsets export-ignore/export-subst in its
+        info/attributes (highest precedence); the repository is not touched."""
+        common = git(self.path, "rev-parse", "--path-format=absolute", "--git-common-dir").decode().strip()
+        with tempfile.TemporaryDirectory(prefix="swe-archive-") as tmp:
+            git(Path(tmp), "init", "-q", "--bare", ".")
+            (Path(tmp) / "objects" / "info" / "alternates").write_text(str(Path(common) / "objects") + "\n")
+            (Path(tmp) / "info").mkdir(exist_ok=True)
+            (Path(tmp) / "info" / "attributes").write_text("* -export-ignore -export-subst\n")
+            return git(Path(tmp), "archive", "--format=tar", f"--prefix={prefix}", self.commit)
 
 
 def diff(path: Path, old: str, new: str) -> str:

@@ -8,11 +8,14 @@ a failure with a reason (exit code, time limit, output limit)."""
 
 from __future__ import annotations
 
+import shutil
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -182,3 +185,30 @@ def _empty():
     from swe_envs.envs.parsers import ParseResult
 
     return ParseResult("pytest")
+
+
+def test_a_dockerfile_cannot_reach_the_engine_or_the_hosts_files(docker_engine, tmp_path):
+    """Build-time containment: an LLM-written Dockerfile builds in the engine, not on the host.
+    Its RUN steps see neither the engine's socket nor a host file, and a bind mount of the host's
+    root (BuildKit syntax) is refused by the builder or sees only the build context."""
+    from swe_envs.config import BuildConfig
+    from swe_envs.images import Images
+
+    client, base = docker_engine
+    images = Images(client, BuildConfig(timeout_s=300, memory_mb=512, no_cache=True), access=None)
+    secret = Path(tempfile.mkdtemp(prefix="host-secret-")) / "secret.txt"
+    secret.write_text("host secret\n")
+    probe = (f"FROM {base}\nRUN test ! -e /var/run/docker.sock && test ! -e /run/docker.sock"
+             f" && test ! -e {secret} && ! cat /proc/1/root{secret} 2>/dev/null && echo contained\n")
+    bind = f"FROM {base}\nRUN --mount=type=bind,source=/,target=/h cat /h{secret}\n"
+    tags = [f"local/containment-probe:{uuid.uuid4().hex[:12]}", f"local/containment-bind:{uuid.uuid4().hex[:12]}"]
+    try:
+        res = images.build(tags[0], probe, b"")
+        assert res.ok and "contained" in res.log, res.log[-2000:]
+        res = images.build(tags[1], bind, b"")
+        assert not res.ok and "host secret" not in res.log, res.log[-2000:]
+    finally:
+        for tag in tags:
+            images.remove(tag)
+        shutil.rmtree(secret.parent, ignore_errors=True)
+    LEDGER.add(AREA, tried=2, faults=2)

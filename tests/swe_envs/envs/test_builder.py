@@ -64,12 +64,15 @@ def test_rule_fix_installs_the_missing_module(docker_ready, tmp_path):
 def test_llm_revises_a_failing_build(docker_ready, tmp_path):
     server = ScriptedServer()
     url = server.start()
-    server.script.append(Reply(body={"choices": [{"index": 0, "message": {"role": "assistant", "content":
-        "The wheel is not vendored; install it from the index:\n```sh\nuv pip install PyYAML pytest\n```"}}]}))
+    reply = Reply(body={"choices": [{"index": 0, "message": {"role": "assistant", "content":
+        "The wheel is not vendored; install it from the index:\n```sh\nuv pip install PyYAML pytest\n```"}}]})
+    # twice: an image an earlier session built from the revised recipe is found only after the
+    # LLM answered (round 2), and the fresh rebuild below asks it again
+    server.script += [reply, reply]
     try:
         builder = _builder(docker_ready, tmp_path, url)
         env = _build(builder, tmp_path, VENDORED, "vendored")
-        if _fresh(docker_ready, env):  # cached from an earlier session: the reply is still queued
+        if _fresh(docker_ready, env):  # cached from an earlier session
             env = _build(builder, tmp_path / "again", VENDORED, "vendored")
     finally:
         server.stop()
@@ -77,7 +80,7 @@ def test_llm_revises_a_failing_build(docker_ready, tmp_path):
     assert [(a.source, a.stage) for a in env.attempts] == [("template", "build"), ("llm", "ok")]
     assert env.attempts[0].recipe[0].endswith(" -r requirements.txt")
     assert env.recipe == ["uv pip install PyYAML pytest"]
-    prompt = server.received[0]["messages"][-1]["content"]
+    prompt = server.received[-1]["messages"][-1]["content"]
     assert "-r requirements.txt" in prompt and "vendor/PyYAML" in prompt  # the error log went in
     assert Path(env.attempts[0].log_path).is_file()
 

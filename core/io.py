@@ -15,8 +15,22 @@ import os
 import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from core.errors import InputError
+
+
+def parsed_lines(lines: Iterable[str]) -> Iterator[tuple[int, Any, json.JSONDecodeError | None]]:
+    """(line number, value, None) or (line number, None, the decode error) for every non-blank
+    line: the one JSONL loop. Readers that must keep going turn an error into a counted failure
+    row; the strict readers below raise it."""
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            yield n, json.loads(line), None
+        except json.JSONDecodeError as err:
+            yield n, None, err
 
 
 def numbered_jsonl(path: str | Path, what: str) -> Iterator[tuple[int, dict]]:
@@ -26,13 +40,9 @@ def numbered_jsonl(path: str | Path, what: str) -> Iterator[tuple[int, dict]]:
     if not path.is_file():
         raise InputError(f"{what} file not found: {path}")
     with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise InputError(f"{path}:{n}: invalid JSON ({err.msg})") from None
+        for n, row, err in parsed_lines(fh):
+            if err is not None:
+                raise InputError(f"{path}:{n}: invalid JSON ({err.msg})")
             if not isinstance(row, dict):
                 raise InputError(f"{path}:{n}: expected a JSON object")
             yield n, row

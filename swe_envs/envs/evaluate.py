@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import InputError
-from core.io import atomic_write_text
+from core.io import atomic_write_text, parsed_lines
 from swe_envs.config import SweEnvsConfig
 from swe_envs.envs.parsers import PASSED, parse_log
 from swe_envs.git import git
@@ -55,12 +55,10 @@ def read_predictions(spec: str, instances: dict[str, dict[str, Any]]) -> tuple[d
         else:  # a one-line JSONL file parses as one prediction object, not as a map of ids
             rows = data if isinstance(data, list) else [data]
     except json.JSONDecodeError:  # ... else JSONL
-        for n, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as err:
+        for n, row, err in parsed_lines(text.splitlines()):
+            if err is None:
+                rows.append(row)
+            else:
                 problems.append({"instance_id": f"{path.name}:{n}", "reason": f"malformed prediction line: {err}"})
     preds: dict[str, dict] = {}
     for n, row in enumerate(rows, 1):

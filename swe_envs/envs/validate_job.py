@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import InputError, UserError
+from core.io import parsed_lines
 from core.llm import LLMClient
 from swe_envs.config import SweEnvsConfig
 from swe_envs.docker_setup import docker_client
@@ -45,12 +46,8 @@ def read_instances(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any
         raise InputError(f"instances file not found: {path}")
     good, bad, seen = [], [], set()
     with open(path, encoding="utf-8", errors="replace") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                inst = json.loads(line)
-            except json.JSONDecodeError as err:
+        for n, inst, err in parsed_lines(fh):
+            if err is not None:
                 bad.append({"instance_id": f"{path.name}:{n}", "stage": "read", "reason": f"malformed JSON: {err}"})
                 continue
             if not isinstance(inst, dict):

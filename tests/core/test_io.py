@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from core.errors import InputError
-from core.io import atomic_write_text, iter_jsonl, numbered_jsonl, read_jsonl, write_jsonl_atomic
+from core.io import (
+    atomic_write_text,
+    iter_jsonl,
+    numbered_jsonl,
+    parsed_lines,
+    read_jsonl,
+    write_jsonl_atomic,
+)
 
 
 def test_objects_in_order_and_blank_lines_skipped(tmp_path):
@@ -59,3 +66,10 @@ def test_numbered_jsonl_gives_the_line_of_each_object(tmp_path):
     p = tmp_path / "a.jsonl"
     p.write_text('{"a": 1}\n\n{"a": 2}\n', encoding="utf-8")
     assert list(numbered_jsonl(p, "rows")) == [(1, {"a": 1}), (3, {"a": 2})]
+
+
+def test_parsed_lines_keeps_going_past_a_bad_line():
+    """The lenient form the SWE readers use: a bad line is reported with its number, not raised."""
+    got = list(parsed_lines(['{"a": 1}', "", "{oops", "[1]"]))
+    assert [(n, v) for n, v, _ in got] == [(1, {"a": 1}), (3, None), (4, [1])]
+    assert got[1][2] is not None and got[0][2] is None and got[2][2] is None

@@ -48,21 +48,57 @@ def _put_group(orch: Orchestrator, gid: str, version: int, rewards: list[float])
         orch.cond.notify_all()
 
 
-@pytest.fixture()
-def run(tmp_path):
+def _start(tmp_path: Path, *overrides: str):
     cfg = load_cli_config(RLAsyncConfig, ROOT / "configs/rl_async_tiny.yaml", [
         *TINY, "trainer.updates=2", "trainer.batch_groups=1", "trainer.push_every=1", "trainer.staleness=0",
         "trainer.reset_optimizer=true", "orchestrator.group_size=2", "orchestrator.tasks=[]",
-        "orchestrator.rollout.replicas=0"])
+        "orchestrator.rollout.replicas=0", *overrides])
     out = tmp_path / "run"
     out.mkdir()
     codec = Codec.load(resolve_tokenizer(cfg, out))
     initial_checkpoint(cfg, out, codec.vocab_size)
     orch = Orchestrator(cfg.orchestrator, out, codec, log=lambda m: None)
-    url = orch.start()
+    return cfg, out, orch, orch.start()
+
+
+@pytest.fixture()
+def run(tmp_path):
+    cfg, out, orch, url = _start(tmp_path)
     yield cfg, out, orch, url
     if not orch.stopping.is_set():
         orch.shutdown("run_ended")
+
+
+def _optimizer_state(ckpt: Path) -> dict:
+    return torch.load(ckpt / "optimizer.pt", weights_only=False)["optimizer"]["state"]
+
+
+@pytest.mark.parametrize("reset", [True, False])
+def test_push_every_k_updates_as_a_new_version_and_optimizer_reset_is_configurable(tmp_path, reset):
+    """K = 2: updates 1-2 train on v0 and push v1, updates 3-4 on v1 and push v2, update 5 (the
+    last) pushes v3; the optimizer's moments are dropped at each push only when configured."""
+    cfg, out, orch, url = _start(tmp_path, "trainer.updates=5", "trainer.push_every=2", "trainer.staleness=9",
+                                 f"trainer.reset_optimizer={str(reset).lower()}")
+    try:
+        for i in range(5):
+            _put_group(orch, f"g{i}", 0, [1.0, 0.0])
+        AsyncTrainer(cfg, out, url, log=lambda m: None).run()
+        metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+        assert [m["weight_version"] for m in metrics] == [0, 0, 1, 1, 2]  # the version each update trained
+        assert [m["versions_behind_max"] for m in metrics] == [0, 0, 1, 1, 2]  # every group was sampled on v0
+        assert orch.counters["weight_pushes"] == 3 and orch.weight_version == 3
+        pushed = {int(p.name.split("-")[1]): json.loads((p / "trainer.json").read_text())["weight_version"]
+                  for p in (out / "checkpoints").glob("step-*")}
+        assert pushed == {2: 1, 4: 2, 5: 3}  # keep_checkpoints=3: step 0 has gone
+        for step in (2, 4, 5):
+            state = _optimizer_state(out / "checkpoints" / f"step-{step:08d}")
+            assert (state == {}) is reset, (step, len(state))
+        ledger = [json.loads(line) for line in (out / "ledger.jsonl").read_text().splitlines()]
+        assert sorted((r["update"], r["trained_version"]) for r in ledger) == [
+            (u, v) for u, v in ((1, 0), (2, 0), (3, 1), (4, 1), (5, 2)) for _ in range(2)]
+    finally:
+        orch.shutdown("run_ended")
+    assert audit(out)["ok"]
 
 
 @pytest.mark.parametrize("die_at", ["weights", "commit"])
@@ -84,7 +120,7 @@ def test_trainer_killed_between_checkpoint_and_commit(run, monkeypatch, die_at):
     ckpt = out / "checkpoints" / "step-00000001"
     assert json.loads((ckpt / "trainer.json").read_text())["weight_version"] == 1
     # the optimizer was reset at the push: the checkpoint holds the reset state, not the old moments
-    assert torch.load(ckpt / "optimizer.pt", weights_only=False)["optimizer"]["state"] == {}
+    assert _optimizer_state(ckpt) == {}
 
     # meanwhile: a group too old for staleness 0 and a fresh one
     _put_group(orch, "g1", 0, [1.0, 0.0])

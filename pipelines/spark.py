@@ -15,7 +15,6 @@ by absolute path; the files steps load (models, tokenizers) are shipped by Spark
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -23,11 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-from pydantic import Field
 
-from core.config import StrictModel
 from core.errors import UserError
 from core.records import REASON, STAGE, doc_to_row, get_reject, reject_schema, reject_to_row, spark_ddl
+
+# the one session factory, shared with swe_envs (re-exported: jobs and tests import it from here)
+from core.spark import SparkConfig, spark_session  # noqa: F401
 from pipelines.chain import StepChain
 from pipelines.inputs import InputFile, ReadLimits, list_input_files
 from pipelines.job import DocJob, JobResult, Layout, finish, prepare_output
@@ -35,41 +35,6 @@ from pipelines.readers import read_files
 from pipelines.spark_files import ship_step_files
 
 BATCH_ROWS = 256
-
-
-class SparkConfig(StrictModel):
-    master: str = "local[2]"
-    app_name: str = "glm5-recipe"
-    driver_memory: str = "2g"
-    shuffle_partitions: int = Field(default=8, gt=0)
-    # partitions of the input file list; 0 = Spark's default parallelism
-    input_partitions: int = Field(default=0, ge=0)
-    log_level: str = "ERROR"
-    # any other Spark setting, e.g. {"spark.executor.memory": "8g"}
-    conf: dict[str, str] = {}
-
-
-def spark_session(cfg: SparkConfig):
-    """Get (or create) the SparkSession described by ``cfg``."""
-    # Executors must run the interpreter that has our packages installed (the venv), not
-    # whatever `python3` is first on PATH; users on a cluster set PYSPARK_PYTHON themselves.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    builder = (
-        SparkSession.builder.master(cfg.master)
-        .appName(cfg.app_name)
-        .config("spark.driver.memory", cfg.driver_memory)
-        .config("spark.sql.shuffle.partitions", str(cfg.shuffle_partitions))
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-    )
-    for key, value in cfg.conf.items():
-        builder = builder.config(key, value)
-    session = builder.getOrCreate()
-    session.sparkContext.setLogLevel(cfg.log_level)
-    return session
 
 
 def _to_batch(docs, schema: pa.Schema, promoted) -> pa.RecordBatch:

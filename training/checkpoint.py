@@ -3,8 +3,11 @@
 A checkpoint is a directory ``step-00000120/`` holding ``model.safetensors`` (the model's state
 dict, buffers such as the expert bias included), ``optimizer.pt`` (optimizer state and torch's
 RNG state) and ``trainer.json`` (step, stage, loader state, the producing config). It is written
-under a temporary name and renamed, so a listed checkpoint is complete. Loading refuses a
-checkpoint whose tensors do not match the model (another config) and lists the mismatches.
+under a temporary name and renamed, so a listed checkpoint is complete. Re-saving a step that
+exists moves the old directory aside first (``.step-….old``) and deletes it only after the new
+one is in place; a kill between the two renames leaves the old checkpoint aside, and
+``latest_checkpoint`` puts it back, so no window loses the step. Loading refuses a checkpoint
+whose tensors do not match the model (another config) and lists the mismatches.
 """
 
 from __future__ import annotations
@@ -35,14 +38,44 @@ def save_checkpoint(
     save_file({k: v.detach().contiguous() for k, v in model.state_dict().items()}, tmp / "model.safetensors")
     torch.save({"optimizer": optimizer.state_dict(), "rng": torch.get_rng_state()}, tmp / "optimizer.pt")
     (tmp / "trainer.json").write_text(json.dumps({"step": step, **state}, indent=1), encoding="utf-8")
-    if final.exists():
-        shutil.rmtree(final)
-    os.replace(tmp, final)
+    publish(tmp, final)
     return final
+
+
+def _aside(final: Path) -> Path:
+    return final.with_name(f".{final.name}.old")
+
+
+def publish(tmp: Path, final: Path) -> None:
+    """Put the complete directory ``tmp`` at ``final``; an existing ``final`` is replaced without a
+    moment where neither the old nor the new checkpoint is on disk (see ``recover_checkpoints``)."""
+    aside = _aside(final)
+    if final.exists():
+        shutil.rmtree(aside, ignore_errors=True)  # a stale aside of an earlier, completed re-save
+        os.replace(final, aside)
+    os.replace(tmp, final)
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def recover_checkpoints(root: Path) -> None:
+    """Undo a re-save killed between its two renames: the old checkpoint (aside) comes back when no
+    new one took its place; an aside whose new checkpoint is in place is deleted. Tolerates other
+    ranks recovering the same directory at the same time."""
+    for aside in root.glob(f".{PREFIX}*.old"):
+        final = aside.with_name(aside.name[1 : -len(".old")])
+        try:
+            if final.is_dir():
+                shutil.rmtree(aside, ignore_errors=True)
+            else:
+                os.rename(aside, final)
+        except OSError:
+            pass  # another process recovered it first
 
 
 def latest_checkpoint(root: str | Path) -> Path | None:
     root = Path(root)
+    if root.is_dir():
+        recover_checkpoints(root)
     found = sorted(p for p in root.glob(f"{PREFIX}*") if p.is_dir()) if root.is_dir() else []
     return found[-1] if found else None
 

@@ -14,7 +14,6 @@ temporary name and renamed by rank 0 after every rank has finished writing.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 
 from core.errors import InputError
-from training.checkpoint import PREFIX
+from training.checkpoint import PREFIX, publish
 from training.distributed import Parallel, is_expert_param
 
 
@@ -84,9 +83,7 @@ def save_dcp(
             "ep": par.ep if par else 1,
         }
         (tmp / "trainer.json").write_text(json.dumps({**meta, **extra}, indent=1), encoding="utf-8")
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
+        publish(tmp, final)  # an existing step is moved aside, not deleted first
     if par is not None:
         par.barrier()
     return final

@@ -49,8 +49,8 @@ PACKAGES: dict[str, list[str]] = {
             "php-text-template", "php-deepcopy", "php-phar-io-version", "php-invoker"],
     "java": ["libcommons-codec-java", "libcommons-lang3-java", "libcommons-io-java",
              "libcommons-collections4-java", "libhamcrest-java", "libcommons-cli-java", "libcommons-csv-java"],
-    "javascript": ["node-ansi-regex", "node-ms", "node-semver", "node-minimist", "node-escape-string-regexp",
-                   "node-inherits", "node-yallist", "node-once"],
+    "javascript": ["node-ansi-regex", "node-parseurl", "node-merge-descriptors", "node-array-union", "node-brorand",
+                   "node-after", "node-throttleit", "node-methods", "node-escape-string-regexp", "node-inherits"],
     "ruby": ["ruby-hashie", "ruby-rainbow", "ruby-mustache", "ruby-ansi", "ruby-tzinfo", "ruby-addressable",
              "ruby-diff-lcs", "ruby-power-assert"],
     "rust": ["rust-fnv", "rust-itoa", "rust-scopeguard", "rust-cfg-if", "rust-hex", "rust-adler", "rust-either",
@@ -109,11 +109,45 @@ class AptSource:
                                   text=True, timeout=900)
             trees = [p for p in where.glob("*") if p.is_dir()]
             if proc.returncode != 0 or not trees:
-                shutil.rmtree(where, ignore_errors=True)
-                return None, "", fetch_error(proc.stderr or proc.stdout)
+                # the upstream tree is the orig tarball(s): apt checked each file it got against the
+                # signed index, so a mirror that lacks only Debian's packaging still gives it
+                tree = unpack_orig(where)
+                if tree is None:
+                    shutil.rmtree(where, ignore_errors=True)
+                    return None, "", fetch_error(proc.stderr or proc.stdout)
+                trees = [tree]
         dsc = next(iter(sorted(where.glob("*.dsc"))), None)
         version = dsc.stem.split("_", 1)[1] if dsc else ""
         return trees[0], version, ""
+
+
+_ORIG = re.compile(r"^(?P<src>[^_]+)_(?P<ver>[^_]+)\.orig(?:-(?P<component>[A-Za-z0-9-]+))?\.tar\.(?:gz|xz|bz2)$")
+
+
+def unpack_orig(where: Path) -> Path | None:
+    """The upstream tree from the orig tarball and its components (``dpkg-source``'s layout:
+    a component's tarball unpacks into a directory named after it), without Debian's packaging;
+    None when the main orig tarball is not there."""
+    origs = {m["component"]: (p, m) for p in sorted(where.iterdir()) if (m := _ORIG.match(p.name))}
+    if None not in origs:
+        return None
+    main, m = origs.pop(None)
+    tree = where / f"{m['src']}-{m['ver'].split(':')[-1]}"
+    for part, (tarball, _) in [(None, (main, m)), *sorted(origs.items())]:
+        dest = tree if part is None else tree / part
+        tmp = where / f".unpack-{part or 'main'}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        subprocess.run(["tar", "-xf", str(tarball), "-C", str(tmp), "--no-same-owner"], check=True,
+                       capture_output=True)
+        entries = list(tmp.iterdir())
+        # a tarball holds one top directory (usually) or the files themselves
+        top = entries[0] if len(entries) == 1 and entries[0].is_dir() else tmp
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(dest, ignore_errors=True)
+        top.rename(dest)
+        shutil.rmtree(tmp, ignore_errors=True)
+    return tree
 
 
 def fetch_error(apt_output: str) -> str:
@@ -136,6 +170,17 @@ def upload_date(tree: Path) -> str | None:
         return parsedate_to_datetime(m.group(1).strip()).isoformat() if m else None
     except (TypeError, ValueError):
         return None
+
+
+def release_date(tree: Path) -> str | None:
+    """Without Debian's changelog (only the orig tarball served): the upstream release's date,
+    the newest file time in its tree (tar keeps them), ISO 8601 UTC."""
+    from datetime import UTC, datetime
+
+    times = [p.lstat().st_mtime for p in tree.rglob("*") if p.is_file() and not p.is_symlink()]
+    # 1980-01-02 and earlier: a zeroed or normalised time (crate archives, reproducible builds)
+    times = [t for t in times if t > 315_619_200]
+    return datetime.fromtimestamp(max(times), UTC).isoformat() if times else None
 
 
 def as_repo(tree: Path, dest: Path) -> str:
@@ -185,8 +230,11 @@ def run_project(builder, language: str, package: str, apt: AptSource) -> dict:
     commit = as_repo(tree, repo_dir)
     # the era (toolchain version, npm --before, ...) is the Debian upload's date, as an instance's
     # created_at would give it: the repository's one commit carries a fixed date
-    when = upload_date(tree)
-    row["era_date"] = when
+    when, era_from = upload_date(tree), "debian/changelog"
+    if when is None:
+        when, era_from = release_date(tree), "newest file in the orig tarball"
+    row |= {"era_date": when, "era_from": era_from if when else None,
+            "sources": "debian source package" if (tree / "debian").is_dir() else "orig tarball only"}
     env = builder.build(f"debian/{package}", repo_dir, commit, language=language, created_at=[when] if when else [])
     row |= {"build_s": round(env.seconds, 1), "cached": env.cached, "runner": env.runner,
             "test_command": env.test_command.splitlines()[0][:200] if env.test_command else "",

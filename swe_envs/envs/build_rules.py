@@ -11,7 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from swe_envs.crates import DEBIAN_CRATES, cargo_deps, cargo_source_line, debian_crate_package
 from swe_envs.envs.languages import UV_PIP, editable_with_version
+from swe_envs.repos import Snapshot
 
 # import name -> distribution name, where they differ (the common cases)
 PY_DISTRIBUTIONS = {
@@ -185,10 +187,75 @@ def _apt_missing(rx: re.Pattern, pattern: str) -> Callable[[list[str], str], tup
     return rule
 
 
-def _cargo_rules(recipe: list[str], log: str) -> tuple[list[str], str] | None:
+# npm's --before keeps the versions whose registry publish time is older than the date; a
+# registry mirror that records the time it copied a package (not upstream's) has none that old
+_NPM_NO_VERSIONS = re.compile(r"ENOVERSIONS|No versions available for|No matching version found for \S+ with a date before")
+
+
+def _npm_drop_before(recipe: list[str], log: str) -> list[str] | None:
+    """No version older than the era by the registry's publish times: resolve within the
+    manifest's own version ranges, without the date."""
+    if not _NPM_NO_VERSIONS.search(log) or not any(" --before=" in line for line in recipe):
+        return None
+    return [re.sub(r" --before=\S+", "", line) for line in recipe]
+
+
+def _js_rules(recipe: list[str], log: str) -> tuple[list[str], str] | None:
+    fixed = _npm_drop_before(recipe, log)
+    if fixed is not None:
+        return fixed, "drop npm --before"
+    return _apt_missing(_JS_MISSING, "node-{}")(recipe, log)
+
+
+# bundler could not reach its gem source (exit 17 is its HTTP error)
+_GEMS_UNREACHABLE = re.compile(r"Could not fetch specs from|Could not reach host|Bundler::HTTPError|"
+                               r"Gem::RemoteFetcher::FetchError|certificate verify failed|"
+                               r"Network error while fetching|returned a non-zero code: 17")
+# the gems the Gemfile (and the gemspec it names) declares, as Debian packages where the archive has
+# them: ruby-<name> for libraries, the bare name for tools (rake, pry)
+DEBIAN_GEMS = (
+    "gems=$(ruby -rbundler -e 'puts Bundler::Definition.build(\"Gemfile\", nil, nil).dependencies.map(&:name)'); "
+    "pkgs=; for g in $gems; do n=$(echo \"$g\" | tr A-Z_ a-z-); for p in ruby-$n $n; do "
+    "if apt-cache show \"$p\" >/dev/null 2>&1; then pkgs=\"$pkgs $p\"; break; fi; done; done; "
+    "echo \"gems from Debian:$pkgs\"; apt-get install -y --no-install-recommends $pkgs"
+)
+
+
+def _ruby_rules(recipe: list[str], log: str) -> tuple[list[str], str] | None:
+    if _GEMS_UNREACHABLE.search(log) and "bundle install" in recipe:
+        # no gem registry: the Debian archive's gems, tests run without bundler (as Debian does)
+        return [DEBIAN_GEMS if line == "bundle install" else line for line in recipe], "gems from Debian"
+    return _apt_missing(_RB_MISSING, "ruby-{}")(recipe, log)
+
+
+# cargo could not reach the crates registry (or the host configured none it can reach)
+_CRATES_UNREACHABLE = re.compile(r"failed to get `[^`]+` as a dependency|Unable to update registry|"
+                                 r"failed to (?:update|query replaced source|load source for)|"
+                                 r"failed to download from|spurious network error|Couldn't resolve host")
+
+
+def _debian_crates(recipe: list[str], log: str, snap: Snapshot | None) -> list[str] | None:
+    """No crates registry: the declared crates from Debian's librust-*-dev packages (those the
+    archive has), cargo's crates-io replaced by their directory; a lockfile's crates.io pins
+    cannot hold there, so cargo may re-resolve it."""
+    if snap is None or not _CRATES_UNREACHABLE.search(log) or any(DEBIAN_CRATES in line for line in recipe):
+        return None
+    crates = sorted({c for f in snap.files if f.rsplit("/", 1)[-1] == "Cargo.toml" and "/target/" not in f"/{f}"
+                     for c in cargo_deps(snap.read(f) or "")})
+    if not crates:
+        return None
+    wanted = " ".join(debian_crate_package(c) for c in crates)
+    install = (f"pkgs=; for p in {wanted}; do if apt-cache show $p >/dev/null 2>&1; then pkgs=\"$pkgs $p\"; fi; "
+               f"done; echo \"crates from Debian ({DEBIAN_CRATES}):$pkgs\"; "
+               "apt-get install -y --no-install-recommends $pkgs")
+    return [install, cargo_source_line(), *(line.replace(" --locked", "") for line in recipe)]
+
+
+def _cargo_rules(recipe: list[str], log: str, snap: Snapshot | None = None) -> tuple[list[str], str] | None:
     if "--locked" in " ".join(recipe) and re.search(r"lock file .* needs to be updated|--locked was passed", log):
         return [line.replace(" --locked", "") for line in recipe], "stale Cargo.lock"
-    return None
+    fixed = _debian_crates(recipe, log, snap)
+    return (fixed, "crates from Debian") if fixed is not None else None
 
 
 # cgo is on by default and the standard library's net, os/user, runtime/cgo use it: the
@@ -204,14 +271,20 @@ def _go_rules(recipe: list[str], log: str) -> tuple[list[str], str] | None:
 
 RULES: dict[str, Callable[[list[str], str], tuple[list[str], str] | None]] = {
     "python": _python_rules,
-    "javascript": _apt_missing(_JS_MISSING, "node-{}"),
-    "ruby": _apt_missing(_RB_MISSING, "ruby-{}"),
+    "javascript": _js_rules,
+    "ruby": _ruby_rules,
     "rust": _cargo_rules,
     "go": _go_rules,
 }
 
 
-def rule_fix(language: str, recipe: list[str], log: str) -> tuple[list[str], str] | None:
+# rules that read the repository's own files too (the declared dependencies)
+_WITH_SNAPSHOT = {"rust"}
+
+
+def rule_fix(language: str, recipe: list[str], log: str, snap: Snapshot | None = None) -> tuple[list[str], str] | None:
     """(revised recipe, rule name), or None when no rule applies."""
     rule = RULES.get(language)
-    return rule(recipe, log) if rule else None
+    if rule is None:
+        return None
+    return rule(recipe, log, snap) if language in _WITH_SNAPSHOT else rule(recipe, log)

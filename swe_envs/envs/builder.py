@@ -235,7 +235,7 @@ class EnvBuilder:
                 tc, version = got
                 source, rule = "rule", "older interpreter"
                 continue
-            fixed = rule_fix(env.language, recipe, failure)
+            fixed = rule_fix(env.language, recipe, failure, snap)
             if fixed is not None:
                 (recipe, rule), source = fixed, "rule"
                 continue

@@ -277,6 +277,9 @@ def _js_plan(snap: Snapshot, selected: list[str]) -> TestPlan:
             runner = name
     if runner == "jest" and "--verbose" not in script:
         script += " --verbose"  # without it jest lists passing tests only for a single file
+    if runner == "tap" and re.search(r"(^|[\s;&|(])ava\b(?![-.])", script) and "--tap" not in script:
+        # ava's own reporter names failures only; its TAP reporter names every test
+        script = re.sub(r"(^|[\s;&|(])ava\b(?![-.])", r"\1ava --tap", script)
     # what `npm test` does, without needing npm in the image
     return TestPlan(f"PATH=/testbed/node_modules/.bin:$PATH; {script}", runner)
 
@@ -346,8 +349,12 @@ def _php_plan(snap: Snapshot, selected: list[str]) -> TestPlan:
 def _ruby_plan(snap: Snapshot, selected: list[str]) -> TestPlan:
     if any(f.startswith("spec/") for f in snap.files) or snap.has(".rspec"):
         files = [p for p in selected if p.endswith("_spec.rb")]
-        prefix = "bundle exec " if snap.has("Gemfile") else ""
-        return TestPlan(f"{prefix}rspec --format documentation --no-color {_q(files)}".strip(), "rspec")
+        rspec = f"rspec --format documentation --no-color {_q(files)}".strip()
+        if snap.has("Gemfile"):
+            # the bundle when it is complete; else the gems installed system-wide (Debian's, when
+            # no gem registry was reachable), as Debian runs a gem's tests without bundler
+            rspec = f"if bundle check >/dev/null 2>&1; then bundle exec {rspec}; else {rspec}; fi"
+        return TestPlan(rspec, "rspec")
     loader = 'Dir.glob("test/**/{*_test,test_*}.rb").sort.each { |f| require File.expand_path(f) }'
     return TestPlan(f"ruby -Ilib -Itest -e {shlex.quote(loader)} -- -v", "minitest")
 

@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+
+# shared with the SWE environments' Rust rule (moved to swe_envs/crates.py)
+from swe_envs.crates import CARGO_SOURCE, DEBIAN_CRATES, cargo_deps, cargo_source_line, debian_crate_package  # noqa: F401
 
 # Debian packages of the jars the stand-in puts on the class path
 JAVA_TEST_PACKAGES = "junit5 libassertj-core-java"
@@ -74,11 +76,6 @@ exec java -cp "$out/test:$out/main:src/main/resources:src/test/resources$CP" \
 """
 
 
-DEBIAN_CRATES = "/usr/share/cargo/registry"
-CARGO_SOURCE = ('[source.crates-io]\nreplace-with = "debian-packages"\n'
-                f'[source.debian-packages]\ndirectory = "{DEBIAN_CRATES}"\n')
-
-
 @dataclass(frozen=True)
 class Warming:
     rule: str  # npm-project-deps | gradle-wrapper
@@ -93,27 +90,6 @@ GRADLE = Warming("gradle-wrapper", "Gradle distribution download (gradlew) + JUn
 
 CARGO = Warming("cargo-debian-crates", "crates from a registry (Cargo dependencies)",
                 "Debian's librust-*-dev packages as cargo's crates-io source")
-
-
-def cargo_deps(text: str) -> list[str]:
-    """Registry crates a Cargo.toml declares ([dependencies], [dev-dependencies]); path/git ones are local."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
-        return []
-    out = []
-    for table in ("dependencies", "dev-dependencies"):
-        for name, spec in (data.get(table) or {}).items():
-            if isinstance(spec, dict):
-                if "path" in spec or "git" in spec:
-                    continue
-                name = spec.get("package", name)
-            out.append(name)
-    return sorted(set(out))
-
-
-def debian_crate_package(crate: str) -> str:
-    return "librust-" + re.sub(r"[^a-z0-9]+", "-", crate.lower()) + "-dev"
 
 
 def _crates(ctx: Path) -> list[str]:
@@ -173,9 +149,7 @@ def warm_dockerfile(image: str, rules: list[Warming], ctx: Path | None = None) -
             pkgs = " ".join(debian_crate_package(c) for c in _crates(ctx)) if ctx else ""
             lines += [f"RUN apt-get update && apt-get install -y --no-install-recommends {pkgs} "
                       "&& rm -rf /var/lib/apt/lists/*",
-                      # printf expands the newline escapes (a Dockerfile line holds no newline)
-                      'RUN d="${CARGO_HOME:-$HOME/.cargo}" && mkdir -p "$d" && printf '
-                      f"'{CARGO_SOURCE.replace(chr(10), chr(92) + 'n')}' >> \"$d/config.toml\""]
+                      f"RUN {cargo_source_line()}"]
     return "\n".join(lines) + "\n"
 
 

@@ -4,6 +4,7 @@ tree as a one-commit repository (Debian's packaging dropped) and the parse-vs-su
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 from benchmarks import swe_langs_debian as bench
 from swe_envs.envs.parsers import parse_log
@@ -63,3 +64,60 @@ def test_era_date_is_the_debian_upload(tmp_path):
         " -- Yadd <yadd@debian.org>  Mon, 01 Mar 2021 10:00:00 +0100\n")
     assert bench.upload_date(tmp_path) == "2021-09-22T08:56:34+02:00"
     assert bench.upload_date(tmp_path / "nowhere") is None
+
+
+def _tarball(path, top, files, mtime=1_600_000_000):
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w:gz") as tar:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"{top}/{name}" if top else name)
+            info.size, info.mtime = len(data), mtime
+            tar.addfile(info, io.BytesIO(data))
+
+
+def test_orig_tarballs_are_the_upstream_tree_when_the_packaging_is_not_served(tmp_path):
+    # the mirror served node-throttleit's orig tarballs but not its debian.tar.xz: apt-get source
+    # left them (each checked against the signed index) and unpacked nothing
+    where = tmp_path / "pkg"
+    where.mkdir()
+    (where / "node-throttleit_1.0.0+~1.0.0-2.dsc").write_text("Format: 3.0 (quilt)\n")
+    _tarball(where / "node-throttleit_1.0.0+~1.0.0.orig.tar.gz", "package",
+             {"package.json": "{}", "test/index.js": ""}, mtime=1_500_000_000)
+    _tarball(where / "node-throttleit_1.0.0+~1.0.0.orig-types-throttleit.tar.gz", "types",
+             {"index.d.ts": ""}, mtime=1_600_000_000)
+    tree = bench.unpack_orig(where)
+    assert tree == where / "node-throttleit-1.0.0+~1.0.0"
+    assert sorted(str(p.relative_to(tree)) for p in tree.rglob("*") if p.is_file()) == [
+        "package.json", "test/index.js", "types-throttleit/index.d.ts"]  # a component: its own directory
+    assert bench.release_date(tree) == "2020-09-13T12:26:40+00:00"  # the newest file: the release
+    # no main orig tarball (only the packaging, or nothing): no tree
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "rust-itoa_1.0.1-2.dsc").write_text("")
+    assert bench.unpack_orig(empty) is None
+    # a crate archive's normalised times say nothing of its release
+    _tarball(tmp_path / "c.tar.gz", "fnv-1.0.7", {"lib.rs": ""}, mtime=0)
+    subprocess.run(["tar", "-xf", str(tmp_path / "c.tar.gz"), "-C", str(tmp_path)], check=True)
+    assert bench.release_date(tmp_path / "fnv-1.0.7") is None
+
+
+def test_fetch_falls_back_to_the_orig_tarball(tmp_path, monkeypatch):
+    # apt-get itself stands in only for the mirror: its partial result (a 404 on the packaging) is
+    # what the real mirror gave for rust-fnv
+    apt = bench.AptSource(tmp_path)
+    real_run = subprocess.run
+
+    def fake_run(cmd, cwd=None, **kw):
+        if cmd[0] != "apt-get":
+            return real_run(cmd, cwd=cwd, **kw)
+        _tarball(Path(cwd) / "rust-fnv_1.0.7.orig.tar.gz", "fnv-1.0.7", {"Cargo.toml": "", "lib.rs": ""})
+        (Path(cwd) / "rust-fnv_1.0.7-1.dsc").write_text("")
+        return subprocess.CompletedProcess(cmd, 100, "", "E: Failed to fetch http://m/pool/main/r/rust-fnv/"
+                                           "rust-fnv_1.0.7-1.debian.tar.xz  404  Not Found [IP: 192.0.2.1 80]\n")
+
+    monkeypatch.setattr(bench.subprocess, "run", fake_run)
+    tree, version, err = apt.fetch("rust-fnv")
+    assert err == "" and version == "1.0.7-1" and (tree / "Cargo.toml").is_file()

@@ -126,3 +126,65 @@ def test_cmake_library_tests_gated_by_an_option_are_switched_on(tmp_path):
     # no such option: the configure line is as before
     repo, head = make_git(tmp_path / "plain", {"CMakeLists.txt": "project(a)\nenable_testing()\n", "a.c": ""})
     assert languages.recipe("c", Snapshot(repo, head))[0] == "cmake -S . -B build -DCMAKE_BUILD_TYPE=Debug"
+
+
+def test_npm_before_with_no_version_that_old_resolves_without_the_date():
+    # node-ansi-regex 5.0.1 (Debian upload 2021-09-22): the registry reachable here records the
+    # time it copied each version (2024 and later), so --before=2021-09-22 left ava no version
+    log = "npm ERR! code ENOVERSIONS\nnpm ERR! No versions available for ava\n"
+    recipe = ["apt-get install -y --no-install-recommends npm", "npm install --no-audit --no-fund --before=2021-09-22"]
+    fixed, rule = rule_fix("javascript", recipe, log)
+    assert rule == "drop npm --before"
+    assert fixed == [recipe[0], "npm install --no-audit --no-fund"]
+    assert rule_fix("javascript", fixed, log) is None  # applied once
+    notarget = "npm error notarget No matching version found for ava@^2.4.0 with a date before 9/22/2021.\n"
+    assert rule_fix("javascript", recipe, notarget)[1] == "drop npm --before"
+    # a missing module is still a Debian node-* package
+    assert rule_fix("javascript", fixed, "Error: Cannot find module 'chalk'")[1] == "missing module"
+
+
+def test_ava_runs_with_its_tap_reporter(tmp_path):
+    # node-ansi-regex / node-array-union: "xo && ava && tsd"; ava's default reporter names failures only
+    repo, head = make_git(tmp_path / "ava", {"package.json": json.dumps(
+        {"scripts": {"test": "xo && ava && tsd"}, "devDependencies": {"ava": "^2.4.0"}}), "test.js": ""})
+    plan = languages.test_plan("javascript", Snapshot(repo, head))
+    assert plan.runner == "tap" and plan.command.endswith("xo && ava --tap && tsd")
+    repo, head = make_git(tmp_path / "avab", {"package.json": json.dumps(
+        {"scripts": {"test": "ava --tap test.js && ava-lint"}}), "test.js": ""})
+    assert languages.test_plan("javascript", Snapshot(repo, head)).command.endswith("ava --tap test.js && ava-lint")
+
+
+def test_gems_from_debian_when_no_gem_registry_answers(tmp_path):
+    # ruby-hashie 5.0.0: bundle install cannot reach its gem source (bundler's HTTP error, exit 17)
+    log = ("Could not fetch specs from <the Gemfile source> due to underlying error <...>\n"
+           "ERROR: The command '/bin/sh -c bundle install' returned a non-zero code: 17\n")
+    recipe = ["apt-get install -y --no-install-recommends ruby-bundler", "bundle install"]
+    fixed, rule = rule_fix("ruby", recipe, log)
+    assert rule == "gems from Debian" and fixed[0] == recipe[0]
+    assert "Bundler::Definition.build" in fixed[1] and "ruby-$n $n" in fixed[1] and "bundle install" not in fixed
+    assert rule_fix("ruby", fixed, log) is None  # applied once
+    assert rule_fix("ruby", fixed, "cannot load such file -- rspec/pending_for\n") == (
+        [*fixed, "apt-get install -y --no-install-recommends ruby-rspec"], "missing module")
+    # rspec runs under bundler only when the bundle is complete
+    repo, head = make_git(tmp_path / "rb", {"Gemfile": "gemspec\n", "spec/a_spec.rb": "", "lib/a.rb": ""})
+    cmd = languages.test_plan("ruby", Snapshot(repo, head)).command
+    assert cmd.startswith("if bundle check >/dev/null 2>&1; then bundle exec rspec") and "else rspec" in cmd
+
+
+def test_crates_from_debian_when_no_crates_registry_answers(tmp_path):
+    # rust-hex 0.4.3 (orig tarball = the published crate): dev-dependencies from a registry
+    toml = ('[package]\nname = "hex"\nversion = "0.4.3"\n[dependencies.serde]\nversion = "1.0"\noptional = true\n'
+            '[dev-dependencies.pretty_assertions]\nversion = "0.6"\n[dev-dependencies]\nlocal = { path = "x" }\n')
+    repo, head = make_git(tmp_path / "hex", {"Cargo.toml": toml, "src/lib.rs": ""})
+    snap = Snapshot(repo, head)
+    log = "error: failed to get `pretty_assertions` as a dependency of package `hex v0.4.3 (/testbed)`\n"
+    recipe = ["cargo test --no-run --locked"]
+    fixed, rule = rule_fix("rust", recipe, log, snap)
+    assert rule == "crates from Debian"
+    assert "librust-pretty-assertions-dev librust-serde-dev" in fixed[0] and "librust-local" not in fixed[0]
+    assert "/usr/share/cargo/registry" in fixed[1] and fixed[2] == "cargo test --no-run"
+    assert rule_fix("rust", fixed, log, snap) is None  # applied once
+    assert rule_fix("rust", recipe, log) is None  # without the repository's files nothing to name
+    # a crate with no registry dependencies has nothing to install
+    repo, head = make_git(tmp_path / "fnv", {"Cargo.toml": '[package]\nname = "fnv"\n', "lib.rs": ""})
+    assert rule_fix("rust", recipe, log, Snapshot(repo, head)) is None

@@ -5,6 +5,13 @@ with ``from`` in human/user, gpt/assistant, system, function_call (an assistant 
 ``value`` is JSON ``{"name": ..., "arguments": {...}}``), observation/tool (a tool result).
 Consecutive function_call turns become one assistant message with several calls. Unknown
 ``from`` values are kept as that role, so ``normalize`` rejects them as ``unknown_role``.
+
+Typed parts (LLaMA-Factory's messages format): ``content`` is a list of
+``{"type": "text" | "reasoning" | "tool_call", "value": ...}``; text parts become the content,
+reasoning parts ``reasoning_content``, tool_call parts (``value`` is JSON ``{"name", "arguments"}``)
+``tool_calls``. Other part types (images, audio) are left in place, so ``normalize`` rejects
+them as ``non_string_content``; OpenAI's own text parts (``{"type": "text", "text": ...}``) are
+read by ``normalize``.
 """
 
 from __future__ import annotations
@@ -46,13 +53,45 @@ def sharegpt_to_messages(turns: Any) -> list[dict[str, Any]]:
     return out
 
 
+_PART_TYPES = {"text", "reasoning", "tool_call"}
+
+
+def _typed_parts_message(m: Any) -> Any:
+    """One message with LLaMA-Factory typed parts as an OpenAI-style message; anything else as is."""
+    parts = m.get("content") if isinstance(m, dict) else None
+    if not (isinstance(parts, list) and parts and all(isinstance(p, dict) and "value" in p for p in parts)):
+        return m
+    if not all(p.get("type") in _PART_TYPES and isinstance(p["value"], str) for p in parts):
+        return m  # an image or a non-string value: normalize() rejects it with a reason
+    out = {k: v for k, v in m.items() if k != "content"}
+    out["content"] = "".join(p["value"] for p in parts if p["type"] == "text")
+    reasoning = [p["value"] for p in parts if p["type"] == "reasoning"]
+    if reasoning:
+        out["reasoning_content"] = "\n".join(reasoning)
+    calls = []
+    for p in parts:
+        if p["type"] == "tool_call":
+            try:
+                call = json.loads(p["value"])
+            except json.JSONDecodeError:
+                call = {"arguments": p["value"]}  # no name: rejected as tool_call_without_name
+            call = call if isinstance(call, dict) else {}
+            calls.append({"type": "function", "function": {"name": call.get("name"), "arguments": call.get("arguments", {})}})
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
 def conversation_of(record: Any) -> tuple[Any, Any]:
     """(messages, tools) of one JSONL record: a message list, ``{"messages": [...], "tools":
     [...]}`` (OpenAI fine-tuning format) or ShareGPT ``{"conversations": [...]}``."""
     if isinstance(record, list):
         return record, None
     if isinstance(record, dict) and "messages" in record:
-        return record["messages"], record.get("tools")
+        msgs = record["messages"]
+        if isinstance(msgs, list):
+            msgs = [_typed_parts_message(m) for m in msgs]
+        return msgs, record.get("tools")
     if isinstance(record, dict) and "conversations" in record:
         return sharegpt_to_messages(record["conversations"]), record.get("tools")
     raise Reject("unknown_record_format", "expected a message list, {messages: ...} or {conversations: ...}")

@@ -27,26 +27,42 @@ from training.chat_template.template import (
 )  # fmt: skip
 
 
+def _properties(fn: dict) -> dict[str, Any]:
+    """Argument specs of one tool: JSON schema's ``parameters.properties``, or the flat layout
+    of ToolBench/xLAM data where ``parameters`` maps each argument to its spec directly."""
+    params = fn.get("parameters") or {}
+    if not isinstance(params, dict):
+        return {}
+    if isinstance(params.get("properties"), dict):
+        return params["properties"]
+    if params.get("type") == "object":
+        return {}
+    return {k: v for k, v in params.items() if isinstance(v, dict)}
+
+
 def _arg_types(tools: list[dict]) -> dict[tuple[str, str], str]:
-    """(function name, argument) -> JSON-schema type, from OpenAI-style tool definitions."""
+    """(function name, argument) -> type, from tool definitions. Python-style names of the flat
+    layout ("str", "str, optional") count as JSON schema's "string"."""
     types = {}
     for t in tools:
         fn = t.get("function", t)
-        props = (fn.get("parameters") or {}).get("properties") or {}
-        for k, spec in props.items():
+        if not isinstance(fn, dict):
+            continue
+        for k, spec in _properties(fn).items():
             if isinstance(spec, dict) and isinstance(spec.get("type"), str):
-                types[(fn.get("name"), k)] = spec["type"]
+                typ = spec["type"].split(",")[0].strip()
+                types[(fn.get("name"), k)] = "string" if typ in ("str", "string") else typ
     return types
 
 
 def _arg_value(raw: str, typ: str | None) -> Any:
+    """A string argument is written raw, any other value as JSON (GLM's template): read it as
+    JSON unless the schema says string; text that is not JSON is the string it is."""
     if typ == "string":
         return raw
     try:
         return json.loads(raw)
     except json.JSONDecodeError:
-        if typ is not None:
-            raise ValueError(f"argument value {raw[:40]!r} is not valid JSON for type {typ}") from None
         return raw
 
 

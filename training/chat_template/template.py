@@ -95,7 +95,9 @@ def _text(value: Any, where: str, allow_none: bool = False) -> str:
     if value is None and allow_none:
         return ""
     if isinstance(value, list) and all(isinstance(p, dict) and p.get("type") == "text" for p in value):
-        value = "".join(str(p.get("text", "")) for p in value)  # OpenAI text parts
+        if not all(isinstance(p.get("text"), str) for p in value):  # never read a part as empty text
+            raise Reject("non_string_content", f"{where} has a text part without a string 'text'")
+        value = "".join(p["text"] for p in value)  # OpenAI text parts
     if not isinstance(value, str):
         raise Reject("non_string_content", f"{where} is {type(value).__name__}")
     if SPECIAL_RE.search(value):
@@ -186,7 +188,12 @@ def normalize(messages: Any) -> list[dict[str, Any]]:
 
 
 def _tools(tools: Any) -> list[dict[str, Any]]:
-    if tools is None:
+    if isinstance(tools, str):  # ShareGPT data (LLaMA-Factory, glaive) stores the list as a JSON string
+        try:
+            tools = json.loads(tools) if tools.strip() else None
+        except json.JSONDecodeError:
+            raise Reject("bad_tools", "tools is a string that is not JSON") from None
+    if tools is None or tools == []:
         return []
     if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
         raise Reject("bad_tools", "tools must be a list of objects")

@@ -283,3 +283,67 @@ def test_cli_prints_samples_and_counts_rejects(tmp_path):
         capture_output=True, text=True,
     )  # fmt: skip
     assert bad.returncode == 2 and bad.stderr.startswith("error:")
+
+
+# -- formats found in public SFT data -------------------------------------------------------------
+
+
+def test_tools_given_as_a_json_string_like_sharegpt_data():
+    """LLaMA-Factory's ShareGPT files (glaive tool calling) keep ``tools`` as a JSON string, empty
+    when a conversation has none; a string that is not JSON is a counted reject, never a crash."""
+    from training.chat_template import conversation_of
+
+    tool = {"name": "f", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}
+    record = {"conversations": [{"from": "human", "value": "hi"},
+                                {"from": "function_call", "value": json.dumps({"name": "f", "arguments": {"q": "7"}})},
+                                {"from": "observation", "value": "{}"}, {"from": "gpt", "value": "ok"}],
+              "tools": json.dumps([tool])}  # fmt: skip
+    msgs, tools = conversation_of(record)
+    (s,) = render(msgs, "preserved", tools)
+    assert json.dumps(tool) + "\n</tools>" in s.text
+    assert parse(s.text)[0][1]["tool_calls"][0]["function"]["arguments"] == '{"q": "7"}'  # "7" stays a string
+    assert render(msgs, "preserved", "")[0].text.startswith("[gMASK]<sop><|user|>")  # no tools
+    with pytest.raises(Reject) as err:
+        render(msgs, "preserved", "[{oops")
+    assert err.value.reason == "bad_tools"
+
+
+def test_typed_content_parts_become_reasoning_content_and_tool_calls():
+    """LLaMA-Factory's messages format: typed parts with ``value``; OpenAI's text parts."""
+    from training.chat_template import conversation_of
+
+    record = {"messages": [
+        {"role": "user", "content": [{"type": "text", "value": "U"}]},
+        {"role": "assistant", "content": [{"type": "reasoning", "value": "R"},
+                                          {"type": "tool_call", "value": json.dumps({"name": "f", "arguments": {"x": 1}})}]},
+        {"role": "tool", "content": [{"type": "text", "value": "T"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "A"}, {"type": "text", "text": "B"}]},
+    ]}  # fmt: skip
+    msgs, _ = conversation_of(record)
+    (s,) = render(msgs, "preserved")
+    assert trained(s) == ["R</think><tool_call>f<arg_key>x</arg_key><arg_value>1</arg_value></tool_call><|observation|>",
+                          "</think>AB<|user|>"]  # fmt: skip
+    assert "<|user|>U<|assistant|>" in s.text and "<tool_response>T</tool_response>" in s.text
+    # never read as empty text: an image part, a text part without its text, a tool call without a name
+    for content in ([{"type": "image", "value": "a.png"}], [{"type": "text", "value": "U"}, {"type": "text"}],
+                    [{"type": "text", "value": "U"}, {"type": "text", "value": 3}], [{"type": "text"}]):  # fmt: skip
+        msgs, _ = conversation_of({"messages": [{"role": "user", "content": content}, record["messages"][3]]})
+        with pytest.raises(Reject) as err:
+            render(msgs, "preserved")
+        assert err.value.reason == "non_string_content", content
+    with pytest.raises(Reject) as err:
+        bad = {"role": "assistant", "content": [{"type": "tool_call", "value": '{"arguments": {}}'}]}
+        render(conversation_of({"messages": [record["messages"][0], bad]})[0], "preserved")
+    assert err.value.reason == "tool_call_without_name"
+
+
+def test_parse_types_arguments_by_flat_python_style_schemas():
+    """ToolBench/xLAM tool lists map arguments to specs directly, with types like "str, optional":
+    a string argument that looks like JSON ("2") must come back a string; a value that is not
+    JSON for a non-string type comes back as the text written."""
+    tools = [{"type": "function", "function": {"name": "us", "parameters": {
+        "cards": {"type": "str, optional", "default": "2"}, "n": {"type": "int"}}}}]  # fmt: skip
+    call = {"function": {"name": "us", "arguments": {"cards": "2", "n": "two"}}}
+    msgs = [{"role": "user", "content": "u"}, {"role": "assistant", "content": "", "tool_calls": [call]}]
+    back, _ = parse(render(msgs, "preserved", tools)[0].text)
+    assert json.loads(back[1]["tool_calls"][0]["function"]["arguments"]) == {"cards": "2", "n": "two"}

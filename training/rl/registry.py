@@ -81,7 +81,8 @@ class Registry:
                 slot = Slot(key or endpoint, role, task, capacity, managed=False)
                 self.slots[slot.key] = slot
             slot.endpoint, slot.capacity, slot.info = endpoint.rstrip("/"), capacity, info or {}
-            slot.state, slot.since = "starting", time.monotonic()
+            # a (re-)registration starts a fresh first wait: the old process's last heartbeat does not count
+            slot.state, slot.since, slot.last_ok = "starting", time.monotonic(), 0.0
             self._event(slot, "registered")
             self.lock.notify_all()
         return slot
@@ -93,7 +94,10 @@ class Registry:
         slot.proc = subprocess.Popen(slot.command(), stdout=log_fh, stderr=subprocess.STDOUT,
                                      start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         log_fh.close()
-        slot.endpoint, slot.state, slot.since, slot.inflight = None, "starting", time.monotonic(), 0
+        # last_ok goes too: the new process gets its own first wait (with the killed process's last
+        # heartbeat kept, a relaunched server still loading its model was declared unhealthy after
+        # timeout_s and killed again, until max_restarts gave the slot up)
+        slot.endpoint, slot.state, slot.since, slot.inflight, slot.last_ok = None, "starting", time.monotonic(), 0, 0.0
         self._event(slot, "launched", pid=slot.proc.pid)
 
     def kill(self, key: str) -> int | None:

@@ -34,8 +34,9 @@ def model(topk: int, seed: int = 0) -> GLMModel:
 TOKENS = torch.randint(0, 50, (2, 24), generator=torch.Generator().manual_seed(3))
 
 
-def test_topk_at_least_the_sequence_equals_dense_attention():
-    m = model(topk=24)  # every allowed key selected (the sparse gather path still runs)
+@pytest.mark.parametrize("topk", [24, 2048])  # = the sequence, and GLM-5's 2048 on 24 tokens
+def test_topk_at_least_the_sequence_equals_dense_attention(topk):
+    m = model(topk=topk)  # every allowed key selected (the sparse gather path still runs)
     with torch.no_grad():
         sparse = m(TOKENS, DOCS)
         m.set_dsa_dense(True)

@@ -9,7 +9,8 @@ and harnesses, never from the service itself:
 
 * ``toy``      — ``training.rl.toy_tasks`` (copy/sort/reverse/lookup, programmatic reward, token-level)
 * ``search``   — deep-search tasks from ``python -m synth.search generate``, ``synth.search.grade.score``
-* ``swe``      — SWE instances; the reply's diff is evaluated by ``python -m swe_envs evaluate``
+* ``swe``      — SWE instances (validate's output, or SWE-bench JSONL with ``repos``); the reply's
+                 diff is evaluated by ``python -m swe_envs evaluate``
                  (reward 1 = in ``resolved_ids``; 0 = unresolved, empty or a patch that is malformed
                  or does not apply; an environment/harness error is no reward at all)
 * ``terminal`` — Harbor tasks; the reply's shell script runs as the task's solution through
@@ -161,9 +162,17 @@ class SweBackend:
               "in a ```diff block.\n\n{problem}")
 
     def __init__(self, instances: str, config: str | None = None, timeout_s: float = 1800.0,
-                 max_tokens: int | None = None):
+                 max_tokens: int | None = None, repos: str | None = None):
+        """``instances``: validate's validated.jsonl, or SWE-bench-format JSONL with ``repos`` (git
+        clones REPOS/owner/name or bundles, as ``swe_envs evaluate --repos`` takes them)."""
         self.instances = _read_jsonl(instances, "SWE instances")
+        for n, inst in enumerate(self.instances, 1):
+            if not isinstance(inst.get("instance_id"), str):
+                raise InputError(f"{instances}:{n}: a SWE instance needs a string 'instance_id'")
+        if repos is not None and not Path(repos).is_dir():
+            raise InputError(f"SWE repos: not a directory: {repos}")
         self.path, self.config, self.timeout_s, self.max_tokens = instances, config, timeout_s, max_tokens
+        self.repos = repos
 
     def instance(self, seed: int) -> dict:
         inst = self.instances[seed % len(self.instances)]
@@ -190,6 +199,8 @@ class SweBackend:
                    "--predictions", str(preds), "--output", f"{tmp}/out"]
             if self.config:
                 cmd += ["--config", self.config]
+            if self.repos:
+                cmd += ["--repos", str(self.repos)]
             proc = _harness(cmd, self.timeout_s)
             report = Path(tmp) / "out" / "report.json"
             if not report.is_file():

@@ -43,3 +43,42 @@ def test_terminal_service_rewards_the_replys_script(tmp_path):
         assert got["reward"] == 1.0
     finally:
         stop(proc)
+
+
+def test_swe_service_reward_is_resolved_from_the_evaluation_harness(tmp_path):
+    """A real SWE-bench Verified instance (pallets/flask-5014, SWE-bench's own JSONL and the git
+    bundle in ../shared/swe-real): the gold patch inside a reply's ```diff block is `resolved`
+    (reward 1), a patch that changes nothing the tests see is unresolved (reward 0)."""
+    import time
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parents[4] / "shared" / "swe-real"
+    src = data / "swebench_verified_pytest_flask.jsonl"
+    if not src.is_file():
+        pytest.skip(f"no real SWE-bench instances at {data}")
+    from swe_envs.docker_setup import ensure_docker
+
+    ensure_docker(BASE)
+    inst = next(r for r in map(json.loads, src.read_text().splitlines()) if r["instance_id"] == "pallets__flask-5014")
+    one = tmp_path / "instances.jsonl"
+    one.write_text(json.dumps(inst) + "\n")
+    proc, url = start_module(["training.rl", "task-service", "--kind", "swe", "--name", "swe", "--args",
+                              json.dumps({"instances": str(one), "repos": str(data), "timeout_s": 1200})],
+                             tmp_path / "port")
+    try:
+        while isinstance(call(f"{url}/health", None), CallFailure):
+            time.sleep(0.05)
+        task = call(f"{url}/task", {"seed": 3})["instance"]
+        assert task["id"] == "pallets__flask-5014" and "pallets/flask" in task["messages"][0]["content"]
+
+        def reward(text: str):
+            return call(f"{url}/reward", {"instance": task, "messages": task["messages"] + [
+                {"role": "assistant", "content": text}]}, timeout_s=1500)
+
+        gold = reward(f"The fix:\n```diff\n{inst['patch']}```\nDone.")
+        assert gold["reward"] == 1.0 and gold["info"]["outcome"] == "resolved", gold
+        noop = "diff --git a/NOTES.txt b/NOTES.txt\nnew file mode 100644\n--- /dev/null\n+++ b/NOTES.txt\n@@ -0,0 +1 @@\n+note\n"
+        miss = reward(f"```diff\n{noop}```")
+        assert miss["reward"] == 0.0 and miss["info"]["outcome"] == "unresolved", miss
+    finally:
+        stop(proc)

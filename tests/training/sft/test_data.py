@@ -11,7 +11,7 @@ import pytest
 from tokenizers import Tokenizer
 
 from tests.training.chat_tok import chat_tokenizer
-from training.chat_template import normalize
+from training.chat_template import encode, normalize, render
 from training.sft.data import DataConfig, ReadReport, fit_to_context, mix, tokenized_samples
 
 
@@ -125,3 +125,44 @@ def test_terminal_agent_trials_are_sft_input(tmp_path, tok):
     cfg = DataConfig(datasets=[{"path": str(bare), "category": "coding_agent", "min_reward": 1.0}])
     assert len(tokenized_samples(cfg, tok, report)["coding_agent"]) == 1
     assert report.rejects == Counter(below_min_reward=1)
+
+
+def test_glm5_config_has_the_202752_token_context():
+    """configs/sft_glm5.yaml loads (with its 744B trainer base) and packs at GLM-5's context."""
+    from core.config import load_config
+    from training.sft.__main__ import SFTConfig, trainer_config
+
+    cfg = load_config(SFTConfig, "configs/sft_glm5.yaml")
+    assert cfg.data.max_context == 202_752 == DataConfig(datasets=[]).max_context
+    assert cfg.data.check().mode in ("interleaved", "preserved", "turn")
+    tcfg = trainer_config(cfg)  # the model is configured, not built
+    assert tcfg.model.num_layers == 78 and tcfg.model.hidden_size == 6144
+    tiny = load_config(SFTConfig, "configs/sft_tiny.yaml")
+    assert tiny.data.max_context < 202_752 and set(tiny.data.weights) == {"chat", "reasoning", "coding_agent"}
+
+
+def test_rl_trajectories_are_sft_input(tmp_path, tok):
+    """The trajectory contract the RL orchestrator hands the trainer (training.rl.trajectory):
+    a SWE-task episode's payload, written as JSONL, is an SFT record whose reward filters it."""
+    from training.rl.trajectory import Group, Traj
+
+    prompt = [{"role": "system", "content": "Fix the issue; answer with a unified diff."},
+              {"role": "user", "content": "add() subtracts"}]  # fmt: skip
+    rows = []
+    for i, reward in enumerate((1.0, 0.0)):
+        g = Group(f"g{i}", "swe", {"instance_id": "repo__1"}, prompt, [1, 2, 3], {}, 0)
+        t = Traj(f"t{i}", g, output_ids=[4, 5], loss_mask=[1, 1], logprobs=[-0.1, -0.2], versions=[0, 0], reward=reward)
+        t.messages = [{"role": "assistant", "reasoning_content": "a - b should be a + b",
+                       "content": "--- a/m.py\n+++ b/m.py\n-    return a - b\n+    return a + b"}]  # fmt: skip
+        rows.append(json.dumps(t.payload()))
+    path = tmp_path / "trajectories.jsonl"
+    path.write_text("\n".join(rows) + "\n")
+    report = ReadReport()
+    cfg = DataConfig(datasets=[{"path": str(path), "category": "coding_agent", "min_reward": 1.0}], mode="preserved")
+    (sample,) = tokenized_samples(cfg, tok, report)["coding_agent"]
+    assert report.rejects == Counter(below_min_reward=1)
+    (want,) = render(json.loads(rows[0])["messages"], "preserved")
+    assert sample == encode(want, tok)  # the episode's messages, rendered and masked by the template
+    assert [want.text[a:b] for a, b in want.spans] == [
+        "a - b should be a + b</think>--- a/m.py\n+++ b/m.py\n-    return a - b\n+    return a + b<|user|>"
+    ]

@@ -1,4 +1,5 @@
-"""The demo's one HTML page: the web job's plots (``pipelines.report.html``) plus a section per
+"""The demo's one HTML page: the web job's plots (``pipelines.report.html``), its corpus passes
+(dedup, DCLM classifier and threshold, LLM edu scoring and its distillation), then a section per
 later stage — issue–PR mining, long-context data, the mixture shards, training loss and the
 time of each stage. Every number is read back from the outputs the stages wrote."""
 
@@ -22,6 +23,55 @@ def _table(header: list[str], rows: list[list]) -> str:
 
 def _reasons(c: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(c["reasons"].items(), key=lambda kv: -kv[1]))
+
+
+def _fmt(v) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def _web(out: Path) -> str:
+    """What the web job decided over the whole corpus (job.json's ``corpus``), one row per pass;
+    a pass the run skipped shows the job's own reason."""
+    job = json.loads((out / "job.json").read_text())
+    corpus, cfg = job.get("corpus", {}), job.get("config", {})
+    counts = job.get("counts", {})
+    rows = []
+    mh = corpus.get("minhash")
+    if isinstance(mh, dict):
+        rows.append(["MinHash dedup", f"{mh.get('clusters', 0)} clusters, {mh.get('duplicates', 0)} duplicates "
+                     f"removed ({mh.get('lsh', '')})"])
+    if "template_lines" in corpus:
+        rows.append(["template lines", f"{corpus['template_lines']} template lines found (repeated across pages)"])
+    tr = corpus.get("dclm_training")
+    if isinstance(tr, dict):
+        rows.append(["DCLM classifier (fastText)", ", ".join(f"{k} {_fmt(v)}" for k, v in tr.items())])
+    elif tr is not None:
+        rows.append(["DCLM classifier (fastText)", str(tr)])
+    if "dclm_threshold" in corpus:
+        top = cfg.get("dclm", {}).get("keep_top_fraction")
+        rows.append(["DCLM keep top", f"{_fmt(top)} of the corpus: score ≥ {_fmt(corpus['dclm_threshold'])} "
+                     f"({corpus.get('dclm_threshold_method', '')})"])
+    if "llm_sample_docs" in corpus:
+        edu = cfg.get("edu", {})
+        llm = (edu.get("score") or {}).get("llm") or {}
+        served = "served locally by core.llm_server" if edu.get("serve_local_model") else llm.get("base_url", "")
+        scored = counts.get("edu_score", {})
+        rows.append(["LLM edu scoring", f"{corpus['llm_sample_docs']} documents scored by {llm.get('model', '?')} "
+                     f"({served}), {corpus.get('llm_unscored_docs', 0)} failed; "
+                     f"aggregation {(edu.get('score') or {}).get('aggregation', '?')}; "
+                     f"stage in/kept {scored.get('docs_in', '?')}/{scored.get('kept', '?')}"])
+    dist = corpus.get("edu_distillation")
+    if isinstance(dist, dict):
+        rows.append(["edu distillation (fastText)", ", ".join(f"{k} {_fmt(v)}" for k, v in dist.items())])
+    elif dist is not None:
+        rows.append(["edu distillation (fastText)", str(dist)])
+    thr = counts.get("edu_threshold")
+    if thr:
+        rows.append(["edu threshold", f"{(cfg.get('edu', {}).get('score') or {}).get('threshold', '?')}: "
+                     f"kept {thr['kept']} of {thr['docs_in']}"])
+    return (f"<p>engine {html.escape(str(job.get('engine', '')))}; kept {html.escape(str(job.get('kept', '')))} "
+            "documents (<code>documents/</code>), rejects with stage and reason in <code>rejects/</code></p>"
+            + _table(["corpus pass", "result"], rows))
 
 
 def _swe(out: Path) -> str:
@@ -82,6 +132,7 @@ def write_demo_report(out: str | Path, timings: dict[str, float]) -> Path:
     out = Path(out)
     report = Report(out)
     sections = [
+        ("Web quality: corpus passes (dedup, DCLM, LLM edu scoring)", _web(out)),
         ("Issue–PR mining (swe-mine)", _swe(out)),
         ("Long-context stage data", _longctx(out)),
         ("Mixture shards (pretraining)", _mixture(out)),

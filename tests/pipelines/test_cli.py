@@ -63,7 +63,7 @@ def test_demo_end_to_end(tmp_path, sample_corpus):
                                                           (3, "longctx")]
     assert all("mtp_loss" in m for m in metrics)  # the GLM-5-shaped model (MTP), not the TinyLM
     page = (out / "report" / "index.html").read_text()
-    for section in ("Kept and rejected per stage", "Issue–PR mining", "Long-context stage data",
+    for section in ("Kept and rejected per stage", "Web quality: corpus passes", "Issue–PR mining", "Long-context stage data",
                     "Mixture shards", "Training: loss per step", "Time per stage"):
         assert section in page
     assert (out / "report" / "loss.png").is_file() and (out / "report" / "stages.png").is_file()

@@ -187,3 +187,18 @@ def test_shipped_pipeline_configs_load_in_the_recipe_order():
     assert owned == set(tiny.stages[-1].tasks) and tiny.update.loss.eps_clip_high == 0.28
     demo = load_pipeline_config("configs/rl_stages_demo.yaml")
     assert [s.kind for s in demo.stages] == ["sft", "rl", "rl", "distill"] and demo.eval.every == 1
+
+
+def test_an_sft_stage_can_teach_and_distillation_starts_from_zero_advantage(tmp_path):
+    """The SFT stage's final checkpoint (written by training.trainer) registered as a teacher;
+    distilling right after it, the student is its teacher: the per-token advantage
+    sg[log pi_T - log pi_theta] is exactly zero (any other teacher would make it non-zero)."""
+    cfg = tiny_pipeline(
+        tasks={"plus": {"kind": "shift", "digits": 1}},
+        stages=[{"name": "sft", "kind": "sft", "steps": 2, "tasks": {"plus": 1}, "teacher_for": ["plus"]},
+                {"name": "distill", "kind": "distill", "steps": 1, "tasks": {"plus": 1}}],
+    )  # fmt: skip
+    state = Pipeline(cfg, tmp_path, log=lambda _m: None).run()
+    assert state["teachers"] == {"plus": state["completed"][0]["checkpoint"]}
+    last = state["completed"][1]["curve"][-1]
+    assert last["teacher_minus_student"] == 0.0 and last["loss"] == 0.0

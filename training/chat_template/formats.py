@@ -82,9 +82,34 @@ def _typed_parts_message(m: Any) -> Any:
     return out
 
 
+def alpaca_to_messages(record: dict) -> list[Any]:
+    """Alpaca (``instruction``, optional ``input``, ``output``, ``system``, ``history`` as
+    [[user, assistant], ...]), as LLaMA-Factory reads it: the prompt is the instruction and the
+    input joined by a newline. Non-string fields are kept, so ``normalize`` rejects them."""
+    msgs: list[Any] = []
+    if record.get("system"):
+        msgs.append({"role": "system", "content": record["system"]})
+    history = record.get("history") or []
+    if not isinstance(history, list):
+        history = [history]  # normalize() rejects the turn it makes
+    for pair in history:
+        if isinstance(pair, list) and len(pair) == 2:
+            msgs += [{"role": "user", "content": pair[0]}, {"role": "assistant", "content": pair[1]}]
+        else:
+            msgs.append(pair)  # not a [user, assistant] pair: rejected as bad_message
+    prompt, extra = record["instruction"], record.get("input")
+    if isinstance(prompt, str) and isinstance(extra, str) and extra:
+        prompt = prompt + "\n" + extra
+    elif extra not in (None, ""):
+        prompt = extra  # not a string: rejected as non_string_content, never dropped
+    msgs += [{"role": "user", "content": prompt}, {"role": "assistant", "content": record["output"]}]
+    return msgs
+
+
 def conversation_of(record: Any) -> tuple[Any, Any]:
     """(messages, tools) of one JSONL record: a message list, ``{"messages": [...], "tools":
-    [...]}`` (OpenAI fine-tuning format) or ShareGPT ``{"conversations": [...]}``."""
+    [...]}`` (OpenAI fine-tuning format), ShareGPT ``{"conversations": [...]}`` or Alpaca
+    ``{"instruction", "input", "output"}``."""
     if isinstance(record, list):
         return record, None
     if isinstance(record, dict) and "messages" in record:
@@ -94,13 +119,40 @@ def conversation_of(record: Any) -> tuple[Any, Any]:
         return msgs, record.get("tools")
     if isinstance(record, dict) and "conversations" in record:
         return sharegpt_to_messages(record["conversations"]), record.get("tools")
-    raise Reject("unknown_record_format", "expected a message list, {messages: ...} or {conversations: ...}")
+    if isinstance(record, dict) and "instruction" in record and "output" in record:
+        return alpaca_to_messages(record), None
+    raise Reject("unknown_record_format", "expected a message list, {messages}, {conversations} or {instruction, output}")
+
+
+def _json_array(path: Path) -> list | None:
+    """The records of a file that is one JSON array (how ShareGPT and LLaMA-Factory ship their
+    ``.json`` datasets), or None when the file is JSONL: its first line then parses alone (a
+    message list on one line is a JSONL record) or the file does not start with ``[``."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        first = next((line for line in f if line.strip()), "")
+    if not first.lstrip().startswith("["):
+        return None
+    try:
+        json.loads(first)
+        return None
+    except json.JSONDecodeError:
+        pass
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8", errors="replace"))
+    except json.JSONDecodeError:
+        return None  # read line by line: every bad line a counted reject
+    return data if isinstance(data, list) else None
 
 
 def conversation_lines(path: Path) -> Iterator[tuple[int, Any | None]]:
     """(line number, parsed record, or None when the line is not JSON) for every non-blank line
     of a conversations JSONL file. Not ``core.io.iter_jsonl``, which stops at the first bad
-    line: here a bad line is one counted reject (``bad_json``) and the rest is still read."""
+    line: here a bad line is one counted reject (``bad_json``) and the rest is still read.
+    A file that is one JSON array gives its elements, numbered from 1 as if they were lines."""
+    records = _json_array(path)
+    if records is not None:
+        yield from enumerate(records, 1)
+        return
     with open(path, encoding="utf-8", errors="replace") as f:
         for no, line in enumerate(f, 1):
             if line.strip():

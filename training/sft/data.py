@@ -1,8 +1,9 @@
 """SFT data: read chat datasets, render them with the GLM-5 template, fit them to the context,
 mix categories by weight, tokenize with loss masks.
 
-Inputs (JSONL, one conversation per line): OpenAI messages (a list, or ``{"messages": [...],
-"tools": [...]}``, extra keys ignored) and ShareGPT (``{"conversations": [...]}``); or a
+Inputs (JSONL, one conversation per line, or one JSON array): OpenAI messages (a list, or
+``{"messages": [...], "tools": [...]}``, extra keys ignored), ShareGPT (``{"conversations": [...]}``)
+and Alpaca (``training.chat_template.formats``); or a
 directory of terminal-agent trials (``swe_envs terminal run`` output: each trial's
 ``agent/trajectory.json`` with the reward from its ``result.json``). Each dataset names its category (chat / reasoning /
 coding_agent, or any name); a record may be filtered by its ``reward`` (``min_reward``, for

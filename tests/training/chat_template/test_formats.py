@@ -1,0 +1,59 @@
+"""Input formats: JSONL or one JSON array per file; OpenAI messages, ShareGPT and Alpaca records
+(LLaMA-Factory's conventions), each converted or rejected with a reason."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from training.chat_template import Reject, conversation_of, render
+from training.chat_template.formats import conversation_lines
+
+SHAREGPT = {"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "yo"}]}
+MESSAGES = [{"role": "user", "content": "u"}, {"role": "assistant", "content": "a"}]
+
+
+def test_a_json_array_file_gives_its_records(tmp_path):
+    """ShareGPT and LLaMA-Factory ship datasets as one (pretty-printed) JSON array."""
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps([SHAREGPT, {"messages": MESSAGES}, 7], indent=2))
+    assert list(conversation_lines(path)) == [(1, SHAREGPT), (2, {"messages": MESSAGES}), (3, 7)]
+
+
+def test_jsonl_whose_lines_are_message_lists_stays_jsonl(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text(json.dumps(MESSAGES) + "\n\n" + "{oops\n" + json.dumps(SHAREGPT) + "\n")
+    assert list(conversation_lines(path)) == [(1, MESSAGES), (3, None), (4, SHAREGPT)]
+    broken = tmp_path / "broken.json"  # an array cut short: line by line, every bad line counted
+    broken.write_text("[\n" + json.dumps(SHAREGPT) + ",\n")
+    assert [r for _, r in conversation_lines(broken)] == [None, None]
+
+
+def test_alpaca_records_become_messages():
+    rec = {"instruction": "Translate", "input": "chat", "output": "cat", "system": "S",
+           "history": [["hi", "hello"]]}  # fmt: skip
+    msgs, tools = conversation_of(rec)
+    assert tools is None and msgs == [
+        {"role": "system", "content": "S"}, {"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},
+        {"role": "user", "content": "Translate\nchat"}, {"role": "assistant", "content": "cat"},
+    ]  # fmt: skip
+    s0, s1 = render(msgs, "interleaved")
+    assert s1.text.endswith("<|user|>Translate\nchat<|assistant|><think></think>cat<|user|>")
+    assert conversation_of({"instruction": "I", "input": "", "output": "o"})[0][0] == {"role": "user", "content": "I"}
+
+
+@pytest.mark.parametrize(
+    ("record", "reason"),
+    [
+        ({"instruction": "I", "input": 5, "output": "o"}, "non_string_content"),
+        ({"instruction": None, "output": "o"}, "non_string_content"),
+        ({"instruction": "I", "output": "o", "history": [["only one"]]}, "bad_message"),
+        ({"prompt": "p", "completion": "c"}, "unknown_record_format"),
+    ],
+)
+def test_bad_alpaca_and_unknown_records_are_rejects(record, reason):
+    with pytest.raises(Reject) as err:
+        msgs, tools = conversation_of(record)
+        render(msgs, "interleaved", tools)
+    assert err.value.reason == reason

@@ -51,9 +51,9 @@ PACKAGES: dict[str, list[str]] = {
              "libcommons-collections4-java", "libhamcrest-java", "libcommons-cli-java", "libcommons-csv-java"],
     "javascript": ["node-ansi-regex", "node-parseurl", "node-merge-descriptors", "node-array-union", "node-brorand",
                    "node-after", "node-throttleit", "node-methods", "node-escape-string-regexp", "node-inherits"],
-    "ruby": ["ruby-hashie", "ruby-rainbow", "ruby-mustache", "ruby-ansi", "ruby-tzinfo", "ruby-addressable",
-             "ruby-diff-lcs", "ruby-power-assert"],
-    "rust": ["rust-fnv", "rust-itoa", "rust-scopeguard", "rust-cfg-if", "rust-hex", "rust-adler", "rust-either",
+    "ruby": ["ruby-hashie", "ruby-base32", "ruby-multipart-parser", "ruby-citrus", "ruby-colorator",
+             "ruby-attr-required", "ruby-blankslate", "ruby-base62", "ruby-rainbow", "ruby-diff-lcs"],
+    "rust": ["rust-fnv", "rust-hex", "rust-ident-case", "rust-pin-utils", "rust-adler32", "rust-itoa", "rust-either",
              "rust-strsim"],
 }
 DATA = ROOT / "data" / "debian-src"

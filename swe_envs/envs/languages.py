@@ -356,7 +356,11 @@ def _ruby_plan(snap: Snapshot, selected: list[str]) -> TestPlan:
             rspec = f"if bundle check >/dev/null 2>&1; then bundle exec {rspec}; else {rspec}; fi"
         return TestPlan(rspec, "rspec")
     loader = 'Dir.glob("test/**/{*_test,test_*}.rb").sort.each { |f| require File.expand_path(f) }'
-    return TestPlan(f"ruby -Ilib -Itest -e {shlex.quote(loader)} -- -v", "minitest")
+    # the same loader serves minitest and test-unit (Ruby's bundled test/unit); their -v differ
+    tests = [f for f in snap.files if f.startswith("test/") and f.endswith(".rb")][:50]
+    test_unit = any(re.search(r"require\s*\(?\s*['\"]test/unit['\"]|Test::Unit::TestCase", snap.read(f) or "")
+                    for f in tests)
+    return TestPlan(f"ruby -Ilib -Itest -e {shlex.quote(loader)} -- -v", "test-unit" if test_unit else "minitest")
 
 
 _PLANS = {

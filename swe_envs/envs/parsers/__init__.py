@@ -14,7 +14,7 @@ from swe_envs.envs.parsers.js import parse_jest, parse_mocha, parse_tap, parse_v
 from swe_envs.envs.parsers.jvm import parse_gradle, parse_junit_xml, parse_surefire
 from swe_envs.envs.parsers.native import parse_cargo, parse_ctest, parse_go_test, parse_gtest
 from swe_envs.envs.parsers.python import parse_pytest, parse_pytest_swebench, parse_unittest
-from swe_envs.envs.parsers.scripting import parse_minitest, parse_phpunit, parse_rspec
+from swe_envs.envs.parsers.scripting import parse_minitest, parse_phpunit, parse_rspec, parse_test_unit
 
 # dict order is the tie-break of ``auto``: JUnit XML, when a log carries it, is the most exact
 RUNNERS: dict[str, Callable[[str], ParseResult]] = {
@@ -35,6 +35,7 @@ RUNNERS: dict[str, Callable[[str], ParseResult]] = {
     "phpunit": parse_phpunit,
     "rspec": parse_rspec,
     "minitest": parse_minitest,
+    "test-unit": parse_test_unit,
 }
 ALIASES = {"go": "go-test", "go-json": "go-test", "junit": "junit-xml", "maven": "surefire", "node": "tap",
            "node-test": "tap", "googletest": "gtest", "cargo-test": "cargo", "python-unittest": "unittest"}

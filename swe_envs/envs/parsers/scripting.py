@@ -78,8 +78,16 @@ def parse_phpunit(log: str) -> ParseResult:
 
 
 _RSPEC_STATUS = re.compile(r"^(.*?) \((FAILED - \d+|PENDING: .*)\)$")
-_RSPEC_TOTAL = re.compile(r"^(\d+) examples?, (\d+) failures?(?:, (\d+) pending)?")
+_RSPEC_TOTAL = re.compile(r"^(\d+) examples?, (\d+) failures?(?:, (\d+) pending)?"
+                          r"(?:, (\d+) errors? occurred outside of examples)?")
+# a file that failed to load (or a failing suite hook): its report, up to the end of its backtrace
+_RSPEC_ERROR = "An error occurred "
+# RSpec's own notes, never part of the example tree
+_RSPEC_META = ("No examples found.", "Run options:", "Randomized with seed", "All examples were filtered out")
 _RSPEC_END = ("Pending:", "Failures:", "Finished in ")
+# what the code under test prints between the tree's lines: Ruby's warnings (stderr) and
+# Logger's default format; neither is an example group or an example
+_RUBY_NOISE = re.compile(r"^(?:\S+:\d+: warning: |[DIWEFAU], \[\d{4}-\d\d-\d\dT[\d:.]+ #\d+\]\s+[A-Z]+ -- )")
 
 
 def parse_rspec(log: str) -> ParseResult:
@@ -88,22 +96,35 @@ def parse_rspec(log: str) -> ParseResult:
     Only read when the summary line is there: without it any indented text would pass for a tree."""
     res = ParseResult("rspec")
     nodes: list[tuple[int, str]] = []
-    tree_done = False
+    tree_done = in_error = traced = False
     for line in clean(log).splitlines():
         line = line.rstrip()
         if m := _RSPEC_TOTAL.match(line):
             res.summary_seen = True
-            ex, fails, pending = int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
-            res.counts = {"passed": ex - fails - pending, "failed": fails, "skipped": pending, "error": 0}
+            ex, fails, pending, outside = (int(g or 0) for g in m.groups())
+            res.counts = {"passed": ex - fails - pending, "failed": fails, "skipped": pending, "error": outside}
         if tree_done or not line.strip():
             continue
         if line.startswith(_RSPEC_END):
             tree_done = True
             continue
+        if line.startswith(_RSPEC_ERROR):
+            in_error, traced = True, False
+            continue
+        if in_error:
+            if line.startswith("# "):
+                traced = True
+                continue
+            if not traced:
+                continue
+            in_error = False
+        if _RUBY_NOISE.match(line) or line.startswith(_RSPEC_META):
+            continue
         nodes.append((len(line) - len(line.lstrip(" ")), line.strip()))
     if not res.summary_seen:
         return res  # plain indented text is no evidence of RSpec without its summary line
     stack: list[tuple[int, str]] = []
+    seen: dict[str, int] = {}
     for i, (indent, text) in enumerate(nodes):
         while stack and stack[-1][0] >= indent:
             stack.pop()
@@ -114,7 +135,10 @@ def parse_rspec(log: str) -> ParseResult:
         status = PASSED
         if m := _RSPEC_STATUS.match(text):
             text, status = m.group(1), FAILED if m.group(2).startswith("FAILED") else SKIPPED
-        res.add(" ".join([t for _, t in stack] + [text]), status)
+        name = " ".join([t for _, t in stack] + [text])
+        # two examples may share a description (RSpec allows it): each is its own test
+        seen[name] = seen.get(name, 0) + 1
+        res.add(name if seen[name] == 1 else f"{name} [{seen[name]}]", status)
     return res
 
 
@@ -132,4 +156,35 @@ def parse_minitest(log: str) -> ParseResult:
             runs, f, e, s = map(int, m.groups())
             res.summary_seen = True
             res.counts = {"passed": runs - f - e - s, "failed": f, "skipped": s, "error": e}
+    return res
+
+
+# test-unit (Ruby's bundled ``test/unit``) with ``-v``: a test case's name alone on its line, then
+# ``  test_name:<tabs>.: (0.001)``; a failure prints its report between the mark and the time
+_TU_CASE = re.compile(r"^(\s*)(\S.*?): $")
+_TU_TEST = re.compile(r"^(\s+)(\S.*?):\t+([.FEOPN])")
+_TU_TOTAL = re.compile(r"^(\d+) tests, \d+ assertions, (\d+) failures, (\d+) errors, (\d+) pendings, (\d+) omissions")
+
+
+def parse_test_unit(log: str) -> ParseResult:
+    res = ParseResult("test-unit")
+    cases: list[tuple[int, str]] = []  # (indent, name): sub test cases nest by indentation
+    for line in clean(log).splitlines():
+        line = line.rstrip("\n")
+        if m := _TU_TOTAL.match(line):
+            tests, f, e, p, o = map(int, m.groups())
+            res.summary_seen = True
+            res.counts = {"passed": tests - f - e - p - o, "failed": f, "skipped": p + o, "error": e}
+        elif m := _TU_TEST.match(line):
+            indent = len(m.group(1))
+            while cases and cases[-1][0] >= indent:
+                cases.pop()
+            case = "::".join(c for _, c in cases)
+            status = {".": PASSED, "F": FAILED, "E": ERROR, "O": SKIPPED, "P": SKIPPED, "N": PASSED}[m.group(3)]
+            res.add(f"{case}#{m.group(2)}" if case else m.group(2), status)
+        elif m := _TU_CASE.match(line):
+            indent = len(m.group(1))
+            while cases and cases[-1][0] >= indent:
+                cases.pop()
+            cases.append((indent, m.group(2)))
     return res

@@ -188,3 +188,107 @@ def test_crates_from_debian_when_no_crates_registry_answers(tmp_path):
     # a crate with no registry dependencies has nothing to install
     repo, head = make_git(tmp_path / "fnv", {"Cargo.toml": '[package]\nname = "fnv"\n', "lib.rs": ""})
     assert rule_fix("rust", recipe, log, Snapshot(repo, head)) is None
+
+
+RSPEC_HASHIE = """Hashie::Dash
+  with property translation
+/testbed/lib/hashie/extensions/dash/property_translation.rb:132: warning: method redefined; discarding old id=
+/testbed/lib/hashie/dash.rb:99: warning: previous definition of id= was here
+    retains the original and also sets the copy
+W, [2026-11-30T15:11:08.539146 #13]  WARN -- : You are setting a key that conflicts with a built-in method
+    can be a required value
+Hashie::Extensions::Coercion
+  coerces from String to String via to_s
+  coerces from String to String via to_s
+  is pending (PENDING: Not yet implemented)
+
+Finished in 2.65 seconds (files took 5.35 seconds to load)
+5 examples, 0 failures, 1 pending
+"""
+
+
+def test_rspec_tree_ignores_warnings_and_keeps_examples_that_share_a_description():
+    # ruby-hashie 5.0.0: Ruby's warnings and Logger lines between the tree's lines became groups
+    # (parsed 708 != 700); two examples with one description are two tests
+    parsed = parse_log("rspec", RSPEC_HASHIE)
+    assert sorted(parsed.statuses) == [
+        "Hashie::Dash with property translation can be a required value",
+        "Hashie::Dash with property translation retains the original and also sets the copy",
+        "Hashie::Extensions::Coercion coerces from String to String via to_s",
+        "Hashie::Extensions::Coercion coerces from String to String via to_s [2]",
+        "Hashie::Extensions::Coercion is pending"]
+    assert parsed.tally()["passed"] == 4 and parsed.counts == {"passed": 4, "failed": 0, "skipped": 1, "error": 0}
+
+
+RSPEC_LOAD_ERROR = """
+An error occurred while loading ./spec/tests/lib/colorator_spec.rb. - Did you mean?
+                    rspec ./spec/tests/lib/colorator/core_ext_spec.rb
+
+Failure/Error: require "luna/rspec/formatters/checks"
+
+LoadError:
+  cannot load such file -- luna/rspec/formatters/checks
+# ./spec/spec/helper.rb:2:in `<top (required)>'
+# ./spec/tests/lib/colorator_spec.rb:1:in `<top (required)>'
+No examples found.
+
+Finished in 0.00006 seconds (files took 1.58 seconds to load)
+0 examples, 0 failures, 2 errors occurred outside of examples
+"""
+
+
+def test_rspec_load_errors_are_no_tests():
+    # ruby-colorator 1.1.0: the load error's report parsed as 8 passing examples, so the collect
+    # check let an environment whose specs never loaded through
+    parsed = parse_log("rspec", RSPEC_LOAD_ERROR)
+    assert parsed.statuses == {} and parsed.counts == {"passed": 0, "failed": 0, "skipped": 0, "error": 2}
+    # an error in a suite hook: the examples after its report still count
+    hook = RSPEC_LOAD_ERROR.replace("No examples found.\n", "Calc\n  adds\n").replace(" 0 examples", " 1 example")
+    assert parse_log("rspec", hook).statuses == {"Calc adds": "passed"}
+
+
+TEST_UNIT = """Loaded suite -e
+Started
+MultipartParser::ParserTest: 
+  test_fixtures:\t\t\t\t\t.: (0.001036)
+  test_parser_error:\t\t\t\t\tF
+===============================================================================
+Failure: test_parser_error(MultipartParser::ParserTest)
+<1> expected but was
+<2>
+===============================================================================
+: (0.002)
+  sub case: 
+    test: with spaces:\t\t\t\tO
+===============================================================================
+Omission: later
+===============================================================================
+: (0.0001)
+MultipartParser::ReaderTest: 
+  test_error_callback:\t\t\t\t\tE
+===============================================================================
+Error: test_error_callback(MultipartParser::ReaderTest): RuntimeError: x
+===============================================================================
+: (0.000104)
+
+Finished in 0.082400315 seconds.
+-------------------------------------------------------------------------------
+4 tests, 23 assertions, 1 failures, 1 errors, 0 pendings, 1 omissions, 0 notifications
+50% passed
+"""
+
+
+def test_test_unit_verbose_output(tmp_path):
+    # ruby-multipart-parser 0.1.1 requires 'test/unit': its -v output is not minitest's
+    parsed = parse_log("test-unit", TEST_UNIT)
+    assert parsed.statuses == {
+        "MultipartParser::ParserTest#test_fixtures": "passed",
+        "MultipartParser::ParserTest#test_parser_error": "failed",
+        "MultipartParser::ParserTest::sub case#test: with spaces": "skipped",
+        "MultipartParser::ReaderTest#test_error_callback": "error"}
+    assert parsed.summary_seen and parsed.counts == {"passed": 1, "failed": 1, "skipped": 1, "error": 1}
+    # the plan names the runner from the tests' own require
+    repo, head = make_git(tmp_path / "tu", {"lib/a.rb": "", "test/a_test.rb": "require 'test/unit'\n"})
+    assert languages.test_plan("ruby", Snapshot(repo, head)).runner == "test-unit"
+    repo, head = make_git(tmp_path / "mt", {"lib/a.rb": "", "test/a_test.rb": "require 'minitest/autorun'\n"})
+    assert languages.test_plan("ruby", Snapshot(repo, head)).runner == "minitest"

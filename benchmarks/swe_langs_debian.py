@@ -51,8 +51,9 @@ PACKAGES: dict[str, list[str]] = {
              "libcommons-collections4-java", "libhamcrest-java", "libcommons-cli-java", "libcommons-csv-java"],
     "javascript": ["node-ansi-regex", "node-parseurl", "node-merge-descriptors", "node-array-union", "node-brorand",
                    "node-after", "node-throttleit", "node-methods", "node-escape-string-regexp", "node-inherits"],
-    "ruby": ["ruby-hashie", "ruby-base32", "ruby-multipart-parser", "ruby-citrus", "ruby-colorator",
-             "ruby-attr-required", "ruby-blankslate", "ruby-base62", "ruby-rainbow", "ruby-diff-lcs"],
+    # (not ruby-citrus 3.0.2: its orig tarball lacks the grammar files its tests load)
+    "ruby": ["ruby-hashie", "ruby-base32", "ruby-multipart-parser", "ruby-colorator", "ruby-attr-required",
+             "ruby-blankslate", "ruby-base62", "ruby-rainbow", "ruby-diff-lcs"],
     "rust": ["rust-fnv", "rust-hex", "rust-ident-case", "rust-pin-utils", "rust-adler32", "rust-itoa", "rust-either",
              "rust-strsim"],
 }

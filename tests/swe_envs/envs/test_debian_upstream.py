@@ -249,7 +249,7 @@ def test_rspec_load_errors_are_no_tests():
 
 TEST_UNIT = """Loaded suite -e
 Started
-MultipartParser::ParserTest: 
+MultipartParser::ParserTest:\x20
   test_fixtures:\t\t\t\t\t.: (0.001036)
   test_parser_error:\t\t\t\t\tF
 ===============================================================================
@@ -258,13 +258,13 @@ Failure: test_parser_error(MultipartParser::ParserTest)
 <2>
 ===============================================================================
 : (0.002)
-  sub case: 
+  sub case:\x20
     test: with spaces:\t\t\t\tO
 ===============================================================================
 Omission: later
 ===============================================================================
 : (0.0001)
-MultipartParser::ReaderTest: 
+MultipartParser::ReaderTest:\x20
   test_error_callback:\t\t\t\t\tE
 ===============================================================================
 Error: test_error_callback(MultipartParser::ReaderTest): RuntimeError: x

@@ -268,7 +268,8 @@ def _python_plan(snap: Snapshot, selected: list[str]) -> TestPlan:
 
 
 def _js_plan(snap: Snapshot, selected: list[str]) -> TestPlan:
-    script = (_package_json(snap).get("scripts") or {}).get("test") or ""
+    scripts = _package_json(snap).get("scripts") or {}
+    script = project_files.npm_test_script(scripts) if isinstance(scripts, dict) else ""
     if not script or "no test specified" in script:
         return TestPlan("node --test", "tap")
     runner = "tap"

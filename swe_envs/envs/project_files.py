@@ -1,6 +1,6 @@
 """What a repository's own files say that its recipe and test command need, beyond the manifest's
 name: a pre-modules Go tree's import path, the CMake switches that gate a library's tests, which
-of a PHP library's composer dependencies a test loads. Found on real upstream trees
+of a PHP library's composer dependencies a test loads, the steps of an npm test script that test. Found on real upstream trees
 (``benchmarks/swe_langs_debian.py``)."""
 
 from __future__ import annotations
@@ -69,3 +69,31 @@ def php_needs_install(snap: Snapshot) -> bool:
     comp = composer(snap)
     deps = {k for k in {**(comp.get("require") or {}), **(comp.get("require-dev") or {})} if "/" in k}
     return any(not PHP_DEV_TOOLS.match(d) for d in deps)
+
+
+# steps of an npm test script that check style or types and report no test: a lint finding
+# (likely when a newer linter than the era's resolves) would stop `a && b` before the tests ran
+# (not tsc: a TypeScript project's tests run on what it compiles)
+NPM_NOT_TESTS = ("xo", "eslint", "standard", "semistandard", "tsd", "tslint", "jshint", "jscs", "prettier",
+                 "dtslint", "check-dts", "markdownlint", "depcheck")
+_NPM_RUN = re.compile(r"^npm\s+(?:run|run-script)\s+([\w:.-]+)\s*$")
+
+
+def npm_test_script(scripts: dict, name: str = "test", depth: int = 0) -> str:
+    """The ``test`` script as the commands it runs: ``npm run X`` steps spelled out (npm may not
+    be in the image), linters and type checkers left out; the script unchanged when that would
+    leave nothing."""
+    script = str(scripts.get(name) or "")
+    if depth > 3 or "||" in script or ";" in script:
+        return script  # beyond a plain chain of steps: as written
+    steps = []
+    for step in (s.strip() for s in script.split("&&")):
+        m = _NPM_RUN.match(step)
+        if m and m.group(1) in scripts and m.group(1) != name:
+            step = npm_test_script(scripts, m.group(1), depth + 1)
+        words = step.split()
+        if words and words[0] in NPM_NOT_TESTS:
+            continue
+        if step:
+            steps.append(step)
+    return " && ".join(steps) or script

@@ -44,8 +44,8 @@ def render_cmd(
     for line_no, record in conversation_lines(messages):
         n_in += 1
         try:
-            if record is None:
-                raise Reject("bad_json")
+            if isinstance(record, Reject):  # a line that is not UTF-8 JSON
+                raise record
             msgs, tools = conversation_of(record)
             samples = render(msgs, mode, tools)  # type: ignore[arg-type]
         except json.JSONDecodeError:  # raised while converting a record: counted as an unparsable line

@@ -128,35 +128,39 @@ def _json_array(path: Path) -> list | None:
     """The records of a file that is one JSON array (how ShareGPT and LLaMA-Factory ship their
     ``.json`` datasets), or None when the file is JSONL: its first line then parses alone (a
     message list on one line is a JSONL record) or the file does not start with ``[``."""
-    with open(path, encoding="utf-8", errors="replace") as f:
-        first = next((line for line in f if line.strip()), "")
-    if not first.lstrip().startswith("["):
+    with open(path, "rb") as f:
+        first = next((line for line in f if line.strip()), b"")
+    if not first.lstrip().startswith(b"["):
         return None
     try:
         json.loads(first)
         return None
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, UnicodeDecodeError):
         pass
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8", errors="replace"))
-    except json.JSONDecodeError:
+        data = json.loads(Path(path).read_bytes().decode("utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError):
         return None  # read line by line: every bad line a counted reject
     return data if isinstance(data, list) else None
 
 
-def conversation_lines(path: Path) -> Iterator[tuple[int, Any | None]]:
-    """(line number, parsed record, or None when the line is not JSON) for every non-blank line
-    of a conversations JSONL file. Not ``core.io.iter_jsonl``, which stops at the first bad
-    line: here a bad line is one counted reject (``bad_json``) and the rest is still read.
+def conversation_lines(path: Path) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed record) for every non-blank line of a conversations JSONL file; a
+    line that is not UTF-8 JSON gives a ``Reject`` (``undecodable_text`` or ``bad_json``) in
+    place of its record, never text with replaced bytes. Not ``core.io.iter_jsonl``, which
+    stops at the first bad line: here a bad line is one counted reject and the rest is read.
     A file that is one JSON array gives its elements, numbered from 1 as if they were lines."""
     records = _json_array(path)
     if records is not None:
         yield from enumerate(records, 1)
         return
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for no, line in enumerate(f, 1):
-            if line.strip():
-                try:
-                    yield no, json.loads(line)
-                except json.JSONDecodeError:
-                    yield no, None
+    with open(path, "rb") as f:
+        for no, raw in enumerate(f, 1):
+            if not raw.strip():
+                continue
+            try:
+                yield no, json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError as e:
+                yield no, Reject("undecodable_text", f"byte {e.start} is not UTF-8")
+            except json.JSONDecodeError as e:
+                yield no, Reject("bad_json", e.msg)

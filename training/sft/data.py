@@ -82,10 +82,10 @@ class ReadReport:
                 "rejects": dict(self.rejects), "mixed": dict(self.mixed), "trimmed": dict(self.trimmed)}  # fmt: skip
 
 
-def read_records(path: Path) -> Iterator[tuple[int, Any | None]]:
-    """(line number, parsed record or None when the line is not JSON). A directory is read as
-    Harbor trial output (``swe_envs terminal run``): every ``*/agent/trajectory.json`` message
-    list with the ``reward`` of its trial's ``result.json``."""
+def read_records(path: Path) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed record, or a ``Reject`` with its reason for a line that is not UTF-8
+    JSON). A directory is read as Harbor trial output (``swe_envs terminal run``): every
+    ``*/agent/trajectory.json`` message list with the ``reward`` of its trial's ``result.json``."""
     if path.is_dir():
         for no, traj in enumerate(sorted(path.glob("*/agent/trajectory.json")), 1):
             try:
@@ -94,7 +94,7 @@ def read_records(path: Path) -> Iterator[tuple[int, Any | None]]:
                 result = json.loads(result_path.read_text(encoding="utf-8")) if result_path.is_file() else {}
                 yield no, {"messages": messages, "reward": result.get("reward")}
             except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
-                yield no, None
+                yield no, Reject("bad_trajectory", f"{traj.parent.parent.name}: unreadable trajectory.json or result.json")
         return
     if not path.is_file():
         raise InputError(f"{path}: no such dataset file or trial directory")
@@ -159,8 +159,8 @@ def tokenized_samples(cfg: DataConfig, tok, report: ReadReport) -> dict[str, lis
     for ds in cfg.datasets:
         for _no, record in read_records(Path(ds.path)):
             report.conversations += 1
-            if record is None:
-                report.rejects["bad_json"] += 1
+            if isinstance(record, Reject):  # not UTF-8 JSON
+                report.rejects[record.reason] += 1
                 continue
             if ds.min_reward is not None:  # a record without a reward (a bare message list too) fails it
                 reward = record.get("reward") if isinstance(record, dict) else None

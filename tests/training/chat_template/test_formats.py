@@ -24,10 +24,27 @@ def test_a_json_array_file_gives_its_records(tmp_path):
 def test_jsonl_whose_lines_are_message_lists_stays_jsonl(tmp_path):
     path = tmp_path / "d.jsonl"
     path.write_text(json.dumps(MESSAGES) + "\n\n" + "{oops\n" + json.dumps(SHAREGPT) + "\n")
-    assert list(conversation_lines(path)) == [(1, MESSAGES), (3, None), (4, SHAREGPT)]
+    got = list(conversation_lines(path))
+    assert [(n, r) for n, r in got if not isinstance(r, Reject)] == [(1, MESSAGES), (4, SHAREGPT)]
+    assert got[1][0] == 3 and got[1][1].reason == "bad_json"
     broken = tmp_path / "broken.json"  # an array cut short: line by line, every bad line counted
     broken.write_text("[\n" + json.dumps(SHAREGPT) + ",\n")
-    assert [r for _, r in conversation_lines(broken)] == [None, None]
+    assert [r.reason for _, r in conversation_lines(broken)] == ["bad_json", "bad_json"]
+
+
+def test_bytes_that_are_not_utf8_are_a_reject_never_replaced_text(tmp_path):
+    path = tmp_path / "d.jsonl"
+    line = json.dumps({"messages": [{"role": "user", "content": "caf@"}, MESSAGES[1]]}).encode()
+    path.write_bytes(line.replace(b"@", b"\xe9") + b"\nnull\n" + line + b"\n")
+    (n1, r1), (n2, r2), (n3, r3) = conversation_lines(path)
+    assert isinstance(r1, Reject) and r1.reason == "undecodable_text"
+    assert r2 is None  # valid JSON that is no conversation: conversation_of rejects it by format
+    with pytest.raises(Reject, match="unknown_record_format"):
+        conversation_of(r2)
+    assert r3["messages"][0]["content"] == "caf@"
+    array = tmp_path / "d.json"  # a JSON array with a bad byte is read line by line
+    array.write_bytes(b"[\n" + line.replace(b"@", b"\xe9") + b",\n" + line + b"\n]\n")
+    assert [getattr(r, "reason", "ok") for _, r in conversation_lines(array)] == ["bad_json", "undecodable_text", "ok", "bad_json"]
 
 
 def test_alpaca_records_become_messages():

@@ -90,9 +90,12 @@ class WebDclmConfig(DclmConfig):
     train: FastTextArgs = FastTextArgs(epoch=25, lr=0.5)
 
 
+DATA_DIR = "{data_dir}"  # in a dclm_data path: the job's data_dir, so one key moves the whole cache
+
+
 class WebDclmData(DclmTrainData):
     # explanatory long-form prose (written by `python -m pipelines sample`)
-    positives: list[str] = ["data/sample/books.jsonl"]
+    positives: list[str] = [DATA_DIR + "/sample/books.jsonl"]
 
 
 class EduJobConfig(StrictModel):
@@ -138,7 +141,7 @@ def resolve_paths(cfg: WebConfig) -> WebConfig:
     for section, key in (("langid", "model_path"), ("machine_text", "model_path"), ("dclm", "model_path")):
         data[section][key] = absolute(data[section][key])
     for key in ("positives", "negatives"):
-        data["dclm_data"][key] = [absolute(p) for p in getattr(cfg.dclm_data, key)]
+        data["dclm_data"][key] = [absolute(p.replace(DATA_DIR, cfg.data_dir)) for p in getattr(cfg.dclm_data, key)]
     score = data["edu"]["score"]
     score["tokenizer_path"] = absolute(score["tokenizer_path"])
     if score["llm"] is not None:
@@ -265,7 +268,8 @@ class WebJob:
         if cfg.dclm.model_path is not None:
             require_file("dclm.model_path", cfg.dclm.model_path)
         else:
-            hint = "run `python -m pipelines sample` to fetch the sample corpus, or list your own files"
+            hint = ("run `python -m pipelines sample` here to fetch the sample corpus, set data_dir to a "
+                    "directory that holds it, or list your own files")
             for i, path in enumerate(cfg.dclm_data.positives):
                 require_file(f"dclm_data.positives[{i}]", path, hint)
             for i, path in enumerate(cfg.dclm_data.negatives):

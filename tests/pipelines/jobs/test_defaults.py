@@ -38,9 +38,18 @@ def test_a_partial_section_keeps_the_jobs_defaults_for_the_rest():
                                       "dclm": {"keep_top_fraction": 0.5}})
     assert cfg.edu.score.llm.base_url == "http://127.0.0.1:8008/v1" and cfg.edu.score.llm.cache_dir is None
     assert cfg.edu.score.threshold == 1.9 and cfg.edu.score.llm is not None and cfg.edu.serve_local_model
-    assert cfg.dclm.train.epoch == 25 and cfg.dclm_data.positives == ["data/sample/books.jsonl"]
+    assert cfg.dclm.train.epoch == 25 and cfg.dclm_data.positives == ["{data_dir}/sample/books.jsonl"]
     verify = validate_config(LongCtxConfig, {"entropylong": {"verify": {"candidates": 3}}}).entropylong.verify
     assert verify.candidates == 3 and verify.delta == 0.5 and verify.max_doc_tokens == 96
+
+
+def test_dclm_positives_follow_data_dir(tmp_path, monkeypatch):
+    from pipelines.jobs.web import resolve_paths
+
+    monkeypatch.chdir(tmp_path)  # relative paths are the driver's: resolved against its cwd
+    assert resolve_paths(WebConfig(data_dir="/srv/cache")).dclm_data.positives == ["/srv/cache/sample/books.jsonl"]
+    cfg = resolve_paths(validate_config(WebConfig, {"dclm_data": {"positives": ["mine.jsonl", "{data_dir}/b.jsonl"]}}))
+    assert cfg.dclm_data.positives == [str(tmp_path / "mine.jsonl"), str(tmp_path / "data" / "b.jsonl")]
 
 
 @pytest.fixture(scope="module")

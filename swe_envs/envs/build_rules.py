@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 
 from swe_envs.crates import DEBIAN_CRATES, cargo_deps, cargo_source_line, debian_crate_package
+from swe_envs.envs import maven_offline
 from swe_envs.envs.languages import UV_PIP, editable_with_version
 from swe_envs.repos import Snapshot
 
@@ -258,6 +259,14 @@ def _cargo_rules(recipe: list[str], log: str, snap: Snapshot | None = None) -> t
     return (fixed, "crates from Debian") if fixed is not None else None
 
 
+def _java_rules(recipe: list[str], log: str, snap: Snapshot | None = None) -> tuple[list[str], str] | None:
+    if (snap is None or not snap.has("pom.xml") or not maven_offline.UNRESOLVABLE.search(log)
+            or any("/usr/local/bin/mvn" in line for line in recipe)):
+        return None
+    # Debian's repository cannot serve the build (parent POM version, plugins): the stand-in
+    return maven_offline.standin_recipe(snap), "Maven stand-in over Debian jars"
+
+
 # cgo is on by default and the standard library's net, os/user, runtime/cgo use it: the
 # toolchain image has no C compiler (golang-go only recommends one)
 _CGO = re.compile(r'exec: "(?:gcc|cc|g\+\+)": executable file not found|cgo: C compiler "[^"]+" not found')
@@ -274,12 +283,13 @@ RULES: dict[str, Callable[[list[str], str], tuple[list[str], str] | None]] = {
     "javascript": _js_rules,
     "ruby": _ruby_rules,
     "rust": _cargo_rules,
+    "java": _java_rules,
     "go": _go_rules,
 }
 
 
 # rules that read the repository's own files too (the declared dependencies)
-_WITH_SNAPSHOT = {"rust"}
+_WITH_SNAPSHOT = {"rust", "java"}
 
 
 def rule_fix(language: str, recipe: list[str], log: str, snap: Snapshot | None = None) -> tuple[list[str], str] | None:

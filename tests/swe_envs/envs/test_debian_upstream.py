@@ -309,3 +309,47 @@ def test_npm_test_script_runs_the_tests_not_the_linters(tmp_path):
         {"scripts": {"test": "xo && ava && tsd"}, "devDependencies": {"ava": "^2.4.0"}}), "index.js": ""})
     plan = languages.test_plan("javascript", Snapshot(repo, head))
     assert plan.command.endswith("; ava --tap") and plan.runner == "tap"
+
+
+POM = """<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>
+  <parent><groupId>org.apache.commons</groupId><artifactId>commons-parent</artifactId><version>52</version></parent>
+  <artifactId>commons-codec</artifactId><version>1.15</version>
+  <dependencies>
+    <dependency><groupId>junit</groupId><artifactId>junit</artifactId><version>4.13</version><scope>test</scope></dependency>
+    <dependency><groupId>org.apache.commons</groupId><artifactId>commons-lang3</artifactId></dependency>
+    <dependency><groupId>${project.groupId}</groupId><artifactId>sibling</artifactId></dependency>
+  </dependencies>
+  <build><plugins><plugin><artifactId>maven-surefire-plugin</artifactId></plugin></plugins></build>
+</project>"""
+
+
+def test_maven_without_a_repository_gets_the_stand_in_over_debian_jars(tmp_path):
+    # libcommons-codec-java 1.15: parent commons-parent 52, Debian's repository has 43 (and few of
+    # the plugins the parent binds): Maven cannot build offline, whatever the project's code
+    from swe_envs.envs import maven_offline
+
+    assert maven_offline.pom_dependencies(POM) == [("junit", "junit"), ("org.apache.commons", "commons-lang3")]
+    assert maven_offline.pom_dependencies("<project><oops") == []
+    assert maven_offline.debian_package("junit", "junit")[0] == "junit4"
+    assert maven_offline.debian_package("org.junit.jupiter", "junit-jupiter-api")[0] == "junit5"
+    assert maven_offline.debian_package("org.apache.commons", "commons-lang3") == ["libcommons-lang3-java"]
+    repo, head = make_git(tmp_path / "codec", {"pom.xml": POM, "src/main/java/A.java": "class A {}\n"})
+    snap = Snapshot(repo, head)
+    log = ("[FATAL] Non-resolvable parent POM for commons-codec:commons-codec:1.15: Could not find artifact "
+           "org.apache.commons:commons-parent:pom:52 in central (file:///usr/share/maven-repo)\n")
+    recipe = languages.recipe("java", snap)
+    fixed, rule = rule_fix("java", recipe, log, snap)
+    assert rule == "Maven stand-in over Debian jars"
+    install, write, compile_ = fixed
+    assert "junit5 junit4 libhamcrest-java libjunit-java libcommons-lang3-java" in install
+    assert write.startswith("printf '%s\\n' '#!/bin/sh'") and write.endswith("> /usr/local/bin/mvn && chmod 755 /usr/local/bin/mvn")
+    assert compile_ == "mvn test-compile"
+    assert rule_fix("java", fixed, log, snap) is None  # applied once
+    assert rule_fix("java", recipe, "[ERROR] COMPILATION ERROR\n", snap) is None  # the code's own failure
+    # the script survives the trip through one shell line intact
+    import subprocess
+    out = subprocess.run(["sh", "-c", write.replace("/usr/local/bin/mvn", str(tmp_path / "mvn"))],
+                         capture_output=True, text=True)
+    assert out.returncode == 0 and (tmp_path / "mvn").read_text() == maven_offline.STANDIN
+    bad = subprocess.run(["sh", str(tmp_path / "mvn"), "-B", "-s", "settings.xml", "deploy"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "goal deploy is not supported" in bad.stderr

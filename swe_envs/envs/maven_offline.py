@@ -1,0 +1,124 @@
+"""Maven without a Maven repository: the POM's dependencies from Debian, the tests run by a stand-in.
+
+Maven resolves a project's parent POM, plugins and dependencies from a repository. Here none is
+reachable but Debian's ``/usr/share/maven-repo``, which holds one version of what Debian packages
+(``org.apache.commons:commons-parent`` 43 where a project asks for 52) and few of the plugins an
+upstream parent binds to the build (rat, jacoco, animal-sniffer, japicmp, ...). Debian itself
+builds such projects by rewriting their POMs (maven-debian-helper); the environment instead keeps
+the tree as it is and puts a ``mvn`` stand-in first on PATH: it compiles ``src/main/java`` and
+``src/test/java`` with javac against the jars Debian installed for the POM's dependencies and runs
+the JUnit console launcher (JUnit 5 and 4 tests), writing its XML reports where Surefire writes
+them and the launcher's own totals as Surefire's summary line, so the test command and its parser
+stay Maven's. The stand-in says so in its first output line; the choice is a recorded rule.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+from swe_envs.repos import Snapshot
+
+# groupId[:artifactId] -> the Debian package, where the package's name does not follow lib<artifactId>-java
+DEBIAN_JARS = {
+    "junit:junit": "junit4", "org.junit": "junit5", "org.hamcrest": "libhamcrest-java",
+    "org.mockito": "libmockito-java", "org.easymock:easymock": "libeasymock-java",
+    "org.objenesis": "libobjenesis-java", "org.opentest4j": "libopentest4j-java",
+    "org.apiguardian": "libapiguardian-java", "com.google.guava": "libguava-java",
+    "org.openjdk.jmh": "libjmh-java", "net.bytebuddy": "libbyte-buddy-java",
+}
+# what every stand-in run needs: the launcher (JUnit 5 with the vintage engine) and JUnit 4
+STANDIN_PACKAGES = ("junit5", "junit4", "libhamcrest-java")
+
+# Maven's failures to resolve from Debian's repository (parent POM, plugin, dependency)
+UNRESOLVABLE = re.compile(r"Non-resolvable parent POM|Could not find artifact|Plugin not found in any plugin repository|"
+                          r"Could not resolve dependencies|PluginResolutionException|Failure to find|"
+                          r"Cannot access central .* in offline mode|UnresolvableModelException")
+
+_NS = re.compile(r"^\{[^}]*\}")
+
+
+def pom_dependencies(text: str) -> list[tuple[str, str]]:
+    """(groupId, artifactId) of the POM's own ``<dependencies>`` (any scope), the project's
+    ``${...}`` groupIds left out; [] for an unreadable POM."""
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError:
+        return []
+    for el in root.iter():
+        el.tag = _NS.sub("", el.tag)
+    deps = root.find("dependencies")
+    out = []
+    for dep in deps.findall("dependency") if deps is not None else []:
+        group, artifact = dep.findtext("groupId", "").strip(), dep.findtext("artifactId", "").strip()
+        if group and artifact and "$" not in group + artifact:
+            out.append((group, artifact))
+    return out
+
+
+def debian_package(group: str, artifact: str) -> list[str]:
+    """Debian package names that may ship ``group:artifact``, most likely first."""
+    named = DEBIAN_JARS.get(f"{group}:{artifact}") or next(
+        (pkg for prefix, pkg in DEBIAN_JARS.items() if ":" not in prefix and (group + ".").startswith(prefix + ".")),
+        None)
+    base = re.sub(r"[^a-z0-9+.-]+", "-", artifact.lower())
+    guesses = [f"lib{base}-java", f"lib{re.sub(r'-(core|api|all)$', '', base)}-java"]
+    return list(dict.fromkeys(([named] if named else []) + guesses))
+
+
+STANDIN = r"""#!/bin/sh
+# mvn stand-in (swe_envs.envs.maven_offline): no Maven repository beyond Debian's is reachable.
+# javac + the JUnit console launcher against Debian's jars; Maven itself is /usr/bin/mvn.
+goal=""
+skip=""
+for a in "$@"; do
+  if [ -n "$skip" ]; then skip=""; continue; fi
+  case "$a" in
+    -s|-f|-P|-pl|-rf|-l|-t|-gs|-T) skip=1;;
+    test|verify|install|package|integration-test) goal=test;;
+    compile|test-compile|process-test-classes) [ -n "$goal" ] || goal=compile;;
+    clean|validate|-*) ;;
+    *) echo "mvn stand-in: goal $a is not supported (compile, test-compile, test)" >&2; exit 2;;
+  esac
+done
+[ -n "$goal" ] || { echo "mvn stand-in: no goal given (compile, test-compile, test)" >&2; exit 2; }
+echo "mvn stand-in: javac + JUnit console launcher over Debian jars (no Maven repository offline)"
+CP=$(find /usr/share/java -maxdepth 1 -name "*.jar" ! -name "junit-platform-console-standalone*" | sort | tr "\n" ":")
+out=target/mvn-standin
+rm -rf "$out" target/surefire-reports && mkdir -p "$out/main" "$out/test" target/surefire-reports || exit 1
+main=$(find src/main/java -name "*.java" 2>/dev/null | sort)
+if [ -n "$main" ]; then
+  javac -encoding UTF-8 -nowarn -proc:none -d "$out/main" -cp "$CP" $main || { echo "[ERROR] COMPILATION ERROR (main)"; exit 1; }
+fi
+tests=$(find src/test/java -name "*.java" 2>/dev/null | sort)
+[ -n "$tests" ] || { echo "mvn stand-in: no tests under src/test/java" >&2; exit 1; }
+javac -encoding UTF-8 -nowarn -proc:none -d "$out/test" -cp "$out/main:$CP" $tests || { echo "[ERROR] COMPILATION ERROR (test)"; exit 1; }
+[ "$goal" = compile ] && { echo "[INFO] BUILD SUCCESS (compiled only)"; exit 0; }
+java -jar /usr/share/java/junit-platform-console-standalone.jar --disable-banner --disable-ansi-colors \
+  --details=tree --class-path "$out/test:$out/main:src/test/resources:src/main/resources:$CP" \
+  --scan-class-path "$out/test" --reports-dir target/surefire-reports > "$out/console.txt" 2>&1
+rc=$?
+cat "$out/console.txt"
+# the launcher's own totals, in the form of Surefire's summary line
+n() { sed -n "s/^\[ *\([0-9][0-9]*\) tests $1 .*/\1/p" "$out/console.txt" | head -1; }
+found=$(n found); failed=$(n failed); aborted=$(n aborted); skipped=$(n skipped)
+if [ -n "$found" ]; then
+  echo "[INFO] Tests run: $found, Failures: ${failed:-0}, Errors: ${aborted:-0}, Skipped: ${skipped:-0}"
+fi
+exit $rc
+"""
+
+
+def standin_recipe(snap: Snapshot) -> list[str]:
+    """The recipe lines: Debian's jars for the POM's dependencies (the names apt knows), the
+    stand-in as ``/usr/local/bin/mvn``, and a compile that fails the build when the jars fall short."""
+    wanted: list[str] = list(STANDIN_PACKAGES)
+    for group, artifact in pom_dependencies(snap.read("pom.xml") or ""):
+        wanted += debian_package(group, artifact)
+    names = " ".join(dict.fromkeys(wanted))
+    install = (f"pkgs=; for p in {names}; do if apt-cache show $p >/dev/null 2>&1; then pkgs=\"$pkgs $p\"; fi; "
+               "done; echo \"jars from Debian:$pkgs\"; apt-get install -y --no-install-recommends $pkgs")
+    # one printf argument per line of the script (a Dockerfile RUN line holds no newline)
+    lines = " ".join("'" + line.replace("'", "'\\''") + "'" for line in STANDIN.splitlines())
+    write = f"printf '%s\\n' {lines} > /usr/local/bin/mvn && chmod 755 /usr/local/bin/mvn"
+    return [install, write, "mvn test-compile"]

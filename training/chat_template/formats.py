@@ -49,7 +49,8 @@ def sharegpt_to_messages(turns: Any) -> list[dict[str, Any]]:
             else:
                 out.append({"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": fn}]})
             continue
-        out.append({"role": ROLES.get(src, src), "content": value})
+        role = ROLES.get(src, src) if isinstance(src, str) else src  # a list is unhashable: normalize rejects it
+        out.append({"role": role, "content": value})
     return out
 
 
@@ -61,7 +62,7 @@ def _typed_parts_message(m: Any) -> Any:
     parts = m.get("content") if isinstance(m, dict) else None
     if not (isinstance(parts, list) and parts and all(isinstance(p, dict) and "value" in p for p in parts)):
         return m
-    if not all(p.get("type") in _PART_TYPES and isinstance(p["value"], str) for p in parts):
+    if not all(isinstance(p.get("type"), str) and p["type"] in _PART_TYPES and isinstance(p["value"], str) for p in parts):
         return m  # an image or a non-string value: normalize() rejects it with a reason
     out = {k: v for k, v in m.items() if k != "content"}
     out["content"] = "".join(p["value"] for p in parts if p["type"] == "text")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from training.chat_template import Reject, conversation_of, render
 from training.chat_template.formats import conversation_lines
@@ -74,3 +76,31 @@ def test_bad_alpaca_and_unknown_records_are_rejects(record, reason):
         msgs, tools = conversation_of(record)
         render(msgs, "interleaved", tools)
     assert err.value.reason == reason
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+                    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=5), kids, max_size=3),
+                    max_leaves=12)  # fmt: skip
+KEYS = ["role", "content", "from", "value", "type", "text", "name", "arguments", "tool_calls", "reasoning_content"]
+FIELD = st.sampled_from(["user", "assistant", "tool", "human", "gpt", "function_call", "text", "reasoning",
+                         "tool_call", '{"name": "f", "arguments": {}}']) | JSON  # fmt: skip
+PART = st.dictionaries(st.sampled_from(KEYS), FIELD, max_size=4)
+RECORD = st.one_of(
+    JSON,
+    st.fixed_dictionaries({"messages": st.lists(st.dictionaries(st.sampled_from(KEYS), FIELD | st.lists(PART, max_size=3),
+                                                                max_size=4), max_size=4)}, optional={"tools": JSON}),
+    st.fixed_dictionaries({"conversations": st.lists(PART, max_size=4)}, optional={"tools": JSON}),
+    st.fixed_dictionaries({"instruction": FIELD, "output": FIELD}, optional={"input": FIELD, "history": JSON}),
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(RECORD)
+def test_any_record_converts_and_renders_or_is_a_reject(record):
+    """Untrusted JSON in every format's fields: a sample or a Reject with a reason, never
+    another exception (the CLI and the SFT reader count Rejects and go on)."""
+    try:
+        msgs, tools = conversation_of(record)
+        render(msgs, "interleaved", tools)
+    except Reject as err:
+        assert err.reason

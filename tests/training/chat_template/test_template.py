@@ -205,6 +205,14 @@ def test_render_parse_round_trip(msgs):
     back, tools = parse(s.text)
     assert tools == TOOLS
     assert back == normalize(msgs)
+    # clear mode: sample k parses to the conversation up to the end of user turn k, the
+    # reasoning of earlier turns cleared
+    norm = normalize(msgs)
+    users = [i for i, m in enumerate(norm) if m["role"] == "user"]
+    for k, sample in enumerate(render(msgs, "interleaved", tools=TOOLS)):
+        end = users[k + 1] if k + 1 < len(users) else len(norm)
+        want = [{x: v for x, v in m.items() if x != "reasoning_content" or i >= users[k]} for i, m in enumerate(norm[:end])]
+        assert parse(sample.text) == (want, TOOLS)
 
 
 def test_parse_without_schema_reads_json_values():

@@ -1,9 +1,10 @@
 """``python -m training.chat_template render --messages M.jsonl --mode interleaved|preserved|turn``
 
 Prints one JSON object per sample: ``text``, ``loss_mask`` (a list of [start, end) character
-spans of trained text), ``line`` (input line) and ``sample`` (index within the conversation).
-Input lines: a message list, ``{"messages": [...], "tools": [...]}`` or ShareGPT
-``{"conversations": [...]}``. Bad conversations are counted rejects with a reason on stderr.
+spans of trained text), ``line`` (input line, or record number in a JSON-array file) and
+``sample`` (index within the conversation). Records: a message list, ``{"messages": [...],
+"tools": [...]}``, ShareGPT ``{"conversations": [...]}`` or Alpaca (``formats``). Bad
+conversations are counted rejects with a reason on stderr.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def _group() -> None:
 @app.command("render")
 @user_errors
 def render_cmd(
-    messages: Path = typer.Option(..., help="JSONL: one conversation per line (OpenAI messages or ShareGPT)"),
+    messages: Path = typer.Option(..., help="JSONL (one conversation per line) or a JSON array: OpenAI messages, ShareGPT or Alpaca"),
     mode: str = typer.Option("interleaved", help="thinking mode: interleaved | preserved | turn"),
 ) -> None:
     """Print one JSON object per sample: text and loss_mask (trained [start, end) character spans)."""

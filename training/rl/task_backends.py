@@ -222,12 +222,26 @@ _SCRIPT = re.compile(r"```(?:bash|sh|shell)?\n(.*?)```", re.S)
 
 
 class TerminalBackend:
+    """``tasks``: a Harbor task dir or a tree of them; old-layout Terminal-Bench tasks (``task.yaml``)
+    in it are converted to Harbor's layout once, at load (``swe_envs.terminal.convert``, into a
+    directory that lives as long as the service), under their own names so their images are the
+    ones ``swe_envs terminal`` builds and caches for them."""
+
     def __init__(self, tasks: str, timeout_s: float = 1800.0, max_tokens: int | None = None):
+        from swe_envs.terminal.convert import convert_tree, is_tb_task
+
         root = Path(tasks)
-        self.tasks = sorted(p.parent for p in root.glob("*/task.toml")) or (
-            [root] if (root / "task.toml").is_file() else [])
+        if not root.is_dir():
+            raise InputError(f"terminal tasks: not a directory: {root}")
+        self.tasks = sorted(p.parent for p in root.rglob("task.toml"))
+        if (root / "task.yaml").is_file() or any(is_tb_task(p.parent) for p in root.rglob("task.yaml")):
+            self._converted = tempfile.TemporaryDirectory(prefix="terminal-harbor-")
+            done, failed = convert_tree(root, Path(self._converted.name) / root.name)
+            for rel, why in failed:  # counted and named, never silently missing from the task list
+                print(f"terminal task {rel}: not converted: {why}", file=sys.stderr)
+            self.tasks += sorted(done)
         if not self.tasks:
-            raise InputError(f"no Harbor task (task.toml) in {root}")
+            raise InputError(f"no Harbor task (task.toml) or Terminal-Bench task (task.yaml) in {root}")
         self.timeout_s, self.max_tokens = timeout_s, max_tokens
 
     def instance(self, seed: int) -> dict:

@@ -6,9 +6,11 @@ exercised here (the harnesses have their own docker tests)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
+from core.errors import InputError
 from tests.training.conftest import start_module, stop
 from training.rl.toy_tasks import DIGIT0, EOS, OBS
 from training.serving.http_json import CallFailure, call
@@ -91,3 +93,36 @@ def test_harness_services_never_score_a_missing_reward_as_zero(service, tmp_path
     # a well-formed patch for an instance the harness cannot evaluate (never validated): no reward
     res = reward("```diff\n--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\n```")
     assert isinstance(res, CallFailure) and res.kind == "http_503" and "could not evaluate" in res.message
+
+
+def test_terminal_service_takes_harbor_and_terminal_bench_tasks(tmp_path, capsys):
+    """Real Terminal-Bench seeds (old layout, task.yaml; ../shared/terminal-seeds) next to a Harbor
+    task in one tree: the old ones are converted once at load, a broken one is named, not lost
+    silently, and every instance's prompt is its task's own instruction."""
+    import shutil
+
+    from tests.swe_envs.terminal.conftest import SEEDS, extract_seeds
+    from tests.swe_envs.terminal.tiny_tasks import tiny_task
+    from training.rl.task_backends import TerminalBackend
+
+    if not any(SEEDS.glob("*.tgz")):
+        pytest.skip(f"the Terminal-Bench seed archives are not at {SEEDS}")
+    seeds = extract_seeds(Path(__file__).resolve().parents[3] / "data" / "terminal-seeds")
+    tree = tmp_path / "tasks"
+    shutil.copytree(seeds / "evoeval" / "0", tree / "evoeval" / "0")
+    shutil.copytree(seeds / "aider_polyglot" / "polyglot_python_beer-song", tree / "polyglot_python_beer-song")
+    tiny_task(tree / "harbor")
+    (tree / "broken").mkdir()
+    (tree / "broken" / "task.yaml").write_text("instruction: [unclosed\n")
+    backend = TerminalBackend(str(tree))
+    assert sorted(t.name for t in backend.tasks) == ["0", "answer", "polyglot_python_beer-song"]
+    assert "broken" in capsys.readouterr().err
+    import yaml
+
+    for i, task in enumerate(backend.tasks):
+        inst = backend.instance(i)
+        src = next(tree.rglob(f"{task.name}/task.yaml"), None)
+        want = yaml.safe_load(src.read_text())["instruction"] if src else "Write the number 42"
+        assert inst["id"] == task.name and want.strip()[:80] in inst["messages"][0]["content"]
+    with pytest.raises(InputError, match="no Harbor task"):
+        TerminalBackend(str(tmp_path / "tasks" / "broken"))

@@ -8,6 +8,7 @@ message list — it never feeds the trainer.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,10 @@ class Codec:
         self.tok = ct.add_special_tokens(tok)
         self.stop_ids = ct.stop_token_ids(self.tok)
         self._stop_text = tuple(ct.STOP_TOKENS)
+        # a word-level vocabulary maps words it lacks to its unknown token: such a prompt is refused,
+        # never sent to the model with pieces silently replaced (byte-level BPE has no unknown token)
+        self.unk = (json.loads(self.tok.to_str()).get("model") or {}).get("unk_token")
+        self.unk_id = self.tok.token_to_id(self.unk) if self.unk else None
 
     @classmethod
     def load(cls, path: str | Path) -> Codec:
@@ -34,7 +39,14 @@ class Codec:
         return self.tok.get_vocab_size(with_added_tokens=True)
 
     def encode(self, text: str) -> list[int]:
-        return self.tok.encode(text, add_special_tokens=False).ids
+        enc = self.tok.encode(text, add_special_tokens=False)
+        if self.unk_id is not None and self.unk_id in enc.ids:
+            missing = [text[a:b] for t, (a, b) in zip(enc.ids, enc.offsets, strict=True)
+                       if t == self.unk_id and text[a:b] != self.unk]
+            if missing:
+                raise UserError(f"text has {len(missing)} piece(s) outside the tokenizer's vocabulary "
+                                f"(would become {self.unk}): {missing[:5]}")
+        return enc.ids
 
     def decode(self, ids: list[int], skip_special: bool = True) -> str:
         return self.tok.decode(ids, skip_special_tokens=skip_special)

@@ -9,7 +9,8 @@ and external agent frameworks can point at SGLang or vLLM instead):
   "token_weight_versions", "prompt_tokens", "completion_tokens"}}``
 * ``POST /v1/completions`` (prompt text or token ids, ``logprobs``) and ``POST /v1/chat/completions``
   (GLM-5 chat template; ``logprobs: true``; the reply parsed back into ``reasoning_content`` and
-  ``tool_calls``); ``n`` samples per prompt; ``stop`` strings are refused (400), use ``stop_token_ids``;
+  ``tool_calls``); ``n`` samples per prompt; refused (400), never ignored: ``stop`` strings (use
+  ``stop_token_ids``), ``stream``, and text with words a word-level vocabulary lacks;
   ``top_logprobs`` carry the sampled token only
 * ``POST /update_weights`` (alias ``/update_weights_from_disk``): ``{"model_path"}`` (a checkpoint
   directory or .safetensors) or ``{"tensors_b64"}`` (pushed safetensors bytes), ``weight_version``,
@@ -80,10 +81,16 @@ class RolloutServer:
         except UserError as err:
             raise HttpError(400, str(err)) from None
 
+    def _encode(self, text: str) -> list[int]:
+        try:
+            return self.codec.encode(text)
+        except UserError as err:
+            raise HttpError(400, str(err)) from None
+
     def generate(self, body: dict[str, Any]) -> dict[str, Any]:
         ids = body.get("input_ids")
         if ids is None and isinstance(body.get("text"), str):
-            ids = self.codec.encode(body["text"])
+            ids = self._encode(body["text"])
         if not isinstance(ids, list):
             raise HttpError(400, "input_ids must be a list of token ids (or give text)")
         req = self._run(ids, _params(body.get("sampling_params") or {}, self.codec.stop_ids), body.get("rid"))
@@ -103,6 +110,8 @@ class RolloutServer:
             raise HttpError(400, "n must be an integer in [1, 64]")
         if body.get("stop"):  # a string stop cannot be honoured token-exactly: refuse, never ignore
             raise HttpError(400, "stop strings are not supported; use stop_token_ids")
+        if body.get("stream"):  # a client asking for server-sent events cannot read one JSON reply
+            raise HttpError(400, "stream is not supported; send stream: false")
         if n == 1:
             return [self._run(ids, params, None)]
         with ThreadPoolExecutor(n) as pool:
@@ -111,7 +120,7 @@ class RolloutServer:
     def completions(self, body: dict[str, Any]) -> dict[str, Any]:
         prompt = body.get("prompt")
         if isinstance(prompt, str):
-            ids = self.codec.encode(prompt)
+            ids = self._encode(prompt)
         elif isinstance(prompt, list) and all(isinstance(t, int) for t in prompt):
             ids = prompt
         else:

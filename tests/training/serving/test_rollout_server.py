@@ -60,7 +60,7 @@ def test_openai_routes(server):
                                                    "max_tokens": 4, "logprobs": True})
     assert [c["index"] for c in group["choices"]] == [0, 1, 2]
     assert group["usage"]["completion_tokens"] == sum(len(c["logprobs"]["content"]) for c in group["choices"])
-    for body in ({"n": 0}, {"stop": ["\n"]}):  # refused, never silently ignored
+    for body in ({"n": 0}, {"stop": ["\n"]}, {"stream": True}):  # refused, never silently ignored
         bad = call(f"{server}/v1/completions", {"prompt": "sort", "max_tokens": 2, **body})
         assert isinstance(bad, CallFailure) and bad.kind == "http_400"
     bad = call(f"{server}/v1/chat/completions", {"messages": [{"role": "wizard", "content": "x"}]})

@@ -202,3 +202,32 @@ def test_an_sft_stage_can_teach_and_distillation_starts_from_zero_advantage(tmp_
     assert state["teachers"] == {"plus": state["completed"][0]["checkpoint"]}
     last = state["completed"][1]["curve"][-1]
     assert last["teacher_minus_student"] == 0.0 and last["loss"] == 0.0
+
+
+def test_demo_cli_writes_curves_json_and_png(tmp_path):
+    """`python -m training.rl demo --out OUT --config C`: the acceptance interface, on a tiny
+    config (the shipped one is measured by `make rl-demo`): reward per step per stage, the
+    A/B/distillation summary, a PNG; a re-run resumes (nothing left to run) and rewrites them."""
+    import yaml
+
+    cfg = tiny_pipeline(
+        tasks={"plus": {"kind": "shift", "digits": 1}, "minus": {"kind": "shift", "digits": 1, "offset": -1, "marker": "m1"}},
+        stages=[{"name": "sft", "kind": "sft", "steps": 1, "tasks": {"plus": 1, "minus": 1}},
+                {"name": "rl_A", "kind": "rl", "steps": 2, "tasks": {"plus": 1}, "teacher_for": ["plus"]},
+                {"name": "rl_B", "kind": "rl", "steps": 2, "tasks": {"minus": 1}, "teacher_for": ["minus"]},
+                {"name": "distill", "kind": "distill", "steps": 1, "tasks": {"plus": 1, "minus": 1}}],
+    )  # fmt: skip
+    path = tmp_path / "demo.yaml"
+    path.write_text(yaml.safe_dump(cfg.model_dump(mode="json")))
+    out = tmp_path / "out"
+    for _ in range(2):
+        r = subprocess.run([sys.executable, "-m", "training.rl", "demo", "--out", str(out), "--config", str(path)],
+                           capture_output=True, text=True)  # fmt: skip
+        assert r.returncode == 0, r.stderr[-2000:]
+        curves = json.loads((out / "curves.json").read_text())
+        assert [(s["name"], [p["step"] for p in s["points"]]) for s in curves["stages"]] == [
+            ("sft", [0, 1]), ("rl_A", [0, 1, 2]), ("rl_B", [0, 1, 2]), ("distill", [0, 1])]
+        assert all(set(p["reward"]) == {"plus", "minus"} for s in curves["stages"] for p in s["points"])
+        assert curves["summary"]["task_a"] == "plus" and curves["summary"]["task_b"] == "minus"
+        assert (out / "curves.png").read_bytes()[:4] == b"\x89PNG"
+    assert "summary:" in r.stdout

@@ -33,12 +33,17 @@ def validate(
     config: Path = typer.Option(None, help="SweEnvsConfig YAML (configs/swe_envs.yaml)"),
     set_: list[str] = typer.Option(None, "--set", help="override a config key, e.g. --set validation.runs=3"),
     overwrite: bool = typer.Option(False, help="replace this command's outputs already in OUT"),
+    master: str = typer.Option(None, help="fan repo-version groups out over Spark executors, each with its own "
+                                          "Docker engine: local[2], spark://HOST:PORT, yarn (default: local threads)"),
+    spark_conf: list[str] = typer.Option(None, "--spark-conf", help="a Spark setting KEY=VALUE (repeat), with --master"),
 ) -> None:
     """Build one image per repo-version, run the tests before/after each fix, write F2P/P2P."""
     from swe_envs.envs.validate_job import run_batch
+    from swe_envs.fanout import make_pool
 
     cfg = load_cli_config(SweEnvsConfig, config, set_)
-    res = run_batch(instances, repos, output, cfg, overwrite=overwrite, log=typer.echo)
+    pool = make_pool(master, cfg.validation.workers, spark_conf)
+    res = run_batch(instances, repos, output, cfg, overwrite=overwrite, log=typer.echo, pool=pool)
     typer.echo(f"validated {res.validated}, failed {res.failed} -> {output / 'validated.jsonl'}")
     for lang, d in res.summary["languages"].items():
         rate = d["build_success_rate"]
@@ -59,12 +64,17 @@ def evaluate(
     config: Path = typer.Option(None, help="SweEnvsConfig YAML (configs/swe_envs.yaml)"),
     set_: list[str] = typer.Option(None, "--set", help="override a config key, e.g. --set validation.workers=4"),
     overwrite: bool = typer.Option(False, help="replace this command's outputs already in OUT"),
+    master: str = typer.Option(None, help="fan repo-version groups out over Spark executors, each with its own "
+                                          "Docker engine: local[2], spark://HOST:PORT, yarn (default: local threads)"),
+    spark_conf: list[str] = typer.Option(None, "--spark-conf", help="a Spark setting KEY=VALUE (repeat), with --master"),
 ) -> None:
     """Apply each prediction in its environment, run FAIL_TO_PASS + PASS_TO_PASS, report resolved instances."""
     from swe_envs.envs.evaluate import evaluate as run_evaluation
+    from swe_envs.fanout import make_pool
 
     cfg = load_cli_config(SweEnvsConfig, config, set_)
-    rep = run_evaluation(instances, predictions, output, cfg, repos, overwrite=overwrite, log=typer.echo)
+    pool = make_pool(master, cfg.validation.workers, spark_conf)
+    rep = run_evaluation(instances, predictions, output, cfg, repos, overwrite=overwrite, log=typer.echo, pool=pool)
     typer.echo(f"resolved {rep['resolved_instances']} of {rep['submitted_instances']} submitted "
                f"({rep['total_instances']} instances; {rep['unresolved_instances']} unresolved, "
                f"{rep['empty_patch_instances']} empty patch, {rep['error_instances']} error) -> {output / 'report.json'}")

@@ -11,7 +11,8 @@ Environments: an instance from ``validate``'s ``validated.jsonl`` names its imag
 command; otherwise the verified image of its repo-version is found (or built, with
 ``--repos``) exactly as ``validate`` does. Outputs: ``OUT/report.json`` (shaped like the
 SWE-bench harness's run report, with ``resolved_ids``), ``OUT/results.jsonl`` (one line per
-instance), ``OUT/instances/<id>/{report.json,patch.diff,test_output.txt}``.
+instance), ``OUT/instances/<id>/{report.json,patch.diff,test_output.txt}``. Repo-version groups
+fan out over local threads or Spark executors (``swe_envs.fanout``), the driver writing the outputs.
 """
 
 from __future__ import annotations
@@ -268,60 +269,104 @@ def make_report(instances: dict[str, dict], preds: dict[str, dict], outcomes: li
 
 
 def evaluate(instances_path: Path, predictions: str, out: Path, cfg: SweEnvsConfig, repos_dir: Path | None = None,
-             overwrite: bool = False, log: Callable[[str], None] = print) -> dict[str, Any]:
-    from swe_envs.docker_setup import docker_client
-    from swe_envs.envs.validate_job import make_builder, prepare_output, read_instances
-    from swe_envs.sandbox import sweep_orphans
+             overwrite: bool = False, log: Callable[[str], None] = print, pool=None) -> dict[str, Any]:
+    """``pool``: where the repo-version groups run (default: ``cfg.validation.workers`` local
+    threads; a ``swe_envs.fanout.SparkPool`` runs each group as one Spark task)."""
+    from swe_envs.envs.validate_job import prepare_output, read_instances
+    from swe_envs.fanout import LocalPool
 
     if repos_dir is not None and not repos_dir.is_dir():
         raise InputError(f"repositories directory not found: {repos_dir}")
+    pool = pool or LocalPool(cfg.validation.workers)
+    repos_dir, out = (repos_dir.absolute() if repos_dir else None), out.absolute()
     good, bad = read_instances(instances_path)
     instances = {i["instance_id"]: i for i in good}
     preds, problems = read_predictions(predictions, instances)
     problems += [{"instance_id": b["instance_id"], "reason": f"instance: {b['reason']}"} for b in bad]
     problems += [{"instance_id": i, "reason": "prediction for an instance not in --instances"}
                  for i in preds if i not in instances]
-    client = docker_client()
+    work = EvaluateWork(cfg, repos_dir)
+    pool.prepare(work)  # local: one clear message when no engine answers, before OUT is touched
     prepare_output(out, overwrite, OUTPUTS)
-    sweep_orphans(client)  # test runs of a killed evaluation would run on beside this one
-    builder = make_builder(client, cfg, out, log)
-    evaluator = Evaluator(cfg, builder, repos_dir, out, log)
+    grouper = Evaluator(cfg, None, repos_dir, out, log)  # group keys only: no engine on the driver
     groups: dict[tuple[str, str], list[dict]] = {}
-    keys = {inst["instance_id"]: evaluator.group_key(inst) for inst in good}
+    keys = {inst["instance_id"]: grouper.group_key(inst) for inst in good}
     for inst in good:
         groups.setdefault(keys[inst["instance_id"]], []).append(inst)
-    todo = [(instances[i], preds[i], groups[keys[i]]) for i in sorted(preds) if i in instances]
+    items = [{"members": members, "todo": [(i["instance_id"], preds[i["instance_id"]]) for i in members
+                                           if i["instance_id"] in preds]} for members in groups.values()]
+    items = [it for it in items if it["todo"]]
     outcomes: list[Outcome] = []
-    lock = threading.Lock()
 
-    def one(inst, pred, members) -> None:
-        try:
-            o = evaluator.run(inst, pred, members)
-        except Exception as err:  # one broken instance never takes the run down
-            o = Outcome(inst["instance_id"], str(pred.get("model_name_or_path") or ""), "error",
-                        f"internal: {type(err).__name__}: {err}")
-        folder = out / "instances" / o.instance_id
-        folder.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(folder / "report.json", json.dumps(o.swebench_report(pred.get("model_patch")), indent=2))
-        with lock:
-            outcomes.append(o)
-            with open(out / "results.jsonl", "a", encoding="utf-8") as fh:
-                fh.write(json.dumps({"instance_id": o.instance_id, "model_name_or_path": o.model,
-                                     "resolved": o.resolved, "outcome": o.outcome, "reason": o.reason,
-                                     "tests_status": o.tests_status}, sort_keys=True) + "\n")
-        log(f"  {o.instance_id}: {o.outcome}" + (f" ({o.reason[:160]})" if o.reason else ""))
+    def on_event(kind: str, value: Any) -> None:
+        if kind == "log":
+            log(value)
+            return
+        outcomes.append(Outcome(value["instance_id"], value["model_name_or_path"], value["outcome"],
+                                value["reason"], value["tests_status"]))
+        with open(out / "results.jsonl", "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(value, sort_keys=True) + "\n")
 
     (out / "results.jsonl").write_text("", encoding="utf-8")
-    with ThreadPoolExecutor(max_workers=cfg.validation.workers) as pool:
-        try:
-            for fut in [pool.submit(one, *job) for job in todo]:
-                fut.result()
-        except BaseException:
-            builder.sandbox.close()
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise
-        finally:
-            builder.sandbox.close()
+    pool.run(work, items, out, on_event)
     report = make_report(instances, preds, outcomes, problems)
     atomic_write_text(out / "report.json", json.dumps(report, indent=2, sort_keys=True) + "\n")
     return report
+
+
+def _result_row(o: Outcome) -> dict[str, Any]:
+    return {"instance_id": o.instance_id, "model_name_or_path": o.model, "resolved": o.resolved,
+            "outcome": o.outcome, "reason": o.reason, "tests_status": o.tests_status}
+
+
+class EvaluateWork:
+    """One repo-version group per item: its environment found or built once, then each of its
+    predictions run (``validation.workers`` at once)."""
+
+    def __init__(self, cfg: SweEnvsConfig, repos_dir: Path | None):
+        self.cfg, self.repos_dir = cfg, repos_dir
+
+    def connect(self):
+        from swe_envs.docker_setup import docker_client
+
+        return docker_client()
+
+    def start(self, client, workdir: Path, emit):
+        from types import SimpleNamespace
+
+        from swe_envs.envs.validate_job import make_builder
+        from swe_envs.sandbox import sweep_orphans
+
+        sweep_orphans(client)  # test runs of a killed evaluation would run on beside this one
+        log = lambda m: emit("log", m)  # noqa: E731
+        builder = make_builder(client, self.cfg, workdir, log)
+        return SimpleNamespace(builder=builder, out=workdir,
+                               evaluator=Evaluator(self.cfg, builder, self.repos_dir, workdir, log),
+                               runs=ThreadPoolExecutor(max_workers=self.cfg.validation.workers))
+
+    def stop(self, st) -> None:
+        st.builder.sandbox.close()
+        st.runs.shutdown(wait=True, cancel_futures=True)
+
+    def run(self, st, item: dict[str, Any], emit) -> None:
+        members = item["members"]
+        by_id = {m["instance_id"]: m for m in members}
+        for job in [st.runs.submit(self._one, st, by_id[iid], pred, members, emit) for iid, pred in item["todo"]]:
+            job.result()
+
+    def _one(self, st, inst: dict, pred: dict, members: list[dict], emit) -> None:
+        try:
+            o = st.evaluator.run(inst, pred, members)
+        except Exception as err:  # one broken instance never takes the run down
+            o = Outcome(inst["instance_id"], str(pred.get("model_name_or_path") or ""), "error",
+                        f"internal: {type(err).__name__}: {err}")
+        folder = st.out / "instances" / o.instance_id
+        folder.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(folder / "report.json", json.dumps(o.swebench_report(pred.get("model_patch")), indent=2))
+        emit("result", _result_row(o))
+        emit("log", f"  {o.instance_id}: {o.outcome}" + (f" ({o.reason[:160]})" if o.reason else ""))
+
+    def failed(self, item: dict[str, Any], reason: str) -> list[tuple[str, Any]]:
+        """A group whose task died (e.g. no Docker engine on its executor): each prediction an error."""
+        return [("result", _result_row(Outcome(iid, str(pred.get("model_name_or_path") or "unknown"), "error",
+                                               reason))) for iid, pred in item["todo"]]

@@ -8,6 +8,9 @@ build success rate per task, time per environment, validated counts, image bytes
 Every bad input (malformed line, missing repository or commit, a patch that does not
 apply, a build that never succeeds, a hanging suite, a crashing parser) becomes one
 failure record with its reason; the rest of the batch goes on.
+
+Repo-version groups fan out (``swe_envs.fanout``) over local threads or Spark executors,
+each with its own Docker engine; the driver writes every output either way.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from core.errors import InputError, UserError
@@ -30,6 +34,7 @@ from swe_envs.config import SweEnvsConfig
 from swe_envs.docker_setup import docker_client
 from swe_envs.envs.builder import EnvBuilder, Environment
 from swe_envs.envs.validator import InstanceFailure, Validator
+from swe_envs.fanout import LocalPool, SparkPool
 from swe_envs.git import git
 from swe_envs.images import Images
 from swe_envs.instance import missing_fields
@@ -101,86 +106,120 @@ def prepare_output(out: Path, overwrite: bool, outputs: tuple[str, ...] = OUTPUT
 
 
 def run_batch(instances_path: Path, repos_dir: Path, out: Path, cfg: SweEnvsConfig, overwrite: bool = False,
-              log: Callable[[str], None] = print) -> BatchResult:
+              log: Callable[[str], None] = print, pool: LocalPool | SparkPool | None = None) -> BatchResult:
+    """``pool``: where the repo-version groups run (default: ``cfg.validation.workers`` local threads)."""
     if not repos_dir.is_dir():
         raise InputError(f"repositories directory not found: {repos_dir}")
+    pool = pool or LocalPool(cfg.validation.workers)
+    # executors share neither the driver's cwd nor its view of relative paths
+    repos_dir, out = repos_dir.absolute(), out.absolute()
     instances, failures = read_instances(instances_path)
-    client = docker_client()  # one clear message when no engine answers
+    work = ValidateWork(cfg)
+    pool.prepare(work)  # local: one clear message when no engine answers, before OUT is touched
     prepare_output(out, overwrite)
-    sweep_orphans(client)
-    builder = make_builder(client, cfg, out, log)
-    sandbox = builder.sandbox
-    validator = Validator(sandbox, cfg.validation.runs, cfg.validation.select_touched_tests,
-                          out / "logs" / "instances" if cfg.validation.keep_logs else None,
-                          cfg.validation.before_may_fail_to_build, cfg, builder)
     writer = _Writer(out)
     t0 = time.monotonic()
     stats: dict[str, Any] = {"instances": {}, "environments": []}
+
+    def on_event(kind: str, value: Any) -> None:
+        if kind == "log":
+            log(value)
+        elif kind == "instance":
+            stats["instances"][value.pop("instance_id")] = value
+        else:
+            if kind == "environments.jsonl":
+                stats["environments"].append(value)
+            writer.write(kind, value)
+
     try:
         for f in failures:
             writer.write("failures.jsonl", f)
         groups = _group(instances, repos_dir, writer, stats)
-
-        def one(inst: dict[str, Any], path: Path, env: Environment) -> None:
-            iid = inst["instance_id"]
-            stats["instances"][iid] = {"language": env.language, "env_ok": env.ok}
-            try:
-                if not env.ok:
-                    raise InstanceFailure("environment", env.reason)
-                why = check_patches(path, inst["base_commit"], [("test_patch", inst["test_patch"]),
-                                                                ("patch", inst["patch"])])
-                if why:
-                    raise InstanceFailure("patch", why)
-                record = validator.validate(inst, env, path)
-                writer.write("validated.jsonl", record)
-                stats["instances"][iid]["validated"] = True
-                log(f"  {iid}: F2P {len(json.loads(record['FAIL_TO_PASS']))}, "
-                    f"P2P {len(json.loads(record['PASS_TO_PASS']))}")
-            except InstanceFailure as err:
-                writer.write("failures.jsonl", {"instance_id": iid, "repo": inst.get("repo"), "stage": err.stage,
-                                                "reason": err.reason, "language": env.language})
-                log(f"  {iid}: failed at {err.stage}: {err.reason}")
-            except Exception as err:  # one broken instance never takes the batch down
-                writer.write("failures.jsonl", {"instance_id": iid, "repo": inst.get("repo"), "stage": "internal",
-                                                "reason": f"{type(err).__name__}: {err}", "language": env.language})
-                log(f"  {iid}: internal error: {type(err).__name__}: {err}")
-
-        def build(key: tuple[str, str]) -> list:
-            (repo, commit), (path, members) = key, groups[key]
-            try:
-                env = build_group(builder, cfg, repo, path, commit, members)
-            except Exception as err:  # one broken repo-version never takes the batch down
-                env = Environment(repo, commit, None, False, reason=f"internal: {type(err).__name__}: {err}")
-            rec = env.record() | {"instances": [m["instance_id"] for m in members]}
-            writer.write("environments.jsonl", rec)
-            stats["environments"].append(rec)
-            state = "cached" if env.cached else ("ok" if env.ok else "FAILED")
-            log(f"environment {repo}@{commit[:12]} ({env.language}): {state} in {env.seconds:.1f}s"
-                + (f" — {env.reason}" if not env.ok else ""))
-            # a repo-version's instances start as soon as its image is verified
-            return [run_pool.submit(one, m, path, env) for m in members]
-
-        # environments build side by side; instances of built ones run meanwhile
-        build_pool = ThreadPoolExecutor(max_workers=cfg.validation.workers)
-        run_pool = ThreadPoolExecutor(max_workers=cfg.validation.workers)
-        try:
-            for fut in [build_pool.submit(build, key) for key in groups]:
-                for job in fut.result():
-                    job.result()
-        except BaseException:
-            # interrupted: kill the running containers first, so the workers return at once
-            sandbox.close()
-            build_pool.shutdown(wait=True, cancel_futures=True)
-            run_pool.shutdown(wait=True, cancel_futures=True)
-            raise
-        build_pool.shutdown()
-        run_pool.shutdown()
+        items = [{"repo": repo, "commit": commit, "path": str(path), "members": members}
+                 for (repo, commit), (path, members) in groups.items()]
+        pool.run(work, items, out, on_event)
     finally:
-        sandbox.close()  # no container outlives the batch
         writer.close()
     summary = summarize(stats, out, time.monotonic() - t0)
     (out / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return BatchResult(out, summary["validated"], summary["failed"], summary)
+
+
+class ValidateWork:
+    """One repo-version group per item: build its image once, then run its instances side by
+    side (``validation.workers`` at once, sharing one pool when groups run on one machine)."""
+
+    def __init__(self, cfg: SweEnvsConfig):
+        self.cfg = cfg
+
+    def connect(self):
+        return docker_client()
+
+    def start(self, client, workdir: Path, emit) -> SimpleNamespace:
+        sweep_orphans(client)  # containers of a killed run on this engine
+        cfg = self.cfg
+        builder = make_builder(client, cfg, workdir, lambda m: emit("log", m))
+        validator = Validator(builder.sandbox, cfg.validation.runs, cfg.validation.select_touched_tests,
+                              workdir / "logs" / "instances" if cfg.validation.keep_logs else None,
+                              cfg.validation.before_may_fail_to_build, cfg, builder)
+        return SimpleNamespace(builder=builder, validator=validator,
+                               runs=ThreadPoolExecutor(max_workers=cfg.validation.workers))
+
+    def stop(self, st: SimpleNamespace) -> None:
+        st.builder.sandbox.close()  # no container outlives the batch; running ones die first
+        st.runs.shutdown(wait=True, cancel_futures=True)
+
+    def run(self, st: SimpleNamespace, item: dict[str, Any], emit) -> None:
+        repo, commit, path, members = item["repo"], item["commit"], Path(item["path"]), item["members"]
+        try:
+            env = build_group(st.builder, self.cfg, repo, path, commit, members)
+        except Exception as err:  # one broken repo-version never takes the batch down
+            env = Environment(repo, commit, None, False, reason=f"internal: {type(err).__name__}: {err}")
+        emit("environments.jsonl", env.record() | {"instances": [m["instance_id"] for m in members]})
+        state = "cached" if env.cached else ("ok" if env.ok else "FAILED")
+        emit("log", f"environment {repo}@{commit[:12]} ({env.language}): {state} in {env.seconds:.1f}s"
+             + (f" — {env.reason}" if not env.ok else ""))
+        # a repo-version's instances start as soon as its image is verified
+        for job in [st.runs.submit(self._instance, st, m, path, env, emit) for m in members]:
+            job.result()
+
+    def _instance(self, st: SimpleNamespace, inst: dict[str, Any], path: Path, env: Environment, emit) -> None:
+        iid = inst["instance_id"]
+        info = {"instance_id": iid, "language": env.language, "env_ok": env.ok}
+        try:
+            if not env.ok:
+                raise InstanceFailure("environment", env.reason)
+            why = check_patches(path, inst["base_commit"], [("test_patch", inst["test_patch"]),
+                                                            ("patch", inst["patch"])])
+            if why:
+                raise InstanceFailure("patch", why)
+            record = st.validator.validate(inst, env, path)
+            emit("validated.jsonl", record)
+            info["validated"] = True
+            emit("log", f"  {iid}: F2P {len(json.loads(record['FAIL_TO_PASS']))}, "
+                 f"P2P {len(json.loads(record['PASS_TO_PASS']))}")
+        except InstanceFailure as err:
+            emit("failures.jsonl", {"instance_id": iid, "repo": inst.get("repo"), "stage": err.stage,
+                                    "reason": err.reason, "language": env.language})
+            emit("log", f"  {iid}: failed at {err.stage}: {err.reason}")
+        except Exception as err:  # one broken instance never takes the batch down
+            emit("failures.jsonl", {"instance_id": iid, "repo": inst.get("repo"), "stage": "internal",
+                                    "reason": f"{type(err).__name__}: {err}", "language": env.language})
+            emit("log", f"  {iid}: internal error: {type(err).__name__}: {err}")
+        emit("instance", info)
+
+    def failed(self, item: dict[str, Any], reason: str) -> list[tuple[str, Any]]:
+        """A group whose task died (e.g. no Docker engine on its executor): its environment and
+        every instance counted as failed with the reason."""
+        members = item["members"]
+        env = Environment(item["repo"], item["commit"], None, False, reason=reason)
+        events: list[tuple[str, Any]] = [("environments.jsonl",
+                                          env.record() | {"instances": [m["instance_id"] for m in members]})]
+        for m in members:
+            events += [("failures.jsonl", {"instance_id": m["instance_id"], "repo": m.get("repo"),
+                                           "stage": "environment", "reason": reason, "language": None}),
+                       ("instance", {"instance_id": m["instance_id"], "language": None, "env_ok": False})]
+        return events + [("log", f"environment {item['repo']}@{item['commit'][:12]}: FAILED — {reason}")]
 
 
 def make_builder(client, cfg: SweEnvsConfig, out: Path, log: Callable[[str], None] = print) -> EnvBuilder:

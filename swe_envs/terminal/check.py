@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from collections import Counter, defaultdict
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from core.io import atomic_write_text
@@ -67,9 +65,13 @@ def group_of(name: str) -> str:
 
 
 def check_tasks(tasks: Path, out: Path, cfg: TerminalConfig, workers: int = 1, limit: int = 0,
-                log: Callable[[str], None] = print, resume: bool = False) -> dict:
-    from swe_envs.terminal.trial import Context, TrialSpec, run_trial
+                log: Callable[[str], None] = print, resume: bool = False, pool=None) -> dict:
+    """``pool``: where tasks run (default: ``workers`` local threads; a ``swe_envs.fanout.SparkPool``
+    checks each task as one Spark task, the task's files shipped with it)."""
+    from swe_envs.fanout import LocalPool
 
+    pool = pool or LocalPool(workers)
+    tasks, out = tasks.absolute(), out.absolute()
     paths = find_tasks(tasks)
     if limit:
         paths = paths[:limit]
@@ -84,19 +86,85 @@ def check_tasks(tasks: Path, out: Path, cfg: TerminalConfig, workers: int = 1, l
     else:
         results_path.unlink(missing_ok=True)
         (out / "details.jsonl").unlink(missing_ok=True)
-    ctx = Context(cfg, log)
-    lock = threading.Lock()
     rows: list[dict] = list(done.values())
     details: dict[str, dict] = {}
-
-    def one(path: Path) -> None:
+    items = []
+    for path in paths:
         name = path.relative_to(tasks).as_posix() if path != tasks else path.name
-        if name in done:
+        if name not in done:
+            items.append({"name": name, "path": str(path), "files": _task_files(path)})
+    work = CheckWork(cfg)
+    pool.prepare(work)
+
+    def on_event(kind: str, value) -> None:
+        if kind == "log":
+            log(value)
             return
+        row, detail = value["row"], value["details"]
+        rows.append(row)
+        details[row["task"]] = detail
+        with open(results_path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(row) + "\n")
+        with open(out / "details.jsonl", "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(detail) + "\n")
+        log(f"[{len(rows)}/{len(paths)}] {'ok ' if row['ok'] else 'BAD'} {row['task']} {row['reason'][:160]}")
+
+    pool.run(work, items, out, on_event)
+    summary = summarize(rows, details)
+    atomic_write_text(out / "summary.json", json.dumps(summary, indent=1))
+    return summary
+
+
+def _task_files(path: Path) -> list[tuple[str, bytes, int]]:
+    """A task travels with its item (a few KB): executors need not see the driver's task tree."""
+    return [(p.relative_to(path).as_posix(), p.read_bytes(), p.stat().st_mode & 0o777)
+            for p in sorted(path.rglob("*")) if p.is_file()]
+
+
+def _unpack(files, dest: Path) -> Path:
+    for rel, data, mode in files:
+        f = dest / rel
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_bytes(data)
+        f.chmod(mode)
+    return dest
+
+
+class CheckWork:
+    """One task per item: convert if old-layout, build, run oracle then nop."""
+
+    def __init__(self, cfg: TerminalConfig):
+        self.cfg = cfg
+
+    def connect(self):
+        return None  # each Context opens its own client (with its long build timeout)
+
+    def start(self, conn, workdir: Path, emit):
+        import tempfile
+
+        from swe_envs.terminal.trial import Context
+
+        # task sources unpack outside workdir: only outputs travel back
+        return {"ctx": Context(self.cfg, lambda m: emit("log", m)), "out": workdir,
+                "src": Path(tempfile.mkdtemp(prefix="terminal-check-src-"))}
+
+    def stop(self, st) -> None:
+        import shutil
+
+        shutil.rmtree(st["src"], ignore_errors=True)
+
+    def run(self, st, item: dict, emit) -> None:
+        from swe_envs.terminal.trial import TrialSpec, run_trial
+
+        name, out = item["name"], st["out"]
         oracle = nop = None
         error = ""
         needs: list[dict] = []
         try:
+            # the task tree where it is readable (this machine, a shared filesystem), else its shipped copy
+            path = Path(item["path"])
+            if not path.is_dir():
+                path = _unpack(item["files"], st["src"] / name)
             if is_tb_task(path):
                 dest = out / "converted" / name
                 if not dest.exists():
@@ -105,35 +173,25 @@ def check_tasks(tasks: Path, out: Path, cfg: TerminalConfig, workers: int = 1, l
             else:
                 task = load_task(path)
             needs = task_needs(task)
-            oracle = run_trial(ctx, TrialSpec(task, "oracle", f"{slug(name)}__oracle"), out / "trials")
+            oracle = run_trial(st["ctx"], TrialSpec(task, "oracle", f"{slug(name)}__oracle"), out / "trials")
             if oracle["built"]:
-                nop = run_trial(ctx, TrialSpec(task, "nop", f"{slug(name)}__nop"), out / "trials")
+                nop = run_trial(st["ctx"], TrialSpec(task, "nop", f"{slug(name)}__nop"), out / "trials")
         except (TaskFormatError, OSError) as err:
             error = f"task: {err}"
         except Exception as err:  # one broken task never stops the batch
             error = f"{type(err).__name__}: {str(err)[:300]}"
         row = with_needs(check_row(name, oracle, nop, error), needs)
-        with lock:
-            rows.append(row)
-            details[name] = {"task": name, "needs": needs, "offline_capable": offline_capable(needs),
-                             "substitutions": (oracle or {}).get("substitutions", []),
-                             "timings": {"oracle": (oracle or {}).get("timings"), "nop": (nop or {}).get("timings")}}
-            with open(results_path, "a", encoding="utf-8") as fh:
-                fh.write(json.dumps(row) + "\n")
-            with open(out / "details.jsonl", "a", encoding="utf-8") as fh:
-                fh.write(json.dumps(details[name]) + "\n")
-            log(f"[{len(rows)}/{len(paths)}] {'ok ' if row['ok'] else 'BAD'} {name} {row['reason'][:160]}")
+        emit("row", {"row": row, "details": self._details(name, needs, oracle, nop)})
 
-    pool = ThreadPoolExecutor(max_workers=workers)
-    try:
-        list(pool.map(one, paths))
-    except KeyboardInterrupt:  # Ctrl-C / SIGTERM: drop the queued tasks, let running ones clean up
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    pool.shutdown()
-    summary = summarize(rows, details)
-    atomic_write_text(out / "summary.json", json.dumps(summary, indent=1))
-    return summary
+    @staticmethod
+    def _details(name: str, needs: list[dict], oracle: dict | None, nop: dict | None) -> dict:
+        return {"task": name, "needs": needs, "offline_capable": offline_capable(needs),
+                "substitutions": (oracle or {}).get("substitutions", []),
+                "timings": {"oracle": (oracle or {}).get("timings"), "nop": (nop or {}).get("timings")}}
+
+    def failed(self, item: dict, reason: str) -> list:
+        return [("row", {"row": check_row(item["name"], None, None, reason),
+                         "details": self._details(item["name"], [], None, None)})]
 
 
 def _reason_class(reason: str) -> str:

@@ -135,12 +135,18 @@ def check(
     resume: bool = typer.Option(False, help="keep OUT/results.jsonl rows and skip those tasks"),
     config: Path = typer.Option(None, help="TerminalConfig YAML (configs/terminal.yaml)"),
     set_: list[str] = typer.Option(None, "--set", help="override a config key"),
+    master: str = typer.Option(None, help="check tasks on Spark executors, each with its own Docker engine: "
+                                          "local[2], spark://HOST:PORT, yarn (default: --workers local threads)"),
+    spark_conf: list[str] = typer.Option(None, "--spark-conf", help="a Spark setting KEY=VALUE (repeat), with --master"),
 ) -> None:
     """Build each task, run oracle (must score 1) and nop (must score 0); one results row per task."""
+    from swe_envs.fanout import make_pool
     from swe_envs.terminal.check import check_tasks
 
     cfg = _runner_config(config, set_)
-    summary = check_tasks(tasks, output, cfg, workers=workers, limit=limit, log=typer.echo, resume=resume)
+    pool = make_pool(master, workers, spark_conf)
+    summary = check_tasks(tasks, output, cfg, workers=workers, limit=limit, log=typer.echo, resume=resume,
+                          pool=pool)
     typer.echo(f"ok {summary['ok']}/{summary['tasks']}  built {summary['built']}  "
                f"oracle pass {summary['oracle_pass']}  -> {output / 'results.jsonl'}")
 

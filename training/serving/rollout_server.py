@@ -7,7 +7,8 @@ and external agent frameworks can point at SGLang or vLLM instead):
   "top_p", "stop_token_ids"}, "rid"}`` -> ``{"output_ids", "text", "meta_info": {"finish_reason":
   {"type"}, "output_token_logprobs": [[logprob, id, null], ...], "weight_version",
   "token_weight_versions", "prompt_tokens", "completion_tokens"}}``
-* ``POST /v1/completions`` (prompt text or token ids, ``logprobs``) and ``POST /v1/chat/completions``
+* ``POST /v1/completions`` (prompt text or token ids, ``logprobs``, vLLM's
+  ``return_tokens_as_token_ids``) and ``POST /v1/chat/completions``
   (GLM-5 chat template; ``logprobs: true``; the reply parsed back into ``reasoning_content`` and
   ``tool_calls``); ``n`` samples per prompt; refused (400), never ignored: ``stop`` strings (use
   ``stop_token_ids``), ``stream``, and text with words a word-level vocabulary lacks;
@@ -131,7 +132,10 @@ class RolloutServer:
             choice: dict[str, Any] = {"index": i, "text": self.codec.decode(req.tokens),
                                       "finish_reason": req.finish_reason}
             if body.get("logprobs") is not None:  # top_logprobs: the sampled token only
-                toks = [self.codec.token(t) for t in req.tokens]
+                # vLLM's return_tokens_as_token_ids: "token_id:N" strings, so a client configured for
+                # vLLM (rollout.backend: vllm) reads the exact ids from this server too
+                toks = [f"token_id:{t}" if body.get("return_tokens_as_token_ids") else self.codec.token(t)
+                        for t in req.tokens]
                 choice["logprobs"] = {"tokens": toks, "token_logprobs": req.logprobs, "token_ids": req.tokens,
                                       "top_logprobs": [{t: lp} for t, lp in zip(toks, req.logprobs, strict=True)]}
             choices.append(choice)

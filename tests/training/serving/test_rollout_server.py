@@ -39,6 +39,11 @@ def test_generate_token_in_out(server, rl_assets):
     a = rollout_client.generate(server, "ours", ids, {"max_tokens": 9, "temperature": 0.0, "top_p": 1.0}, "g1", 30)
     b = call(f"{server}/generate", {"input_ids": ids, "sampling_params": greedy})
     assert a.output_ids == b["output_ids"] and len(a.output_ids) == 9
+    # the client's vLLM path (/v1/completions, token ids in and out) reads the same tokens here
+    v = rollout_client.generate(server, "vllm", ids, {"max_tokens": 9, "temperature": 0.0, "top_p": 1.0,
+                                                      "stop_token_ids": [-1]}, "v1", 30, weight_version=3)
+    assert v.output_ids == a.output_ids and v.versions == [3] * 9
+    assert [round(x, 4) for x in v.logprobs] == [round(x, 4) for x in a.logprobs]
 
 
 def test_openai_routes(server):

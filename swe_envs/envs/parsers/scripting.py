@@ -132,6 +132,8 @@ def parse_rspec(log: str) -> ParseResult:
         if is_group:
             stack.append((indent, text))
             continue
+        if not stack:
+            continue  # an example is always inside a group: an unindented leaf is other output
         status = PASSED
         if m := _RSPEC_STATUS.match(text):
             text, status = m.group(1), FAILED if m.group(2).startswith("FAILED") else SKIPPED

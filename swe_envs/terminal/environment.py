@@ -36,7 +36,7 @@ from swe_envs.sandbox import LABEL, owner
 from swe_envs.terminal.config import RunnerConfig
 from swe_envs.terminal.substitute import Substituter, from_images
 from swe_envs.terminal.task import HarborTask, TaskFormatError
-from swe_envs.terminal.warm import warm_context, warm_dockerfile, warmings
+from swe_envs.terminal.warm import test_scripts, warm_context, warm_dockerfile, warmings
 
 COMPOSE_KEYS = {"build", "image", "command", "entrypoint", "environment", "working_dir", "depends_on",
                 "healthcheck", "deploy", "container_name", "volumes", "ports", "expose", "restart"}
@@ -160,9 +160,11 @@ def build_task_images(task: HarborTask, images: Images, subst: Substituter) -> B
         if not res.ok:
             return Built(False, out.images, "".join(logs), f"build failed: {res.error}", time.monotonic() - t0,
                          out.substitutions)
-        rules = warmings(ctx)
+        # the tests run in the main container: their scripts' test-time fetches are warmed there
+        tests = test_scripts([s.tests_dir for s in task.steps]) if name == "main" else ""
+        rules = warmings(ctx, tests)
         if rules:  # what the tests would fetch offline, warmed in a layer on top (recorded as substitutions)
-            wdf = warm_dockerfile(tag, rules, ctx)
+            wdf = warm_dockerfile(tag, rules, ctx, tests)
             wtag = f"{tag.rpartition(':')[0]}-warm:{sha(tag, wdf)[:16]}"
             if images.image_id(wtag) is None:
                 images.log(f"building {wtag} ({', '.join(w.rule for w in rules)})")

@@ -7,7 +7,14 @@ import re
 
 from swe_envs.terminal.substitute import from_images
 from swe_envs.terminal.task import HarborTask
-from swe_envs.terminal.warm import GRADLE_SERVED, cargo_deps, debian_crate_package, gradle_deps
+from swe_envs.terminal.warm import (
+    GRADLE_SERVED,
+    cargo_added,
+    cargo_deps,
+    debian_crate_package,
+    gradle_deps,
+    test_scripts,
+)
 
 # (name, pattern over Dockerfile + test/solution scripts, provisioned offline here?)
 PATTERNS = [
@@ -21,9 +28,6 @@ PATTERNS = [
     # the project's own dependencies, installed by run-tests.sh: installed at build time (warm.py)
     ("npm install of the project's dependencies at test time", r"^\s*npm (?:install|ci)\s*$", True),
     ("pip install at build time", r"pip3? install", True),
-    # Aider's Rust run-tests.sh adds regex/thiserror/anyhow (`|| true`): offline they are not added, and a
-    # reference solution that uses them does not compile (not served: would change every Rust image)
-    ("cargo add of crates at test time", r"^\s*cargo add\b", False),
     ("apt-get at test time", r"apt-get (?:update|install)", True),
 ]
 
@@ -54,6 +58,11 @@ def task_needs(task: HarborTask) -> list[dict]:
         # served from Debian's librust-*-dev packages (warm.py); a crate Debian lacks fails that build
         out.append({"need": "crates from a registry (Cargo dependencies)", "offline": True,
                     "debian_packages": [debian_crate_package(c) for c in crates]})
+    added = cargo_added(test_scripts([s.tests_dir for s in task.steps]))
+    if added:
+        # Aider's Rust run-tests.sh adds regex/thiserror/anyhow: served from the same Debian packages (warm.py)
+        out.append({"need": "cargo add of crates at test time", "offline": True,
+                    "debian_packages": [debian_crate_package(c) for c in added]})
     return out
 
 

@@ -42,7 +42,7 @@ emit() { if [ -n "$out" ]; then cat "$1" > "$out"; else cat "$1"; fi; }
 case "$url" in
   */uv/*install.sh|*/uv/install.sh|*/uv/*/install.sh) emit /opt/provision/installers/uv.sh; exit 0;;
   *rustup.rs*|*rustup-init*) emit /opt/provision/installers/rustup.sh; exit 0;;
-  */go[0-9]*.linux-*.tar.gz) exec /opt/provision/installers/go-tarball.sh "$out";;
+  */go[0-9]*.linux-*.tar.gz) exec /opt/provision/installers/go-tarball.sh "$out" "$url";;
   *nodesource.com/setup_*) emit /opt/provision/installers/nodesource.sh; exit 0;;
 esac
 exec /usr/bin/curl "$@"
@@ -61,9 +61,12 @@ echo "uv $(/opt/provision/venv/bin/uv --version 2>/dev/null) provisioned offline
 """
 
 RUSTUP_SH = r"""#!/bin/sh
-# rustup stand-in: Debian's cargo/rustc, linked where rustup puts them
+# rustup stand-in: Debian's cargo/rustc, linked where rustup puts them. rustup installs the newest
+# stable; bookworm's rustc is 1.63 (no std::sync::OnceLock, and its cargo add takes a wrong crate
+# from a directory source), so its newer rustc-web/cargo-web toolchain is preferred where it exists.
 set -e
-command -v cargo >/dev/null 2>&1 || (apt-get update && apt-get install -y --no-install-recommends cargo rustc)
+command -v cargo >/dev/null 2>&1 || (apt-get update && { apt-get install -y --no-install-recommends rustc-web cargo-web \
+  || apt-get install -y --no-install-recommends cargo rustc; })
 mkdir -p "$HOME/.cargo/bin"
 for t in cargo rustc rustdoc; do p=$(command -v $t || true); [ -n "$p" ] && ln -sf "$p" "$HOME/.cargo/bin/$t"; done
 printf 'export PATH="$HOME/.cargo/bin:$PATH"\n' > "$HOME/.cargo/env"
@@ -71,10 +74,30 @@ echo "rust provisioned from Debian packages: $(rustc --version)"
 """
 
 GO_SH = r"""#!/bin/sh
-# Go release tarball stand-in: a go/ tree whose binaries are Debian's golang (GOROOT follows the links)
+# Go release tarball stand-in: a go/ tree whose binaries are Debian's golang (GOROOT follows the links).
+# The release the URL names (go1.21.5 -> golang-1.21-go) comes from the suite or its backports (bookworm
+# has Go 1.19; code written for 1.21 imports slices); Debian's default Go only when neither has it.
 set -e
-[ -e /usr/lib/go/bin/go ] || (apt-get update >&2 && apt-get install -y --no-install-recommends golang-go >&2)
-root=$(readlink -f /usr/lib/go)
+v=$(printf '%s' "$2" | sed -n 's#.*/go\([0-9][0-9]*\.[0-9][0-9]*\).*#\1#p')
+if [ -n "$v" ] && [ ! -x "/usr/lib/go-$v/bin/go" ]; then
+  apt-get update >&2 || true
+  if ! apt-get install -y --no-install-recommends "golang-$v-go" >&2; then
+    suite=$(. /etc/os-release && echo "$VERSION_CODENAME")
+    mirror=$(grep -rhoE 'https?://[^ ]+' /etc/apt/sources.list /etc/apt/sources.list.d 2>/dev/null | head -n 1)
+    if [ -n "$suite" ] && [ -n "$mirror" ]; then
+      echo "deb $mirror $suite-backports main" > /etc/apt/sources.list.d/go-backports.list
+      apt-get update >&2 && apt-get install -y --no-install-recommends -t "$suite-backports" "golang-$v-go" >&2 || true
+      rm -f /etc/apt/sources.list.d/go-backports.list
+    fi
+  fi
+fi
+if [ -n "$v" ] && [ -x "/usr/lib/go-$v/bin/go" ]; then
+  root="/usr/lib/go-$v"
+else
+  [ -e /usr/lib/go/bin/go ] || (apt-get update >&2 && apt-get install -y --no-install-recommends golang-go >&2)
+  root=$(readlink -f /usr/lib/go)
+  echo "go-tarball stand-in: Go $v is not packaged for this suite; serving $("$root/bin/go" version)" >&2
+fi
 tmp=$(mktemp -d)
 mkdir -p "$tmp/go/bin"
 ln -s "$root/bin/go" "$tmp/go/bin/go"

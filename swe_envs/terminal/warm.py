@@ -19,7 +19,14 @@ what trials run. Each applied rule is recorded as a substitution of the check re
   reachable; Debian packages crates as ``librust-<crate>-dev`` (sources under
   ``/usr/share/cargo/registry``, with checksums), so those packages are installed and cargo's
   ``crates-io`` source is replaced by that directory (``$CARGO_HOME/config.toml``). A crate
-  Debian does not package fails the layer's build with apt's message naming it.
+  Debian does not package fails the layer's build with apt's message naming it. Packages come
+  with their recommends: a crate's ``+default`` package carries its default features' optional
+  dependencies (regex without it misses aho-corasick).
+- ``cargo-add-debian-crates``: the task's tests run ``cargo add <crates>`` (Aider's Rust tasks add
+  regex, thiserror and anyhow). The same Debian packages and source replacement let that resolve
+  offline; a crate Debian lacks is named in the layer's log and left out, as the tests' own
+  ``|| true`` tolerates. Only the tests' scripts are read: the environment never depends on the
+  solution.
 """
 
 from __future__ import annotations
@@ -90,11 +97,44 @@ GRADLE = Warming("gradle-wrapper", "Gradle distribution download (gradlew) + JUn
 
 CARGO = Warming("cargo-debian-crates", "crates from a registry (Cargo dependencies)",
                 "Debian's librust-*-dev packages as cargo's crates-io source")
+CARGO_ADD = Warming("cargo-add-debian-crates", "cargo add of crates at test time",
+                    "Debian's librust-*-dev packages as cargo's crates-io source")
 
 
 def _crates(ctx: Path) -> list[str]:
     return sorted({c for p in ctx.rglob("Cargo.toml") if not _skip(p, ctx)
                    for c in cargo_deps(p.read_text(encoding="utf-8", errors="replace"))})
+
+
+# cargo add options that take a value (the value is not a crate)
+_CARGO_ADD_VALUED = {"-F", "--features", "--rename", "-p", "--package", "--registry", "--target",
+                     "--manifest-path", "--lockfile-path", "--branch", "--tag", "--rev", "--config", "-Z"}
+
+
+def cargo_added(scripts: str) -> list[str]:
+    """Registry crates ``cargo add`` names in shell scripts (``--path``/``--git`` ones are not registry's)."""
+    out = set()
+    for m in re.finditer(r"(?:^|[;&|(])\s*cargo add\b([^\n;&|]*)", scripts, re.MULTILINE):
+        names, skip = [], False
+        command = re.split(r"\s\d+[<>]|[<>#)]", m.group(1))[0]  # up to a redirection, comment or subshell end
+        for w in command.split():
+            if skip:
+                skip = False
+            elif w in ("--path", "--git"):
+                names = []
+                break
+            elif w.startswith("-"):
+                skip = w in _CARGO_ADD_VALUED
+            elif re.fullmatch(r"[A-Za-z0-9_-]+(@\S+)?", w):
+                names.append(w.split("@")[0])
+        out.update(names)
+    return sorted(out)
+
+
+def test_scripts(tests_dirs: list[Path | None]) -> str:
+    """The text of the tests' shell scripts: what runs at test time, offline."""
+    return "\n".join(p.read_text(encoding="utf-8", errors="replace")
+                     for d in tests_dirs if d and d.is_dir() for p in sorted(d.glob("*.sh")))
 
 
 def gradle_deps(text: str) -> list[str]:
@@ -120,8 +160,8 @@ def _skip(path: Path, ctx: Path) -> bool:
     return bool({"node_modules", "target"} & set(path.relative_to(ctx).parts))
 
 
-def warmings(ctx: Path) -> list[Warming]:
-    """The rules a build context needs, in a fixed order."""
+def warmings(ctx: Path, tests: str = "") -> list[Warming]:
+    """The rules a build context (and the text of the tests' scripts) needs, in a fixed order."""
     out = []
     if any(_npm_deps(p) for p in ctx.rglob("package.json") if not _skip(p, ctx)):
         out.append(NPM)
@@ -129,10 +169,23 @@ def warmings(ctx: Path) -> list[Warming]:
         out.append(GRADLE)
     if _crates(ctx):
         out.append(CARGO)
+    if cargo_added(tests):
+        out.append(CARGO_ADD)
     return out
 
 
-def warm_dockerfile(image: str, rules: list[Warming], ctx: Path | None = None) -> str:
+def _cargo_lines(declared: list[str], added: list[str]) -> list[str]:
+    # declared crates must exist (the build needs them); added ones only where Debian packages them,
+    # as the tests' `cargo add ... || true` tolerates a failed add. With recommends: +default packages
+    must = " ".join(debian_crate_package(c) for c in declared)
+    maybe = " ".join(debian_crate_package(c) for c in added if c not in declared)
+    pick = (f'for p in {maybe}; do if apt-cache show "$p" >/dev/null 2>&1; then m="$m $p"; '
+            'else echo "not packaged by Debian: $p"; fi; done && ') if maybe else ""
+    return [f"RUN apt-get update && m='' && {pick}apt-get install -y {must} $m && rm -rf /var/lib/apt/lists/*",
+            f"RUN {cargo_source_line()}"]
+
+
+def warm_dockerfile(image: str, rules: list[Warming], ctx: Path | None = None, tests: str = "") -> str:
     """A layer on the task's image; RUN lines run in the image's own working directory."""
     lines = [f"FROM {image}"]
     for w in rules:
@@ -145,11 +198,9 @@ def warm_dockerfile(image: str, rules: list[Warming], ctx: Path | None = None) -
                       "COPY gradlew-standin /opt/provision/bin/gradlew-standin",
                       "RUN chmod 755 /opt/provision/bin/gradlew-standin && if [ -f gradlew ]; then "
                       "mv gradlew gradlew.upstream && cp /opt/provision/bin/gradlew-standin gradlew; fi"]
-        elif w is CARGO:
-            pkgs = " ".join(debian_crate_package(c) for c in _crates(ctx)) if ctx else ""
-            lines += [f"RUN apt-get update && apt-get install -y --no-install-recommends {pkgs} "
-                      "&& rm -rf /var/lib/apt/lists/*",
-                      f"RUN {cargo_source_line()}"]
+    if CARGO in rules or CARGO_ADD in rules:  # one source replacement serves both
+        lines += _cargo_lines(_crates(ctx) if ctx and CARGO in rules else [],
+                              cargo_added(tests) if CARGO_ADD in rules else [])
     return "\n".join(lines) + "\n"
 
 

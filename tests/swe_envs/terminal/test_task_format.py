@@ -203,8 +203,9 @@ def test_needs_report_on_real_seeds(tb_seeds, tmp_path):
     rust = needs("aider_polyglot/polyglot_rust_gigasecond")
     crates = [n for n in rust if n["need"] == "crates from a registry (Cargo dependencies)"]
     assert crates[0]["offline"] and crates[0]["debian_packages"] == ["librust-time-dev"]
-    # run-tests.sh's `cargo add regex thiserror anyhow` is a test-time fetch nothing serves here
-    assert {"need": "cargo add of crates at test time", "offline": False} in rust
-    assert not offline_capable(needs("aider_polyglot/polyglot_rust_acronym"))
+    # run-tests.sh's `cargo add regex thiserror anyhow` resolves offline from the same Debian packages
+    assert {"need": "cargo add of crates at test time", "offline": True,
+            "debian_packages": ["librust-anyhow-dev", "librust-regex-dev", "librust-thiserror-dev"]} in rust
+    assert offline_capable(needs("aider_polyglot/polyglot_rust_acronym"))
     go = needs("aider_polyglot/polyglot_go_alphametics")
     assert offline_capable(go) and "Go release tarball" in {n["need"] for n in go}

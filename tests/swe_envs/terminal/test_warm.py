@@ -86,3 +86,35 @@ def test_gradle_deps_string_notation():
             "    testImplementation 'org.junit.jupiter:junit-jupiter'\n    // implementation \"x:commented\"\n}\n")
     assert gradle_deps(text) == ["io.reactivex.rxjava2:rxjava", "org.junit.jupiter:junit-jupiter",
                                  "org.junit:junit-bom"]
+
+
+def test_cargo_add_at_test_time_names_registry_crates():
+    from swe_envs.terminal.warm import cargo_added
+
+    script = ("if [ -f Cargo.toml ]; then\n    cargo add regex 2>/dev/null || true\n"
+              "    cargo add thiserror 2>/dev/null || true\nfi\n"
+              "cargo add serde -F derive --rename ser; cargo add tokio@1.2 --features full\n"
+              "cargo add --path ../local mine\ncargo add --git https://example.invalid/x.git other\n"
+              "(cd sub && cargo add --dev rand>log)\necho cargo add quoted  # not a command\n")
+    assert cargo_added(script) == ["rand", "regex", "serde", "thiserror", "tokio"]
+    assert cargo_added("cargo build\n") == []
+
+
+def test_cargo_add_rule_reads_the_tests_scripts(tmp_path):
+    from swe_envs.terminal.warm import CARGO, CARGO_ADD, test_scripts
+
+    _write(tmp_path, "ctx/Cargo.toml", '[package]\nname = "x"\n[dependencies]\nanyhow = "1"\n')
+    _write(tmp_path, "tests/run-tests.sh", "cargo add regex || true\ncargo add anyhow || true\n")
+    _write(tmp_path, "tests/helper.py", "cargo add notashell\n")
+    tests = test_scripts([tmp_path / "tests", tmp_path / "missing", None])
+    assert "notashell" not in tests
+    assert warmings(tmp_path / "ctx", tests) == [CARGO, CARGO_ADD]
+    df = warm_dockerfile("terminal/r-main:1", [CARGO, CARGO_ADD], tmp_path / "ctx", tests)
+    # declared crates are required; added ones only where Debian packages them (the tests' `|| true`)
+    assert 'for p in librust-regex-dev; do if apt-cache show "$p"' in df
+    assert "apt-get install -y librust-anyhow-dev $m" in df
+    # recommends on: a crate's +default package brings its default features' optional dependencies
+    assert "--no-install-recommends" not in df
+    assert df.count("/usr/share/cargo/registry") == 1
+    only_added = warm_dockerfile("terminal/r-main:1", [CARGO_ADD], tmp_path / "none", tests)
+    assert "librust-anyhow-dev librust-regex-dev; do" in only_added

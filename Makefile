@@ -187,7 +187,7 @@ fuzz: setup
 	RELIABILITY_LONG=1 RELIABILITY_TABLE=out/reliability/fuzz.json $(PY) -m pytest -q \
 	  tests/reliability/test_fuzz_readers.py tests/reliability/test_fuzz_mining.py \
 	  tests/reliability/test_fuzz_log_parsers.py tests/reliability/test_fuzz_harbor.py \
-	  tests/reliability/test_fuzz_chat.py
+	  tests/reliability/test_fuzz_chat.py tests/reliability/test_fuzz_git.py
 
 chaos: setup
 	RELIABILITY_LONG=1 RELIABILITY_TABLE=out/reliability/chaos.json $(PY) -m pytest -q \

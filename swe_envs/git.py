@@ -144,9 +144,11 @@ class GitRepo:
             )
         self._batch.stdin.write(f"{rev}:{path}\n".encode())
         self._batch.stdin.flush()
-        header = self._batch.stdout.readline().split()
-        if len(header) != 3:  # "<name> missing" / "ambiguous"
+        line = self._batch.stdout.readline().rstrip(b"\n")
+        # "<name> missing" / "<name> ambiguous", where the name may hold spaces; else "<sha> <type> <size>"
+        if line.endswith((b" missing", b" ambiguous")) or not line:
             return None
+        header = line.split()
         size = int(header[2])
         data = self._batch.stdout.read(size)
         self._batch.stdout.read(1)  # the newline after the contents

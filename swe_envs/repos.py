@@ -55,7 +55,18 @@ def clone_bundle(bundle: Path, repo: str) -> Path:
             tmp = dest.with_name(dest.name + ".tmp")
             shutil.rmtree(tmp, ignore_errors=True)
             try:
+                # a bundle cut inside its ref list clones "successfully" into an empty or partial
+                # repository: every ref it lists must come out, and it must list one
+                heads = [ln.split()[0] for ln in git(dest.parent, "bundle", "list-heads", str(bundle))
+                         .decode("utf-8", "replace").splitlines() if ln.strip()]
+                if not heads:
+                    raise GitFailure("it lists no refs (truncated or not a bundle)")
                 git(dest.parent, "clone", "--bare", "--quiet", str(bundle), str(tmp))
+                for head in dict.fromkeys(heads):
+                    try:
+                        git(tmp, "cat-file", "-e", head)
+                    except GitFailure:
+                        raise GitFailure(f"listed commit {head[:12]} is missing from the clone") from None
             except GitFailure as err:
                 shutil.rmtree(tmp, ignore_errors=True)
                 raise InputError(f"cannot clone bundle {bundle}: {str(err)[-300:]}") from None
@@ -114,16 +125,18 @@ def diff(path: Path, old: str, new: str) -> str:
 
 
 def patch_paths(patch: str) -> list[str]:
-    """Paths a unified diff writes (new names), in order."""
-    out = []
-    for m in re.finditer(r"^diff --git a/(\S+) b/(\S+)$", patch, re.M):
-        if m.group(2) not in out:
-            out.append(m.group(2))
+    """Paths a unified diff writes (new names; a deleted file's own name), in order. Git's
+    headers are read by the miner's diff parser (quoted names, names with spaces); a plain
+    unified diff by its ``+++`` lines."""
+    from swe_envs.mining.patches import parse_diff, unquote_path
+
+    out = [f.path for f in parse_diff(patch) if f.path]
     if not out:
-        for m in re.finditer(r"^\+\+\+ (?:b/)?(\S+)", patch, re.M):
-            if m.group(1) != "/dev/null" and m.group(1) not in out:
-                out.append(m.group(1))
-    return out
+        for m in re.finditer(r"^\+\+\+ (.+)$", patch, re.M):
+            name = unquote_path(m.group(1))
+            if name != "/dev/null":
+                out.append(name.removeprefix("b/"))
+    return list(dict.fromkeys(out))
 
 
 def check_patches(path: Path, commit: str, patches: list[tuple[str, str]]) -> str | None:

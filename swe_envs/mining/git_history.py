@@ -22,7 +22,10 @@ from swe_envs.mining.observations import COMMIT_REF_PREFIX, LINK_PREFIX, PR_COMM
 from swe_envs.mining.refs import closing_refs, iso_utc, pr_number_from_commit, repo_from_remote, repo_key
 
 SOURCE = "git"
-_FMT = "--format=%H%x00%P%x00%at%x00%ct%x00%B%x1e"
+# -z ends each commit with a NUL, which is the one byte %B never prints (git stops a message at
+# an embedded NUL), so any message, \x1e or newlines included, stays one record; the fields
+# before it are hex and digits, one per line
+_FMT = "--format=%H%n%P%n%at%n%ct%n%B"
 
 
 def discover_repos(root: Path, max_depth: int = 3) -> list[Path]:
@@ -64,15 +67,19 @@ def repo_name(repo: GitRepo, path: Path, root: Path) -> str:
 
 
 def _log(repo: GitRepo, *args: str) -> list[tuple[str, list[str], int, int, str]]:
-    out = repo.text("log", _FMT, *args)
+    out = repo.text("log", "-z", _FMT, *args)
     commits = []
-    for rec in out.split("\x1e"):
-        rec = rec.strip("\n")
-        if not rec:
+    for rec in out.split("\x00"):
+        fields = rec.lstrip("\n").split("\n", 4)
+        if len(fields) < 4:
             continue
-        sha, parents, at, ct, message = rec.split("\x00", 4)
-        commits.append((sha, parents.split(), int(at or 0), int(ct or 0), message))
+        sha, parents, at, ct, message = (*fields, "")[:5]
+        commits.append((sha, parents.split(), _int(at), _int(ct), message.rstrip("\n")))
     return commits
+
+
+def _int(stamp: str) -> int:
+    return int(stamp) if stamp.isdigit() else 0  # a malformed ident line has no usable date
 
 
 def _links(kind: str, message: str, repo: str, number: int, when: str) -> list[Obs]:

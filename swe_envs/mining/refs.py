@@ -28,9 +28,11 @@ _FENCED = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)", re.DOTALL)
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
 _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 
-_MERGE_PR = re.compile(r"^Merge pull request #(\d+) from (\S+)")
-_BORS = re.compile(r"^(?:Auto merge of|Merge) #(\d+)\b")
-_SQUASH = re.compile(r"\(#(\d+)\)\s*$")
+# PR numbers are GitHub's (far below 10^9, as in _CLOSING): a longer run of digits in a subject
+# is not a PR, and would not fit the int64 number column
+_MERGE_PR = re.compile(r"^Merge pull request #(\d{1,9}) from (\S+)")
+_BORS = re.compile(r"^(?:Auto merge of|Merge) #(\d{1,9})\b")
+_SQUASH = re.compile(r"\(#(\d{1,9})\)\s*$")
 
 _API_REPO = re.compile(r"/repos/([^/\s]+/[^/\s?#]+)")
 _HTML_REPO = re.compile(r"^https?://[^/\s]+/([^/\s]+/[^/\s?#]+)/(?:issues|pull|pulls)/\d+")
@@ -105,7 +107,10 @@ _TIME_FORMATS = (
 def iso_utc(value: object) -> str | None:
     """Normalise the timestamp spellings of API versions and old GH Archive to ``…Z`` UTC."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return datetime.fromtimestamp(float(value), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        try:
+            return datetime.fromtimestamp(float(value), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        except (OverflowError, OSError, ValueError):  # a hand-made commit dated past year 9999, NaN
+            return None
     if not isinstance(value, str) or not value.strip():
         return None
     if _CANONICAL_TIME.fullmatch(value):  # what the REST API sends: nothing to convert

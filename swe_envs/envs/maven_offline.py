@@ -27,7 +27,8 @@ DEBIAN_JARS = {
     "org.apiguardian": "libapiguardian-java", "com.google.guava": "libguava-java",
     "org.openjdk.jmh": "libjmh-java", "net.bytebuddy": "libbyte-buddy-java",
 }
-# what every stand-in run needs: the launcher (JUnit 5 with the vintage engine) and JUnit 4
+# what every stand-in run needs: the launcher (JUnit 5 with the vintage engine) and JUnit 4;
+# Debian's console "standalone" jar bundles nothing, so the launcher runs from the class path
 STANDIN_PACKAGES = ("junit5", "junit4", "libhamcrest-java")
 
 # Maven's failures to resolve from Debian's repository (parent POM, plugin, dependency)
@@ -94,9 +95,9 @@ tests=$(find src/test/java -name "*.java" 2>/dev/null | sort)
 [ -n "$tests" ] || { echo "mvn stand-in: no tests under src/test/java" >&2; exit 1; }
 javac -encoding UTF-8 -nowarn -proc:none -d "$out/test" -cp "$out/main:$CP" $tests || { echo "[ERROR] COMPILATION ERROR (test)"; exit 1; }
 [ "$goal" = compile ] && { echo "[INFO] BUILD SUCCESS (compiled only)"; exit 0; }
-java -jar /usr/share/java/junit-platform-console-standalone.jar --disable-banner --disable-ansi-colors \
-  --details=tree --class-path "$out/test:$out/main:src/test/resources:src/main/resources:$CP" \
-  --scan-class-path "$out/test" --reports-dir target/surefire-reports > "$out/console.txt" 2>&1
+java -cp "$out/test:$out/main:src/test/resources:src/main/resources:$CP" org.junit.platform.console.ConsoleLauncher \
+  --disable-banner --disable-ansi-colors --details=tree --scan-class-path "$out/test" \
+  --reports-dir target/surefire-reports > "$out/console.txt" 2>&1
 rc=$?
 cat "$out/console.txt"
 # the launcher's own totals, in the form of Surefire's summary line

@@ -20,7 +20,15 @@ app = typer.Typer(
     help="GLM-5 recipe data jobs (datatrove locally, Spark with --master).",
 )
 
-MASTER_HELP = "Spark master (local[2], spark://host:7077); omit to run on datatrove's local executor"
+MASTER_HELP = ("Spark master (local[2], spark://host:7077); omit to run on datatrove's local executor "
+               "(under spark-submit: its --master)")
+
+
+def _master(value: str | None) -> str | None:
+    """``--master``, or spark-submit's own when the job was launched by it."""
+    from pipelines.spark import submitted_master
+
+    return value or submitted_master()
 
 
 
@@ -29,7 +37,7 @@ MASTER_HELP = "Spark master (local[2], spark://host:7077); omit to run on datatr
 @user_errors
 def demo(
     config: Path = typer.Option(Path("configs/demo.yaml"), help="DemoConfig YAML"),
-    master: str = typer.Option(None, help=MASTER_HELP),
+    master: str = typer.Option(None, help=MASTER_HELP, callback=_master),
     set_: list[str] = typer.Option(None, "--set", help="override a config key, e.g. --set train.steps=5"),
 ) -> None:
     """Sample corpus -> documents -> tokenizer -> Arrow shards -> a few training steps."""
@@ -46,7 +54,7 @@ def documents(
         ..., "--input", help="file or directory (.html[.gz], .jsonl[.gz], .parquet, .txt); repeatable"
     ),
     output: Path = typer.Option(..., help="output directory (documents/, rejects/, job.json)"),
-    master: str = typer.Option(None, help=MASTER_HELP),
+    master: str = typer.Option(None, help=MASTER_HELP, callback=_master),
     config: Path = typer.Option(None, help="DocumentsJobConfig YAML"),
     source: str = typer.Option(None, help="mixture name for the inputs (default: file/directory name)"),
     set_: list[str] = typer.Option(None, "--set", help="override a config key, e.g. --set local.tasks=8"),
@@ -68,7 +76,7 @@ def documents(
 def web(
     input: list[Path] = typer.Option(..., "--input", help="HTML/WARC/JSONL/Parquet file or directory; repeatable"),
     output: Path = typer.Option(..., help="output directory (documents/, rejects/, job.json, models/)"),
-    master: str = typer.Option(None, help=MASTER_HELP),
+    master: str = typer.Option(None, help=MASTER_HELP, callback=_master),
     config: Path = typer.Option(None, help="WebConfig YAML (e.g. configs/web.yaml)"),
     source: str = typer.Option(None, help="mixture name for the inputs (default: file/directory name)"),
     glob: str = typer.Option(None, help="only files of input directories matching this pattern, e.g. '*.html'"),
@@ -109,7 +117,7 @@ def quality_eval(
 def dedup(
     input: list[Path] = typer.Option(..., "--input", help="Parquet/JSONL documents (file or directory); repeatable"),
     output: Path = typer.Option(..., help="output directory (documents/, rejects/, job.json)"),
-    master: str = typer.Option(None, help=MASTER_HELP),
+    master: str = typer.Option(None, help=MASTER_HELP, callback=_master),
     config: Path = typer.Option(None, help="DedupConfig YAML"),
     set_: list[str] = typer.Option(None, "--set", help="override a config key, e.g. --set minhash.bands=20"),
     resume: bool = typer.Option(False, help="keep finished tasks of an interrupted run with the same config"),
@@ -199,7 +207,8 @@ def swe_mine(
     api: list[Path] = typer.Option(None, "--api", help="GitHub API JSON dumps or recorded cassettes; repeatable"),
     repos: list[Path] = typer.Option(None, "--repos", help="a git repository or a directory of them; repeatable"),
     output: Path = typer.Option(..., help="output directory (documents/, rejects/, instances.jsonl, shards/)"),
-    master: str = typer.Option(None, help=MASTER_HELP.replace("datatrove's local executor", "DuckDB")),
+    master: str = typer.Option(None, help=MASTER_HELP.replace("datatrove's local executor", "DuckDB"),
+                               callback=_master),
     config: Path = typer.Option(None, help="SweMineConfig YAML (e.g. configs/swe_mine.yaml); default: built-in"),
     benchmark: list[Path] = typer.Option(None, "--benchmark", help="SWE-bench-style JSONL to decontaminate against"),
     set_: list[str] = typer.Option(None, "--set", help="override a key, e.g. --set mining.patch_filter.max_files=10"),

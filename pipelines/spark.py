@@ -37,6 +37,18 @@ from pipelines.spark_files import ship_step_files
 BATCH_ROWS = 256
 
 
+def submitted_master() -> str | None:
+    """The master ``spark-submit`` was given when it launched this process (it hands the
+    Python driver its JVM through ``PYSPARK_GATEWAY_PORT``); None for a plain ``python -m``,
+    which stays on the local engine unless ``--master`` says otherwise."""
+    if not os.environ.get("PYSPARK_GATEWAY_PORT"):
+        return None
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()  # attach to spark-submit's JVM, whose properties hold its options
+    return SparkConf().get("spark.master", None)
+
+
 def _to_batch(docs, schema: pa.Schema, promoted) -> pa.RecordBatch:
     rows = []
     for d in docs:

@@ -24,7 +24,7 @@ from core.cli import user_errors
 from core.errors import ConfigError, UserError
 from training.rl.faults import ServerFaults
 from training.rl.task_backends import RewardUnavailable, build_backend
-from training.serving.http_json import HttpError, call, exit_with_parent, serve_json
+from training.serving.http_json import HttpError, exit_with_parent, register_with, serve_json
 
 
 class TaskService:
@@ -114,8 +114,9 @@ app = typer.Typer(add_completion=False, help="Serve one task's instances and rew
 @user_errors(sigterm_unwinds=True)
 def main(
     kind: str = typer.Option("toy", help="toy | search | swe | terminal"),
-    name: str = typer.Option(..., help="task name (the task id trajectories carry)"),
-    args: str = typer.Option("{}", help="backend arguments as JSON, e.g. '{\"task\": \"arithmetic\"}'"),
+    name: str = typer.Option(None, help="task name (the task id trajectories carry); default: the kind"),
+    args: str = typer.Option("{}", help="backend arguments as JSON, e.g. '{\"kind\": \"copy\", \"digits\": 2}' "
+                             "(toy), '{\"tasks\": \"search.jsonl\"}' (search)"),
     port: int = typer.Option(0, help="0 picks a free port"),
     host: str = typer.Option("127.0.0.1"),
     capacity: int = typer.Option(4, help="concurrent requests announced to the orchestrator"),
@@ -135,6 +136,7 @@ def main(
         backend_args = json.loads(args)
     except json.JSONDecodeError as err:
         raise ConfigError(f"--args is not JSON: {err}") from None
+    name = name or kind
     faults = ServerFaults(slow_prob, slow_s, garble_prob, fault_log, seed, who="task")
     svc = TaskService(kind, name, backend_args, capacity, faults, warmup_s)
     server = serve_json(svc.routes(), host, port)
@@ -142,8 +144,8 @@ def main(
     if port_file:
         Path(port_file).write_text(str(server.server_address[1]))
     if register:  # announce first: the heartbeat then watches the warm-up
-        res = call(f"{register.rstrip('/')}/register", {"key": key, "role": "task", "name": name,
-                                                         "endpoint": endpoint, "capacity": capacity})
+        res = register_with(register, {"key": key, "role": "task", "name": name, "endpoint": endpoint,
+                                       "capacity": capacity})
         typer.echo(f"registered with {register}: {res}", err=True)
     typer.echo(f"task service {name} ({kind}) on {endpoint}", err=True)
     svc.load()

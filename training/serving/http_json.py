@@ -134,6 +134,23 @@ def call(url: str, payload: dict[str, Any] | None = None, timeout_s: float = 30.
         return CallFailure(url, "garbled", f"not JSON: {raw[:60]!r}")
 
 
+def register_with(orchestrator: str, payload: dict[str, Any], timeout_s: float = 60.0) -> dict[str, Any]:
+    """POST ``payload`` to the orchestrator's ``/register``. An orchestrator not answering yet is
+    retried until ``timeout_s`` (services may start first); a refusal (4xx: an unknown task name,
+    say) or no answer in time raises ``UserError`` — a service never runs on believing it joined."""
+    from core.errors import UserError
+
+    url = f"{orchestrator.rstrip('/')}/register"
+    deadline = time.monotonic() + timeout_s
+    while True:
+        res = call(url, payload, timeout_s=10.0)
+        if not isinstance(res, CallFailure):
+            return res
+        if res.kind.startswith("http_4") or time.monotonic() >= deadline:
+            raise UserError(f"registration with {orchestrator} failed: {res.kind}: {res.message[:300]}")
+        time.sleep(0.5)
+
+
 def exit_with_parent(poll_s: float = 1.0) -> None:
     """A managed server must not outlive the orchestrator that launched it: an orchestrator killed
     with SIGKILL cannot stop its children (they run in their own sessions), so each one watches

@@ -42,7 +42,7 @@ from training.model.glm import GLMModel
 from training.rl.sampler import SamplingParams
 from training.serving.codec import Codec
 from training.serving.engine import Engine, read_weights
-from training.serving.http_json import HttpError, call, exit_with_parent, serve_json
+from training.serving.http_json import HttpError, exit_with_parent, register_with, serve_json
 
 
 def load_served_model(checkpoint: str | Path) -> tuple[GLMModel, int, dict[str, Any]]:
@@ -233,8 +233,7 @@ def main(
     if port_file:
         port_file.write_text(str(bound))
     if register:
-        res = call(f"{register.rstrip('/')}/register", {"key": key, "role": "rollout", "endpoint": endpoint,
-                                                         "capacity": max_batch})
+        res = register_with(register, {"key": key, "role": "rollout", "endpoint": endpoint, "capacity": max_batch})
         typer.echo(f"registered with {register}: {res}", err=True)
     typer.echo(f"serving {checkpoint} (weight_version {version}) on {endpoint}", err=True)
     try:

@@ -126,3 +126,38 @@ def test_terminal_service_takes_harbor_and_terminal_bench_tasks(tmp_path, capsys
         assert inst["id"] == task.name and want.strip()[:80] in inst["messages"][0]["content"]
     with pytest.raises(InputError, match="no Harbor task"):
         TerminalBackend(str(tmp_path / "tasks" / "broken"))
+
+
+def test_a_refused_registration_is_an_error_not_a_silent_run(tmp_path):
+    """A service whose registration the orchestrator refuses (a task name it does not know) exits
+    with the refusal; with the right name it registers (its name defaulting to its kind)."""
+    import subprocess
+    import sys
+    import time
+
+    from training.rl.orchestrator import Orchestrator
+    from training.rl.orchestrator_config import OrchestratorConfig
+    from training.rl.task_backends import toy_tokenizer
+    from training.serving.codec import Codec
+
+    tok = tmp_path / "tok.json"
+    toy_tokenizer().save(str(tok))
+    cfg = OrchestratorConfig.model_validate({"tokenizer": str(tok), "rollout": {"replicas": 0},
+                                             "tasks": [{"name": "toy", "replicas": 0}]})
+    orch = Orchestrator(cfg, tmp_path / "out", Codec.load(tok), log=lambda m: None)
+    url = orch.start()
+    proc = None
+    try:
+        bad = subprocess.run([sys.executable, "-m", "training.rl", "task-service", "--name", "nope",
+                              "--register", url], capture_output=True, text=True, timeout=120)
+        assert bad.returncode == 2 and "registration with" in bad.stderr and "unknown task 'nope'" in bad.stderr
+        proc = subprocess.Popen([sys.executable, "-m", "training.rl", "task-service", "--register", url],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while not orch.registry.healthy("task", "toy"):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.1)
+    finally:
+        if proc is not None:
+            stop(proc)
+        orch.shutdown()

@@ -5,6 +5,7 @@ SmolLM2 cannot be made to produce a chosen candidate; the real-model run is repo
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -103,3 +104,32 @@ def test_docs_closed_loop_rejects_trivially_satisfiable_tests(ctx, tmp_path):
         srv.stop()
     assert "operator module exports" in srv.received[0]["messages"][0]["content"]
     assert m["accepted"] == 0 and m["rejected_by_stage"] == {"stub": 1}
+
+
+@pytest.mark.skipif(not (shutil.which("apt-get") and shutil.which("dpkg-deb")), reason="man pages come from .debs")
+def test_docs_closed_loop_on_a_debian_man_page(ctx, tmp_path):
+    from synth.manpages.fetch import fetch_manpages
+
+    rows, _ = fetch_manpages(["sed"], tmp_path / "debs", log=lambda m: None)
+    page = next(r for r in rows if r["id"] == "sed/1/sed")
+    test_sh = ("#!/bin/bash\nmkdir -p /logs/verifier\n"
+               "[ \"$(cat /app/out.txt 2>/dev/null)\" = \"$(printf 'b\\nb\\nc')\" ] && echo 1 > /logs/verifier/reward.txt"
+               " || echo 0 > /logs/verifier/reward.txt\n")
+    good = json.dumps({"name": "sed-substitute", "instruction": "With sed, replace every a by b in /app/in.txt "
+                       "(lines a, b, c) and write the result to /app/out.txt.",
+                       "dockerfile": f"FROM {BASE}\nWORKDIR /app\nRUN printf 'a\\nb\\nc\\n' > /app/in.txt\n",
+                       "solution_sh": "#!/bin/bash\nsed 's/a/b/g' /app/in.txt > /app/out.txt\n", "test_sh": test_sh})
+    srv = ScriptedServer()
+    url = srv.start()
+    srv.script.extend([chat(good), verdict(True)])
+    try:
+        cfg = SynthConfig(llm=LLMConfig(base_url=url, cache_dir=None), rounds=1)
+        docs = [(page["id"], page["title"], page["text"])]
+        m = synthesize(ctx, cfg, tmp_path / "out", doc_prompts(docs, 1, cfg), stub_check=True, log=lambda m: None)
+    finally:
+        srv.stop()
+    # the proposer saw the rendered page and the package it comes from; the loop closed: the solution
+    # passes, the untouched (nop) and the stubbed (empty out.txt) environments fail
+    prompt = srv.received[0]["messages"][0]["content"]
+    assert "sed(1), Debian package sed" in prompt and "stream editor" in prompt
+    assert m["accepted"] == 1 and m["rejected_by_stage"] == {}

@@ -122,6 +122,8 @@ def main(
     out: Path = typer.Option(None, help="output directory (overrides the config's out)"),
     override: list[str] = typer.Option([], "--set", help="override a config key, e.g. --set train.steps=5"),
 ) -> None:
+    """SFT with the GLM-5 chat template: read and mix the chat datasets, pack them with loss
+    masks, train with training.trainer; writes OUT/sft.json (counts, rejects, losses)."""
     cfg = load_cli_config(SFTConfig, config, override)
     if out is not None:
         cfg.out = str(out)

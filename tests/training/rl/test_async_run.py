@@ -36,6 +36,7 @@ def test_faults_every_trajectory_trained_once_or_dropped_with_reason(tmp_path):
         "orchestrator.faults.kill_rollout_server_after_groups=[6]",
         "orchestrator.faults.task_slow_prob=0.05", "orchestrator.faults.task_slow_s=3",
         "orchestrator.faults.task_garble_prob=0.1", "orchestrator.faults.rollout_garble_prob=0.05",
+        "orchestrator.faults.rollout_slow_prob=0.05", "orchestrator.faults.rollout_slow_s=3",
         "orchestrator.faults.trainer_crash_after_updates=[2]",
     )
     out = tmp_path / "run"
@@ -53,6 +54,7 @@ def test_faults_every_trajectory_trained_once_or_dropped_with_reason(tmp_path):
     faults = summary["faults"]
     assert faults.get("kill_task") == 1 and faults.get("kill_rollout") == 1 and faults.get("trainer_crash") == 1
     assert faults.get("task_garbled", 0) + faults.get("rollout_garbled", 0) >= 1
+    assert faults.get("task_slow", 0) + faults.get("rollout_slow", 0) >= 1
     assert summary["trainer_restarts"] == 1 and summary["trainer_exit"] == 0
     events = summary["events"]
     for role in ("task-copy-0", "rollout-"):
@@ -64,6 +66,8 @@ def test_faults_every_trajectory_trained_once_or_dropped_with_reason(tmp_path):
     counters = summary["counters"]
     assert counters.get("groups_redelivered", 0) >= 1  # the crashed trainer's uncommitted groups came back
     assert any(k.startswith("failed:") for k in counters)
+    assert any(k.startswith("failed:") and k.endswith(":garbled") for k in counters)
+    assert any(k.startswith("failed:") and k.endswith(":timeout") for k in counters)  # slow past request_timeout_s
 
     metrics = _rows(out / "metrics.jsonl")
     assert [m["update"] for m in metrics] == [1, 2, 3, 4, 5]  # the crash's lost update is not left behind

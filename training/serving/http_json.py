@@ -103,7 +103,12 @@ def _make_handler(routes: dict[str, Handler]):
 
 def serve_json(routes: dict[str, Handler], host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
     """Start serving ``routes`` in a daemon thread; the bound port is ``server.server_address[1]``."""
-    server = ThreadingHTTPServer((host, port), _make_handler(routes))
+    from core.errors import UserError
+
+    try:
+        server = ThreadingHTTPServer((host, port), _make_handler(routes))
+    except OSError as err:  # a port in use (or a host not ours) is the user's to fix: say which
+        raise UserError(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True, name=f"http:{port}").start()
     return server

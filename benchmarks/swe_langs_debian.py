@@ -53,9 +53,9 @@ PACKAGES: dict[str, list[str]] = {
                    "node-after", "node-throttleit", "node-methods", "node-escape-string-regexp", "node-inherits"],
     # (not ruby-citrus 3.0.2: its orig tarball lacks the grammar files its tests load)
     "ruby": ["ruby-hashie", "ruby-base32", "ruby-multipart-parser", "ruby-colorator", "ruby-attr-required",
-             "ruby-blankslate", "ruby-base62", "ruby-rainbow", "ruby-diff-lcs"],
-    "rust": ["rust-fnv", "rust-hex", "rust-ident-case", "rust-pin-utils", "rust-adler32", "rust-itoa", "rust-either",
-             "rust-strsim"],
+             "ruby-blankslate", "ruby-base62", "ruby-akismet", "ruby-rainbow", "ruby-diff-lcs"],
+    "rust": ["rust-fnv", "rust-hex", "rust-ident-case", "rust-pin-utils", "rust-adler32", "rust-fixedbitset",
+             "rust-itoa", "rust-either", "rust-strsim"],
 }
 DATA = ROOT / "data" / "debian-src"
 # quilt's state and the packaging are Debian's, not upstream's

@@ -28,8 +28,9 @@ DEBIAN_JARS = {
     "org.openjdk.jmh": "libjmh-java", "net.bytebuddy": "libbyte-buddy-java",
 }
 # what every stand-in run needs: the launcher (JUnit 5 with the vintage engine) and JUnit 4;
-# Debian's console "standalone" jar bundles nothing, so the launcher runs from the class path
-STANDIN_PACKAGES = ("junit5", "junit4", "libhamcrest-java")
+# Debian's console "standalone" jar bundles nothing, so the launcher runs from the class path,
+# with its own dependencies (picocli; univocity-parsers in newer JUnit), which junit5 only suggests
+STANDIN_PACKAGES = ("junit5", "junit4", "libhamcrest-java", "libpicocli-java", "libunivocity-parsers-java")
 
 # Maven's failures to resolve from Debian's repository (parent POM, plugin, dependency)
 UNRESOLVABLE = re.compile(r"Non-resolvable parent POM|Could not find artifact|Plugin not found in any plugin repository|"

@@ -344,7 +344,8 @@ def test_maven_without_a_repository_gets_the_stand_in_over_debian_jars(tmp_path)
     fixed, rule = rule_fix("java", recipe, log, snap)
     assert rule == "Maven stand-in over Debian jars"
     install, write, compile_ = fixed
-    assert "junit5 junit4 libhamcrest-java libjunit-java libcommons-lang3-java" in install
+    assert "junit5 junit4 libhamcrest-java libpicocli-java libunivocity-parsers-java libjunit-java " \
+           "libcommons-lang3-java" in install
     assert write.startswith("printf '%s\\n' '#!/bin/sh'") and write.endswith("> /usr/local/bin/mvn && chmod 755 /usr/local/bin/mvn")
     assert compile_ == "mvn test-compile"
     assert rule_fix("java", fixed, log, snap) is None  # applied once

@@ -64,7 +64,7 @@ def run(mode: str, args, init: Path, out: Path) -> list[dict]:
         f"trainer.batch_groups={args.batch_groups}", "trainer.stale_policy=importance", "trainer.staleness=4",
         "trainer.optimizer.lr=2.0e-3", "trainer.update.minibatches=2", f"trainer.push_every={args.push_every}",
         f"trainer.reset_optimizer={str(args.reset_optimizer).lower()}", f"orchestrator.group_size={args.group_size}",
-        f"orchestrator.max_ahead_groups={2 * args.batch_groups}", "orchestrator.workers=32",
+        f"orchestrator.max_ahead_groups={round(args.ahead * args.batch_groups)}", "orchestrator.workers=32",
         f"orchestrator.rollout.replicas={args.servers}", "orchestrator.rollout.capacity=16",
         f"orchestrator.tasks={json.dumps(tasks)}"])
     if out.exists():
@@ -87,6 +87,8 @@ def main() -> None:
     ap.add_argument("--push-every", type=int, default=1)
     ap.add_argument("--reset-optimizer", action=argparse.BooleanOptionalAction, default=False,
                     help="fresh optimizer state after each push (GLM-5 does, pushing every K > 1 updates)")
+    ap.add_argument("--ahead", type=float, default=2.0,
+                    help="async: groups generating or buffered ahead of the trainer, in batches (bounds staleness)")
     ap.add_argument("--plus-ratio", type=float, default=3.0, help="plus : long groups")
     ap.add_argument("--median", type=float, default=16.0, help="lognormal median rollout length of `long` (tokens)")
     ap.add_argument("--sigma", type=float, default=1.0, help="lognormal sigma (tail weight)")

@@ -39,3 +39,28 @@ def test_first_wait_grace_then_timeout(tmp_path):
     finally:
         for reg in regs:
             reg.stop()
+
+
+def test_a_relaunched_server_gets_its_own_first_wait(tmp_path):
+    """A managed server that was healthy, died and was relaunched is cold again: its load must not
+    be cut short by the dead process's last heartbeat (it was, and the slot was relaunched over and
+    over until max_restarts gave it up)."""
+    import sys
+
+    hb = HeartbeatConfig(first_wait_s=600.0, interval_s=0.05, timeout_s=0.3, restart=True, max_restarts=5)
+    reg = Registry(hb, tmp_path, log=lambda m: None)
+    # a process that stays up and never answers: a server still loading its model
+    slot = reg.add_managed("rollout-0", "rollout", None, 1, lambda: [sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        slot.endpoint, slot.state, slot.last_ok = _dead_endpoint(), "healthy", time.monotonic()  # it was serving
+        reg.start()
+        slot.proc.kill()  # it dies: unhealthy, relaunched
+        deadline = time.monotonic() + 60
+        while sum(e["event"] == "launched" for e in reg.events) < 2:
+            assert time.monotonic() < deadline, reg.events
+            time.sleep(0.05)
+        time.sleep(1.5)  # five heartbeat timeouts of silence from the new, loading process
+        assert [e["event"] for e in reg.events].count("launched") == 2, reg.events
+        assert slot.state == "starting" and slot.restarts == 1
+    finally:
+        reg.stop()

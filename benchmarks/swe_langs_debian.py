@@ -4,8 +4,9 @@ For each language other than Python (measured on real SWE-bench data by ``swe_re
 list of small upstream projects packaged by Debian, each with its own test suite. Each is
 fetched with ``apt-get source`` (cached under the git-ignored ``data/debian-src/``; a private
 apt root with ``deb-src`` lines made from the host's own Debian sources, the system
-configuration untouched), its unpacked upstream tree (``debian/`` and quilt state dropped)
-becomes a git repository of one commit, and then goes through the product's code path that
+configuration untouched), its unpacked upstream tree (``debian/`` and quilt state dropped;
+where the mirror serves the orig tarball but not Debian's packaging, the orig tarball alone, its
+era then the newest file in it) becomes a git repository of one commit, and then goes through the product's code path that
 ``python -m swe_envs validate`` uses: ``make_builder`` -> ``EnvBuilder.build`` (recipe, toolchain,
 rule-based refine, collect check), one more run of the test command in the sandbox, the
 runner's parser, and ``check_run`` (the validator's trust check). What is compared: the parsed

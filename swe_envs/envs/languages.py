@@ -281,8 +281,16 @@ def _js_plan(snap: Snapshot, selected: list[str]) -> TestPlan:
     if runner == "tap" and re.search(r"(^|[\s;&|(])ava\b(?![-.])", script) and "--tap" not in script:
         # ava's own reporter names failures only; its TAP reporter names every test
         script = re.sub(r"(^|[\s;&|(])ava\b(?![-.])", r"\1ava --tap", script)
+    if runner in ("mocha", "jest"):
+        script = re.sub(r"\s--bail\b", "", script)  # every test's outcome, not up to the first failure
+    prefix = "PATH=/testbed/node_modules/.bin:$PATH; "
+    if runner == "mocha":
+        # old mocha's `mocha` spawns `_mocha` with customFds, which Node dropped long ago: the run
+        # printed nothing. `_mocha` is the runner itself, same arguments
+        prefix += ('mocha() { if grep -qs customFds /testbed/node_modules/mocha/bin/mocha; then _mocha "$@"; '
+                   'else command mocha "$@"; fi; }; ')
     # what `npm test` does, without needing npm in the image
-    return TestPlan(f"PATH=/testbed/node_modules/.bin:$PATH; {script}", runner)
+    return TestPlan(prefix + script, runner)
 
 
 JUNIT_JARS = "/usr/share/java/junit-platform-console-standalone.jar:/usr/share/java/junit4.jar:/usr/share/java/hamcrest-core.jar"

@@ -357,3 +357,27 @@ def test_maven_without_a_repository_gets_the_stand_in_over_debian_jars(tmp_path)
     assert out.returncode == 0 and (tmp_path / "mvn").read_text() == maven_offline.STANDIN
     bad = subprocess.run(["sh", str(tmp_path / "mvn"), "-B", "-s", "settings.xml", "deploy"], capture_output=True, text=True)
     assert bad.returncode == 2 and "goal deploy is not supported" in bad.stderr
+
+
+def test_mocha_runs_every_test_and_old_mocha_prints_its_output(tmp_path):
+    # node-merge-descriptors 1.0.1: mocha 1.21's `mocha` spawns `_mocha` with customFds (gone from
+    # Node): the run printed nothing; and --bail stopped at the first (era) failure
+    repo, head = make_git(tmp_path / "md", {"package.json": json.dumps(
+        {"scripts": {"test": "mocha --reporter spec --bail --check-leaks test/"},
+         "devDependencies": {"mocha": "1.21.5"}}), "test/merge.js": ""})
+    plan = languages.test_plan("javascript", Snapshot(repo, head))
+    assert plan.runner == "mocha" and plan.command.endswith("; mocha --reporter spec --check-leaks test/")
+    assert "grep -qs customFds /testbed/node_modules/mocha/bin/mocha; then _mocha" in plan.command
+    # the shell function picks _mocha only for the old wrapper
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    for name in ("mocha", "_mocha"):
+        (bin_ / name).write_text(f"#!/bin/sh\necho {name} \"$@\"\n")
+        (bin_ / name).chmod(0o755)
+    import subprocess
+    run = plan.command.replace("/testbed/node_modules/.bin", str(bin_)).replace("/testbed/", str(tmp_path) + "/")
+    (tmp_path / "node_modules" / "mocha" / "bin").mkdir(parents=True)
+    (tmp_path / "node_modules" / "mocha" / "bin" / "mocha").write_text("spawn(x, args, { customFds: [0,1,2] });\n")
+    assert subprocess.run(["sh", "-c", run], capture_output=True, text=True).stdout.startswith("_mocha --reporter")
+    (tmp_path / "node_modules" / "mocha" / "bin" / "mocha").write_text("require('../lib/cli').main();\n")
+    assert subprocess.run(["sh", "-c", run], capture_output=True, text=True).stdout.startswith("mocha --reporter")

@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-$(shell sha256sum pyproject.toml | cut -c1-16)
 MASTER ?=
 PYTEST_ARGS ?=
 
-.PHONY: help setup sysdeps demo quality-eval data-web spark-web data-swe data-swe-envs swe-real swe-langs data-terminal data-search data-longctx train train-dist gpu-check gpu-vendor sft rl-demo rl-async test fuzz chaos bench bench-gpu lint clean distclean
+.PHONY: help setup sysdeps demo quality-eval data-web spark-web data-swe data-swe-envs swe-real swe-langs data-terminal data-search data-longctx train train-dist gpu-check gpu-vendor sft rl-demo rl-async test fuzz chaos load bench bench-gpu lint clean distclean
 
 help:
 	@echo "make demo       install into .venv if needed, run the whole recipe on bounded samples -> out/demo (MASTER=local[2] for Spark)"
@@ -32,6 +32,7 @@ help:
 	@echo "make test       install into .venv if needed, run the test suite"
 	@echo "make fuzz       long fuzzing of every reader/parser -> one reliability table (out/reliability/fuzz.md)"
 	@echo "make chaos      long LLM-fault, hostile-suite and SIGKILL-resume runs -> one table (out/reliability/chaos.md)"
+	@echo "make load       the web job on 10x the sample, 55 environments validated in one run: peak RSS/disk -> out/reliability/load.md"
 	@echo "make bench      benchmarks (ratios against named baselines) -> out/bench/*.json + one table"
 	@echo "make bench-gpu  MoE kernels on a CUDA GPU: correctness + timings -> out/bench/kernels_gpu.json"
 	@echo "make lint       ruff"
@@ -193,6 +194,11 @@ chaos: setup
 	RELIABILITY_LONG=1 RELIABILITY_TABLE=out/reliability/chaos.json $(PY) -m pytest -q \
 	  tests/reliability/test_bad_records.py tests/reliability/test_chaos_llm.py \
 	  tests/reliability/test_containment.py tests/reliability/test_kill_resume*.py
+
+# load: the web job on 10x the sample's pages (edited copies), then `swe_envs validate` of 55
+# repo-versions in one run; peak RSS of each job's process tree, output disk, engine growth
+load: setup
+	RELIABILITY_LONG=1 RELIABILITY_TABLE=out/reliability/load.json $(PY) -m pytest -q -s tests/reliability/test_load.py
 
 # every benchmarks/*.py, one at a time (BENCH="minhash,sampler" for some), each writing
 # out/bench/<script>.json; then one table of all; exits 0 whether or not goals hold

@@ -33,6 +33,11 @@ def fuzz_settings(ci_examples: int = 25, long_examples: int = 400) -> settings:
 class Ledger:
     def __init__(self) -> None:
         self.rows: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(COLUMNS, 0))
+        # figures beside the counts (load runs: peak RSS, disk, seconds), printed under the table
+        self.figures: dict[str, dict[str, float | int | str]] = defaultdict(dict)
+
+    def figure(self, area: str, **values: float | int | str) -> None:
+        self.figures[area].update(values)
 
     def add(self, area: str, tried: int = 0, faults: int = 0, lost: int = 0, escapes: int = 0) -> None:
         row = self.rows[area]
@@ -46,17 +51,22 @@ class Ledger:
         for area in sorted(self.rows):
             vals = self.rows[area]
             lines.append(f"{area:<{width}} | " + " | ".join(f"{vals[c]:>{len(c)}}" for c in COLUMNS))
+        for area in sorted(self.figures):
+            lines.append(f"{area}: " + ", ".join(f"{k} {v}" for k, v in self.figures[area].items()))
         return "\n".join(lines)
 
     def markdown(self) -> str:
         lines = ["| area | " + " | ".join(COLUMNS) + " |", "|---|" + "---:|" * len(COLUMNS)]
         for area in sorted(self.rows):
             lines.append(f"| {area} | " + " | ".join(str(self.rows[area][c]) for c in COLUMNS) + " |")
+        lines += [""] + [f"- {area}: " + ", ".join(f"{k} {v}" for k, v in self.figures[area].items())
+                         for area in sorted(self.figures)] if self.figures else []
         return "\n".join(lines)
 
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"long": LONG, "areas": dict(sorted(self.rows.items()))}, indent=1) + "\n")
+        path.write_text(json.dumps({"long": LONG, "areas": dict(sorted(self.rows.items())),
+                                    "figures": dict(sorted(self.figures.items()))}, indent=1) + "\n")
 
 
 LEDGER = Ledger()

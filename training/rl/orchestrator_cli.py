@@ -42,6 +42,12 @@ def load_orchestrator_config(config: Path, out: Path) -> OrchestratorConfig:
         cfg = validate_config(OrchestratorConfig, data, str(config))
     if cfg.tokenizer is None and cfg.checkpoint:
         cfg.tokenizer = str(Path(cfg.checkpoint) / "tokenizer.json")
+    if cfg.tokenizer is None and cfg.tasks and all(t.kind == "toy" for t in cfg.tasks):
+        # toy tasks only: the toy vocabulary's tokenizer, as `train` uses (servers must serve a model of it)
+        from training.rl.task_backends import toy_tokenizer
+
+        toy_tokenizer().save(str(out / "tokenizer.json"))
+        cfg.tokenizer = str(out / "tokenizer.json")
     if cfg.tokenizer is None:
         raise ConfigError(f"{config}: tokenizer (or checkpoint with a tokenizer.json) is required to render prompts")
     return cfg

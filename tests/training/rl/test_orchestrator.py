@@ -139,3 +139,24 @@ def test_managed_servers_exit_when_the_orchestrator_is_killed(tmp_path):
         stop(orch)
         if pid and _alive(pid):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_shipped_standalone_config_and_its_tokenizer_default(tmp_path):
+    """configs/orchestrator_tiny.yaml (servers register themselves) loads as is: toy tasks only and no
+    tokenizer named means the toy tasks' tokenizer; a task that renders text needs one named."""
+    from pathlib import Path
+
+    import pytest
+
+    from core.errors import ConfigError
+    from training.rl.orchestrator_cli import load_orchestrator_config
+    from training.serving.codec import Codec
+
+    cfg = load_orchestrator_config(Path(__file__).resolve().parents[3] / "configs/orchestrator_tiny.yaml", tmp_path)
+    assert cfg.rollout.replicas == 0 and [t.name for t in cfg.tasks] == ["copy", "lookup"]
+    assert Path(cfg.tokenizer) == tmp_path / "tokenizer.json"
+    codec = Codec.load(cfg.tokenizer)
+    assert codec.decode(codec.encode("copy 1 2 =")) == "copy 1 2 ="  # the toy vocabulary's words
+    (tmp_path / "search.yaml").write_text(yaml.safe_dump({"tasks": [{"name": "s", "kind": "search"}]}))
+    with pytest.raises(ConfigError, match="tokenizer"):
+        load_orchestrator_config(tmp_path / "search.yaml", tmp_path / "o2")

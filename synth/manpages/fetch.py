@@ -7,9 +7,10 @@ straight out of the package's data archive (nothing is installed) and rendered t
 (``roff.render``). A page's ``SEE ALSO`` references become its links to the other pages of the
 corpus, so the result has the link graph ``synth.search`` builds chains on.
 
-Rows: ``{"id": "sed/1/sed", "title": "sed(1), Debian package sed", "text", "links", "package",
-"name", "section"}``. Every page not kept is counted with its reason (an alias, a translation, too
-little text, an unreadable file), and every package that could not be fetched names apt's error.
+Rows: ``{"id": "sed/1/sed", "title": "sed(1)", "text" (its first line names the package), "links",
+"package", "name", "section"}``. Every page not kept is counted with its reason (an alias, a
+translation, too little text, an unreadable file), and a package that could not be fetched names
+apt's error.
 """
 
 from __future__ import annotations
@@ -105,9 +106,11 @@ def pages_of(deb: Path, report: FetchReport, package: str) -> list[dict]:
                     report.rejected["too little text"] += 1
                     continue
                 name, section = m.group("name"), m.group("section")
-                rows.append({"id": f"{package}/{section}/{name}", "title": f"{name}({section}), Debian package {package}",
-                             "text": page.text, "see_also": page.see_also, "package": package, "name": name,
-                             "section": section})
+                # the package is named in the text, not the title: a deep-search answer is the page's
+                # title, and a task grounded in the page needs to know what to install
+                rows.append({"id": f"{package}/{section}/{name}", "title": f"{name}({section})",
+                             "text": f"Debian package: {package}\n\n{page.text}", "see_also": page.see_also,
+                             "package": package, "name": name, "section": section})
     except tarfile.TarError as err:
         raise UserError(f"{deb.name}: not a readable package archive ({err})") from None
     finally:

@@ -131,5 +131,5 @@ def test_docs_closed_loop_on_a_debian_man_page(ctx, tmp_path):
     # the proposer saw the rendered page and the package it comes from; the loop closed: the solution
     # passes, the untouched (nop) and the stubbed (empty out.txt) environments fail
     prompt = srv.received[0]["messages"][0]["content"]
-    assert "sed(1), Debian package sed" in prompt and "stream editor" in prompt
+    assert "=== document: sed(1) ===\nDebian package: sed" in prompt and "stream editor" in prompt
     assert m["accepted"] == 1 and m["rejected_by_stage"] == {}

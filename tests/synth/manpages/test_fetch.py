@@ -31,7 +31,7 @@ def test_fetch_real_packages_counts_every_page_and_failure(debs):
     ids = [r["id"] for r in rows]
     assert "grep/1/grep" in ids and "sed/1/sed" in ids
     sed = next(r for r in rows if r["id"] == "sed/1/sed")
-    assert sed["title"] == "sed(1), Debian package sed" and "stream editor" in sed["text"]
+    assert sed["title"] == "sed(1)" and sed["text"].startswith("Debian package: sed\n") and "stream editor" in sed["text"]
     assert "\\f" not in sed["text"] and ".SH" not in sed["text"]
     # sed's SEE ALSO cites grep(1), a page of this corpus: a link; awk(1) etc. are not in it
     assert sed["links"] == ["grep/1/grep"]

@@ -29,7 +29,8 @@ DEBIAN_JARS = {
 }
 # what every stand-in run needs: the launcher (JUnit 5 with the vintage engine) and JUnit 4;
 # Debian's console "standalone" jar bundles nothing, so the launcher runs from the class path,
-# with its own dependencies (picocli; univocity-parsers in newer JUnit), which junit5 only suggests
+# with its own dependencies (picocli; univocity-parsers in newer JUnit), which junit5 only suggests;
+# options that JUnit 1.3 (bullseye) already knows
 STANDIN_PACKAGES = ("junit5", "junit4", "libhamcrest-java", "libpicocli-java", "libunivocity-parsers-java")
 
 # Maven's failures to resolve from Debian's repository (parent POM, plugin, dependency)
@@ -97,7 +98,7 @@ tests=$(find src/test/java -name "*.java" 2>/dev/null | sort)
 javac -encoding UTF-8 -nowarn -proc:none -d "$out/test" -cp "$out/main:$CP" $tests || { echo "[ERROR] COMPILATION ERROR (test)"; exit 1; }
 [ "$goal" = compile ] && { echo "[INFO] BUILD SUCCESS (compiled only)"; exit 0; }
 java -cp "$out/test:$out/main:src/test/resources:src/main/resources:$CP" org.junit.platform.console.ConsoleLauncher \
-  --disable-banner --disable-ansi-colors --details=tree --scan-class-path "$out/test" \
+  --disable-ansi-colors --details=tree --scan-classpath "$out/test" \
   --reports-dir target/surefire-reports > "$out/console.txt" 2>&1
 rc=$?
 cat "$out/console.txt"

@@ -1,8 +1,9 @@
 """The web, dedup and swe-mine jobs on a real Spark standalone cluster: a master and one worker
 started with pyspark's own ``spark-class`` on 127.0.0.1, the worker in its own work directory,
-the jobs started from a third directory with relative paths. Outputs must equal the local
-engine's; models reach executors through ``SparkContext.addFile``, and executors call the
-job's LLM server at the driver's address."""
+the jobs started from a third directory (no checkout, no ``data/``) with relative paths. Outputs
+must equal the local engine's; models reach executors through ``SparkContext.addFile``, and
+executors call the job's LLM server at the driver's address (``spark.driver.host``, set to
+127.0.0.2 so that a server left on 127.0.0.1 would be caught)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import duckdb
@@ -25,7 +27,9 @@ pytestmark = pytest.mark.spark
 # small and cheap, the same for both engines: a 20K-bucket DCLM model (not 800 MB), two
 # documents scored by the LLM, no LLM cache (so the cluster's executors really call it)
 WEB_SET = ["dclm.train.bucket=20000", "edu.llm_sample_docs=2", "edu.score.llm.cache_dir=null",
-           "dclm.keep_top_fraction=0.5", "local.tasks=2", "spark.input_partitions=2"]
+           "dclm.keep_top_fraction=0.5", "local.tasks=2", "spark.input_partitions=2",
+           f"data_dir={ROOT / 'data'}"]  # the model/sample cache: the README's flag outside the checkout
+DRIVER_HOST = "127.0.0.2"  # loopback too, but not the 127.0.0.1 a local server would bind
 
 
 def _free_port() -> int:
@@ -89,7 +93,7 @@ def driver_dir(sample_corpus, tmp_path_factory):
 
     build_sample(ROOT / "data")  # recorded GitHub data + sample clones (cached)
     d = tmp_path_factory.mktemp("driver")
-    (d / "data").symlink_to(ROOT / "data")  # the default data_dir, seen from here
+    (d / "inputs").symlink_to(ROOT / "data")  # the mining inputs, by relative path; no ./data here
     pages = d / "pages"
     pages.mkdir()
     for rel in SHORT_PAGES:
@@ -113,13 +117,14 @@ def rows(glob: Path, cols: str) -> list[tuple]:
 def test_web_dedup_and_swe_mine_on_a_standalone_cluster_equal_the_local_engine(cluster, driver_dir):
     sets = [a for s in WEB_SET for a in ("--set", s)]
     run(driver_dir, "web", "--input", "pages", "--output", "web-local", *sets)
-    out = run(driver_dir, "web", "--input", "pages", "--output", "web-cluster", "--master", cluster["master"], *sets)
+    out = run(driver_dir, "web", "--input", "pages", "--output", "web-cluster", "--master", cluster["master"], *sets,
+              "--set", f'spark.conf={{"spark.driver.host": "{DRIVER_HOST}"}}')
     local = json.loads((driver_dir / "web-local" / "job.json").read_text())
     remote = json.loads((driver_dir / "web-cluster" / "job.json").read_text())
     assert remote["engine"] == "spark" and remote["counts"] == local["counts"]
     assert remote["corpus"]["llm_sample_docs"] == 2 and remote["corpus"]["llm_unscored_docs"] == 0
     # executors called the server at the driver's address, not at a loopback only it can see
-    assert "serving smollm2-135m-instruct on http://" in out
+    assert f"serving smollm2-135m-instruct on http://{DRIVER_HOST}:" in out
     for sub, cols in (("documents/*.parquet", "id, text, metadata"), ("rejects/**/*.parquet", "id, stage, reason")):
         assert rows(driver_dir / "web-local" / sub, cols) == rows(driver_dir / "web-cluster" / sub, cols), sub
     # the models travelled through Spark: the worker's own directory holds its copies
@@ -132,7 +137,7 @@ def test_web_dedup_and_swe_mine_on_a_standalone_cluster_equal_the_local_engine(c
     for sub, cols in (("documents/*.parquet", "id, text, minhash_cluster"), ("rejects/**/*.parquet", "id, reason")):
         assert rows(driver_dir / "dedup-local" / sub, cols) == rows(driver_dir / "dedup-cluster" / sub, cols), sub
 
-    swe = ["--events", "data/swe/events", "--api", "data/github3/cassettes", "--repos", "data/swe/repos",
+    swe = ["--events", "inputs/swe/events", "--api", "inputs/github3/cassettes", "--repos", "inputs/swe/repos",
            "--set", "pack_shards=false"]
     run(driver_dir, "swe-mine", *swe, "--output", "swe-local")
     run(driver_dir, "swe-mine", *swe, "--output", "swe-cluster", "--master", cluster["master"])
@@ -140,3 +145,25 @@ def test_web_dedup_and_swe_mine_on_a_standalone_cluster_equal_the_local_engine(c
         assert rows(driver_dir / "swe-local" / sub, cols) == rows(driver_dir / "swe-cluster" / sub, cols), sub
     local_inst = (driver_dir / "swe-local" / "instances.jsonl").read_bytes()
     assert local_inst and local_inst == (driver_dir / "swe-cluster" / "instances.jsonl").read_bytes()
+
+
+def test_spark_submit_with_the_package_zipped_runs_the_job_on_the_cluster(cluster, driver_dir):
+    """The README's spark-submit recipe: the packages as a --py-files zip, the CLI's entry file,
+    no job --master (spark-submit's is used, not the local engine). The venv here has the package
+    installed too, so this proves the command and the master hand-over, not the zip alone."""
+    import pyspark
+
+    with zipfile.ZipFile(driver_dir / "glm5_recipe.zip", "w") as zf:
+        for pkg in ("core", "filters", "pipelines", "synth", "swe_envs", "training", "kernels"):
+            for f in (ROOT / pkg).rglob("*.py"):
+                zf.write(f, f.relative_to(ROOT))
+    run(driver_dir, "documents", "--input", "pages", "--output", "docs-local")
+    submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    env = os.environ | {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    res = subprocess.run([str(submit), "--master", cluster["master"], "--py-files", "glm5_recipe.zip",
+                          str(ROOT / "pipelines" / "__main__.py"), "documents", "--input", "pages", "--output",
+                          "docs-submit"], cwd=driver_dir, env=env, capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, f"exit {res.returncode}\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
+    assert json.loads((driver_dir / "docs-submit" / "job.json").read_text())["engine"] == "spark"
+    for sub, cols in (("documents/*.parquet", "id, text, metadata"), ("rejects/**/*.parquet", "id, stage, reason")):
+        assert rows(driver_dir / "docs-local" / sub, cols) == rows(driver_dir / "docs-submit" / sub, cols), sub

@@ -121,3 +121,18 @@ def test_fetch_falls_back_to_the_orig_tarball(tmp_path, monkeypatch):
     monkeypatch.setattr(bench.subprocess, "run", fake_run)
     tree, version, err = apt.fetch("rust-fnv")
     assert err == "" and version == "1.0.7-1" and (tree / "Cargo.toml").is_file()
+
+
+def test_reuse_takes_earlier_rows_for_languages_not_run_now(tmp_path):
+    import json
+
+    report = tmp_path / "old.json"
+    report.write_text(json.dumps({"inputs": {"projects": [
+        {"package": "jansson", "language": "c", "parsed_ok": True},
+        {"package": "node-ms", "language": "javascript", "parsed_ok": False}]}}))
+    rows = tmp_path / "js.jsonl"
+    rows.write_text(json.dumps({"package": "node-parseurl", "language": "javascript", "parsed_ok": True}) + "\n")
+    got = bench.reuse_rows([report, rows], skip={"go"})
+    # the later file wins for a language; every row says where it came from
+    assert [(r["package"], r["reused_from"]) for r in got] == [("jansson", str(report)), ("node-parseurl", str(rows))]
+    assert bench.reuse_rows([report, rows], skip={"c", "javascript"}) == []  # run now: not reused

@@ -42,7 +42,10 @@ from swe_envs.crates import CARGO_SOURCE, DEBIAN_CRATES, cargo_deps, cargo_sourc
 # Debian packages of the jars the stand-in puts on the class path
 JAVA_TEST_PACKAGES = "junit5 libassertj-core-java"
 
-# the build.gradle dependencies the stand-in's class path serves (group prefixes / group:artifact)
+# the build.gradle dependencies the stand-in's class path serves (group prefixes / group:artifact).
+# Debian has no stand-in for the others the seeds use: its RxJava is 3 (classes in io.reactivex.rxjava3,
+# the tasks import RxJava 2's io.reactivex), and libandroid-json-java's org.json throws a checked
+# JSONException where org.json's is unchecked (the rest-api reference does not compile against it)
 GRADLE_SERVED = ("org.junit", "org.assertj:assertj-core")
 
 GRADLEW_STANDIN = r"""#!/bin/sh

@@ -76,6 +76,26 @@ def test_resume_sees_exactly_the_uninterrupted_batches(small_shards):
         ShardLoader(small_shards["dir"], cfg.model_copy(update={"seed": 8})).load_state_dict(state)
 
 
+def test_ranks_split_each_global_batch_and_resume_on_another_world_size(small_shards):
+    """What torchrun ranks read: rank r of N takes its share of every global batch (together the
+    one-process batch), and a state saved on 2 ranks resumes in one process at the same place."""
+    d, glob = small_shards["dir"], 4
+    single = ShardLoader(d, LoaderConfig(batch_size=glob, seed=3))
+    n = len(single) + 3  # crosses an epoch boundary
+    want = [sorted(b.indices.tolist()) for b in take(iter(single), n)]
+    ranks = [ShardLoader(d, LoaderConfig(batch_size=glob // 2, seed=3), rank=r, world_size=2) for r in (0, 1)]
+    its = [iter(loader) for loader in ranks]
+    got = [sorted(next(its[0]).indices.tolist() + next(its[1]).indices.tolist()) for _ in range(5)]
+    assert ranks[0].state_dict()["batch_in_epoch"] == ranks[1].state_dict()["batch_in_epoch"] == 5
+    one = ShardLoader(d, LoaderConfig(batch_size=glob, seed=3))
+    one.load_state_dict(ranks[1].state_dict())
+    got += [sorted(b.indices.tolist()) for b in take(iter(one), n - 5)]
+    assert got == want
+    with pytest.raises(ValueError, match="global batch"):  # another global batch: other rows
+        ShardLoader(d, LoaderConfig(batch_size=glob, seed=3), rank=0, world_size=2).load_state_dict(
+            ranks[0].state_dict())
+
+
 def test_corrupt_shard_is_refused(small_shards, tmp_path):
     import shutil
 

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import json
 import sys
+import zlib
 from collections.abc import Callable
+
+
+def process_seed(base: int, key: str, restarts: int) -> int:
+    """A seed of its own for every managed process and relaunch. Replicas seeded alike (the run's
+    seed + restarts, as before) drew the same random stream: two rollout servers handed the same
+    group's prompts in the same batch shape sampled identical completions, so a group of G held
+    duplicate pairs (fewer distinct samples, noisier group-normalised advantages)."""
+    return zlib.crc32(f"{base}/{key}/{restarts}".encode()) & 0x7FFFFFFF
 
 
 def rollout_command(orch, key: str) -> Callable[[], list[str]]:
@@ -16,7 +25,8 @@ def rollout_command(orch, key: str) -> Callable[[], list[str]]:
             raise RuntimeError("orchestrator.checkpoint: managed rollout servers need a checkpoint")
         cmd = [sys.executable, "-m", "training.rl", "serve", "--checkpoint", str(orch.weights_path),
                "--port", "0", "--register", orch.url, "--key", key, "--threads", str(cfg.rollout.threads),
-               "--max-batch", str(cfg.rollout.capacity), "--seed", str(cfg.seed + orch.registry.slots[key].restarts)]
+               "--max-batch", str(cfg.rollout.capacity),
+               "--seed", str(process_seed(cfg.seed, key, orch.registry.slots[key].restarts))]
         if cfg.tokenizer:
             cmd += ["--tokenizer", cfg.tokenizer]
         if f.rollout_slow_prob or f.rollout_garble_prob:
@@ -36,7 +46,7 @@ def task_command(orch, task, key: str) -> Callable[[], list[str]]:
         cmd = [sys.executable, "-m", "training.rl", "task-service", "--kind", task.kind, "--name", task.name,
                "--args", json.dumps(args), "--port", "0", "--capacity", str(task.capacity),
                "--register", orch.url, "--key", key, "--warmup-s", str(warmup),
-               "--seed", str(orch.cfg.seed + orch.registry.slots[key].restarts)]
+               "--seed", str(process_seed(orch.cfg.seed, key, orch.registry.slots[key].restarts))]
         if f.task_slow_prob or f.task_garble_prob:
             cmd += ["--slow-prob", str(f.task_slow_prob), "--slow-s", str(f.task_slow_s),
                     "--garble-prob", str(f.task_garble_prob), "--fault-log", str(orch.out / "faults.jsonl")]

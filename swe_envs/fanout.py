@@ -11,7 +11,7 @@ one of them where it runs. The fan-out decides where that is, so the job never a
   (the executor's ``DOCKER_HOST`` or the default socket) and its own state. The task works
   in a scratch directory; the files it wrote there and its events (rows, log lines) come
   back with its result, and the driver writes them into OUT — the same files, the same
-  rows as the local pool. Executor paths in the events are rewritten to OUT.
+  rows as the local pool. The scratch path, where events or files name it, becomes OUT.
 
 Events are ``(kind, value)`` pairs the job's ``on_event`` turns into output rows; ``"log"``
 events are log lines. A task that dies on its executor (no Docker engine there, a lost
@@ -195,12 +195,14 @@ class SparkPool:
 
     @staticmethod
     def _land(res: dict[str, Any], out: Path) -> list[Event]:
-        """Write a task's files into OUT and point its events at them instead of the scratch dir."""
+        """Write a task's files into OUT and point its events and files (a trial's result.json names
+        its task dir) at OUT instead of the executor's scratch dir."""
+        scratch, here = res["workdir"].encode(), str(out).encode()
         for rel, data in res["files"]:
             dest = out / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
             tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
-            tmp.write_bytes(data)
+            tmp.write_bytes(data.replace(scratch, here))
             tmp.replace(dest)
         text = res["events"].replace(json.dumps(res["workdir"])[1:-1], json.dumps(str(out))[1:-1])
         return [tuple(e) for e in json.loads(text)]

@@ -114,7 +114,7 @@ def run_batch(instances_path: Path, repos_dir: Path, out: Path, cfg: SweEnvsConf
     # executors share neither the driver's cwd nor its view of relative paths
     repos_dir, out = repos_dir.absolute(), out.absolute()
     instances, failures = read_instances(instances_path)
-    work = ValidateWork(cfg)
+    work = ValidateWork(cfg, repos_dir)
     pool.prepare(work)  # local: one clear message when no engine answers, before OUT is touched
     prepare_output(out, overwrite)
     writer = _Writer(out)
@@ -135,8 +135,8 @@ def run_batch(instances_path: Path, repos_dir: Path, out: Path, cfg: SweEnvsConf
         for f in failures:
             writer.write("failures.jsonl", f)
         groups = _group(instances, repos_dir, writer, stats)
-        items = [{"repo": repo, "commit": commit, "path": str(path), "members": members}
-                 for (repo, commit), (path, members) in groups.items()]
+        items = [{"repo": repo, "commit": commit, "members": members}
+                 for (repo, commit), (_, members) in groups.items()]
         pool.run(work, items, out, on_event)
     finally:
         writer.close()
@@ -149,8 +149,8 @@ class ValidateWork:
     """One repo-version group per item: build its image once, then run its instances side by
     side (``validation.workers`` at once, sharing one pool when groups run on one machine)."""
 
-    def __init__(self, cfg: SweEnvsConfig):
-        self.cfg = cfg
+    def __init__(self, cfg: SweEnvsConfig, repos_dir: Path):
+        self.cfg, self.repos_dir = cfg, repos_dir
 
     def connect(self):
         return docker_client()
@@ -170,7 +170,9 @@ class ValidateWork:
         st.runs.shutdown(wait=True, cancel_futures=True)
 
     def run(self, st: SimpleNamespace, item: dict[str, Any], emit) -> None:
-        repo, commit, path, members = item["repo"], item["commit"], Path(item["path"]), item["members"]
+        repo, commit, members = item["repo"], item["commit"], item["members"]
+        # found again where the task runs: a bundle is cloned into that machine's own cache
+        path = find_repo(self.repos_dir, repo)
         try:
             env = build_group(st.builder, self.cfg, repo, path, commit, members)
         except Exception as err:  # one broken repo-version never takes the batch down

@@ -23,3 +23,28 @@ def test_passing_or_fully_provisioned_rows_are_unchanged():
     assert ok["ok"] and ok["reason"] == ""
     bad = with_needs(check_row("t", _trial(0.0), _trial(0.0)), [IMAGE])
     assert bad["reason"] == "oracle reward 0.0 (the reference solution does not pass)"
+
+
+def test_a_task_not_readable_on_the_executor_runs_from_its_shipped_copy(tmp_path):
+    """On a cluster without a shared filesystem the item's copy of the task is what gets loaded
+    (here: a task.toml with a bad value, so the check ends at loading, before any Docker work)."""
+    import os
+    import re
+
+    from swe_envs.terminal.check import CheckWork, _task_files
+    from swe_envs.terminal.config import TerminalConfig
+    from tests.swe_envs.terminal.tiny_tasks import tiny_task
+
+    task = tiny_task(tmp_path / "driver", "shipped")
+    toml = task / "task.toml"
+    toml.write_text(re.sub(r"timeout_sec = [0-9.]+", 'timeout_sec = "soon"', toml.read_text(), count=1))
+    item = {"name": "set/shipped", "path": str(tmp_path / "not-on-this-node"), "files": _task_files(task)}
+    st = {"ctx": None, "out": tmp_path / "out", "src": tmp_path / "src"}
+    events: list = []
+    CheckWork(TerminalConfig()).run(st, item, lambda kind, value: events.append((kind, value)))
+    ((kind, value),) = events
+    assert kind == "row" and value["row"]["task"] == "set/shipped" and not value["row"]["ok"]
+    copy = tmp_path / "src" / "set" / "shipped"
+    assert value["row"]["reason"].startswith(f"task: {copy}") and "timeout_sec" in value["row"]["reason"]
+    assert (copy / "task.toml").read_text() == toml.read_text()
+    assert os.access(copy / "solution" / "solve.sh", os.X_OK) == os.access(task / "solution" / "solve.sh", os.X_OK)

@@ -381,3 +381,31 @@ def test_mocha_runs_every_test_and_old_mocha_prints_its_output(tmp_path):
     assert subprocess.run(["sh", "-c", run], capture_output=True, text=True).stdout.startswith("_mocha --reporter")
     (tmp_path / "node_modules" / "mocha" / "bin" / "mocha").write_text("require('../lib/cli').main();\n")
     assert subprocess.run(["sh", "-c", run], capture_output=True, text=True).stdout.startswith("mocha --reporter")
+
+
+def test_mvn_stand_in_states_the_launchers_totals_as_surefire_does(tmp_path):
+    # libcommons-codec-java 1.15 through the stand-in: 1158 found, 1 skipped, 5 aborted (failed
+    # assumptions, which Surefire counts as skipped), 1152 successful. javac and java are test
+    # doubles here (no JUnit jars on this machine); the benchmark runs the real ones in Docker
+    from swe_envs.envs import maven_offline
+
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    (bin_ / "javac").write_text("#!/bin/sh\nexit 0\n")
+    (bin_ / "java").write_text("#!/bin/sh\nprintf '%s\\n' '[      1158 tests found           ]' "
+                               "'[         1 tests skipped         ]' '[         5 tests aborted         ]' "
+                               "'[      1152 tests successful      ]' '[         0 tests failed          ]'\n")
+    for f in bin_.iterdir():
+        f.chmod(0o755)
+    (tmp_path / "mvn").write_text(maven_offline.STANDIN)
+    project = tmp_path / "p"
+    (project / "src" / "test" / "java").mkdir(parents=True)
+    (project / "src" / "test" / "java" / "ATest.java").write_text("class ATest {}\n")
+    import subprocess
+    out = subprocess.run(["sh", str(tmp_path / "mvn"), "-B", "-s", "/x/settings.xml", "test"], cwd=project,
+                         capture_output=True, text=True, env={"PATH": f"{bin_}:/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[0].startswith("mvn stand-in: javac + JUnit console launcher")
+    assert "[INFO] Tests run: 1158, Failures: 0, Errors: 0, Skipped: 6" in out.stdout
+    # Surefire's parser takes it as the summary (its counts are compared once the XML reports are there)
+    assert parse_log("surefire", out.stdout).summary_seen

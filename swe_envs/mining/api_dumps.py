@@ -143,9 +143,14 @@ def _files_obs(files: list[Any], uri: str, at: str) -> list[Obs]:
     return [Obs("pull", repo_key(name), number, payload=payload, observed_at=at, source=SOURCE)]
 
 
-def _guard(fn, *args) -> Result:
+def _guard(fn, value: Any, *args) -> Result:
+    """``fn(value, *args)``, or a counted reject: a value holding a lone surrogate ("\\udcff" in
+    JSON: a valid escape, but no UTF-8 writer can store it, nor a reject naming its keys)."""
+    bad_char = find_lone_surrogate(value)
+    if bad_char:
+        return Bad("invalid_unicode", f"{bad_char} is a lone surrogate")
     try:
-        return fn(*args)
+        return fn(value, *args)
     except EventSkipped as skip:
         return Bad(skip.reason, skip.detail)
     except MissingField as err:
@@ -170,10 +175,6 @@ def _each_item(value: Any, base: str, sep: str, *where: Any) -> Iterator[tuple[s
     if not items:
         yield base, Bad("empty_list", "the response holds no objects")
     for j, item in enumerate(items):
-        bad_char = find_lone_surrogate(item)
-        if bad_char:  # "\\udcff" in JSON: a valid escape, but no UTF-8 writer can store it
-            yield f"{base}{sep}{j}", Bad("invalid_unicode", f"{bad_char} is a lone surrogate")
-            continue
         yield f"{base}{sep}{j}", _guard(object_observations, item, *where)
 
 

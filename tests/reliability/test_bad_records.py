@@ -92,3 +92,18 @@ def test_a_declared_charset_that_decodes_to_lone_surrogates_is_not_used(tmp_path
     [doc] = read_file(InputFile(path=str(page), relpath="p.html", source="s", format="html"), ReadLimits())
     assert "\udcff" not in doc.text and "\ud83f" not in doc.text
     assert doc.metadata.get("encoding") != charset
+
+
+def test_api_objects_with_lone_surrogates_are_one_reject_on_every_path():
+    """Found by `make fuzz`: the surrogate check ran only for objects of a response list, so an
+    object rejected for its shape named a surrogate key in its reject (`{"\\ud800": null}`), and a
+    PR's file list (/pulls/N/files) with one went into observations no UTF-8 writer can store."""
+    from swe_envs.mining.api_dumps import _files_obs, _guard, object_observations
+    from swe_envs.mining.observations import Bad
+
+    shape = _guard(object_observations, {"\ud800": None}, "", "")
+    files = _guard(_files_obs, [{"filename": "src/a\udcff.py", "status": "added", "additions": 1}],
+                   "https://api.github.com/repos/o/r/pulls/7/files", "")
+    for bad in (shape, files):
+        assert isinstance(bad, Bad) and bad.reason == "invalid_unicode"
+        json.dumps([bad.detail, bad.text, bad.meta], ensure_ascii=False).encode("utf-8")

@@ -62,6 +62,8 @@ def test_demo_end_to_end(tmp_path, sample_corpus):
     assert [(m["step"], m["stage"]) for m in metrics] == [(0, "pretrain"), (1, "pretrain"), (2, "pretrain"),
                                                           (3, "longctx")]
     assert all("mtp_loss" in m for m in metrics)  # the GLM-5-shaped model (MTP), not the TinyLM
+    # DSA as configs/demo.yaml sets it: dense warm-up steps train the indexer, then sparse attention
+    assert [m["dsa"] for m in metrics] == ["dense_warmup"] * 3 + ["sparse"] and all("indexer_loss" in m for m in metrics)
     page = (out / "report" / "index.html").read_text()
     for section in ("Kept and rejected per stage", "Web quality: corpus passes", "Issue–PR mining", "Long-context stage data",
                     "Mixture shards", "Training: loss per step", "Time per stage"):

@@ -197,7 +197,11 @@ class AsyncTrainer:
                        "versions_behind_mean": round(sum(behind) / len(behind), 3), "versions_behind_max": max(behind),
                        "wait_s": round(t1 - t0, 3), "train_s": round(time.monotonic() - t1, 3),
                        "reward_by_task": {k: round(sum(v) / len(v), 4) for k, v in sorted(by_task.items())},
-                       "mean_tokens": round(sum(len(t["output_ids"]) for t in trajs) / len(trajs), 2), **stats}
+                       "mean_tokens": round(sum(len(t["output_ids"]) for t in trajs) / len(trajs), 2),
+                       # share of a group's completions that are distinct: replicas sampling one random
+                       # stream returned duplicates, which a reward curve alone does not show
+                       "distinct_frac": round(sum(len({tuple(t["output_ids"]) for t in g}) / len(g) for g in kept)
+                                              / len(kept), 4), **stats}
                 # written before the push: a restart drops rows past its checkpoint (_truncate_metrics),
                 # so a row is never missing for an update that a checkpoint holds
                 sink.write(rec | {"step": self.update})

@@ -75,5 +75,6 @@ def test_faults_every_trajectory_trained_once_or_dropped_with_reason(tmp_path):
         assert {"reward", "weight_version", "stale_dropped", "idle_ratio", "samples_per_s",
                 "versions_behind_mean"} <= set(m)
         assert 0 <= m["idle_ratio"] <= 1 and m["versions_behind_max"] <= 1  # staleness bound S=1
+        assert 0 < m["distinct_frac"] <= 1
     assert [m["weight_version"] for m in metrics] == [0, 1, 2, 3, 4]  # trained on v, pushes v+1
 

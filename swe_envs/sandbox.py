@@ -221,7 +221,9 @@ def sweep_orphans(client: docker.DockerClient) -> int:
     """Remove containers labelled by a process of this host that no longer exists."""
     host = socket.gethostname()
     removed = 0
-    for c in client.containers.list(all=True, filters={"label": LABEL}):
+    # ignore_removed: a container removed between the listing and its inspection (another run's
+    # sandbox closing, a second sweep on the same engine) is no error here, it is already gone
+    for c in client.containers.list(all=True, filters={"label": LABEL}, ignore_removed=True):
         who = c.labels.get(LABEL, "")
         h, _, pid = who.rpartition(":")
         if h == host and pid.isdigit() and not _alive(int(pid)):

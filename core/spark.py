@@ -1,4 +1,4 @@
-"""The one SparkSession factory every Spark entry point shares (pipelines' jobs, the SWE fan-out).
+"""The one SparkSession factory (and failure message) every Spark entry point shares: pipelines' jobs, the SWE fan-out.
 
 It lives in ``core`` because both ``pipelines/`` and ``swe_envs/`` start sessions and
 ``swe_envs`` never imports ``pipelines``.
@@ -47,3 +47,13 @@ def spark_session(cfg: SparkConfig):
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel(cfg.log_level)
     return session
+
+
+def worker_error(err: BaseException) -> str:
+    """The useful line of a Spark failure: the Python worker's own exception, not the JVM trace."""
+    text = str(err)
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for ln in reversed(lines):
+        if "Error:" in ln or "Exception:" in ln:
+            return ln
+    return lines[0] if lines else type(err).__name__

@@ -27,7 +27,7 @@ from core.errors import UserError
 from core.records import REASON, STAGE, doc_to_row, get_reject, reject_schema, reject_to_row, spark_ddl
 
 # the one session factory, shared with swe_envs (re-exported: jobs and tests import it from here)
-from core.spark import SparkConfig, spark_session  # noqa: F401
+from core.spark import SparkConfig, spark_session, worker_error  # noqa: F401
 from pipelines.chain import StepChain
 from pipelines.inputs import InputFile, ReadLimits, list_input_files
 from pipelines.job import DocJob, JobResult, Layout, finish, prepare_output
@@ -79,16 +79,6 @@ def process_partition(
             buf = []
     if buf:
         yield _to_batch(buf, schema, chain.promoted)
-
-
-def worker_error(err: Exception) -> str:
-    """The useful line of a Spark failure: the Python worker's own exception, not the JVM trace."""
-    text = str(err)
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    for ln in reversed(lines):
-        if "Error:" in ln or "Exception:" in ln:
-            return ln
-    return lines[0] if lines else type(err).__name__
 
 
 def run_spark(job: DocJob, out: str | Path | Layout, spark, cfg: SparkConfig | None = None,

@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
-from core.spark import SparkConfig, spark_session
+from core.spark import SparkConfig, spark_session, worker_error
 
 Event = tuple[str, Any]
 Emit = Callable[[str, Any], None]
@@ -131,15 +131,6 @@ def executor_task(work: Work, item: Any) -> dict[str, Any]:
                 "files": _files_under(workdir)}
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-
-
-def worker_error(err: BaseException) -> str:
-    """The Python worker's own exception line out of a Spark failure, not the JVM trace."""
-    lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
-    for ln in reversed(lines):
-        if "Error:" in ln or "Exception:" in ln:
-            return ln[:500]
-    return lines[0][:500] if lines else type(err).__name__
 
 
 class SparkPool:

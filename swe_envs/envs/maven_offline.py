@@ -88,14 +88,23 @@ done
 echo "mvn stand-in: javac + JUnit console launcher over Debian jars (no Maven repository offline)"
 CP=$(find /usr/share/java -maxdepth 1 -name "*.jar" ! -name "junit-platform-console-standalone*" | sort | tr "\n" ":")
 out=target/mvn-standin
-rm -rf "$out" target/surefire-reports && mkdir -p "$out/main" "$out/test" target/surefire-reports || exit 1
 main=$(find src/main/java -name "*.java" 2>/dev/null | sort)
-if [ -n "$main" ]; then
-  javac -encoding UTF-8 -nowarn -proc:none -d "$out/main" -cp "$CP" $main || { echo "[ERROR] COMPILATION ERROR (main)"; exit 1; }
-fi
 tests=$(find src/test/java -name "*.java" 2>/dev/null | sort)
 [ -n "$tests" ] || { echo "mvn stand-in: no tests under src/test/java" >&2; exit 1; }
-javac -encoding UTF-8 -nowarn -proc:none -d "$out/test" -cp "$out/main:$CP" $tests || { echo "[ERROR] COMPILATION ERROR (test)"; exit 1; }
+srcs=$(echo $main $tests)
+# compiled at build time: again only when a source changed, came or went since (a patch applied)
+if [ -f "$out/.sources" ] && [ "$(cat "$out/.sources")" = "$srcs" ] && \
+   [ -z "$(find src -name "*.java" -newer "$out/.sources" 2>/dev/null | head -n 1)" ]; then
+  echo "mvn stand-in: classes up to date"
+else
+  rm -rf "$out" && mkdir -p "$out/main" "$out/test" || exit 1
+  if [ -n "$main" ]; then
+    javac -encoding UTF-8 -nowarn -proc:none -d "$out/main" -cp "$CP" $main || { echo "[ERROR] COMPILATION ERROR (main)"; exit 1; }
+  fi
+  javac -encoding UTF-8 -nowarn -proc:none -d "$out/test" -cp "$out/main:$CP" $tests || { echo "[ERROR] COMPILATION ERROR (test)"; exit 1; }
+  echo "$srcs" > "$out/.sources"
+fi
+rm -rf target/surefire-reports && mkdir -p target/surefire-reports || exit 1
 [ "$goal" = compile ] && { echo "[INFO] BUILD SUCCESS (compiled only)"; exit 0; }
 java -cp "$out/test:$out/main:src/test/resources:src/main/resources:$CP" org.junit.platform.console.ConsoleLauncher \
   --disable-ansi-colors --details=tree --scan-classpath "$out/test" \

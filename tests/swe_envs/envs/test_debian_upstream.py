@@ -409,3 +409,39 @@ def test_mvn_stand_in_states_the_launchers_totals_as_surefire_does(tmp_path):
     assert "[INFO] Tests run: 1158, Failures: 0, Errors: 0, Skipped: 6" in out.stdout
     # Surefire's parser takes it as the summary (its counts are compared once the XML reports are there)
     assert parse_log("surefire", out.stdout).summary_seen
+
+
+def test_mvn_stand_in_compiles_again_only_when_a_source_changed(tmp_path):
+    # commons-codec: javac of 1158 tests at every run pushed the run past its time limit under load
+    import os
+    import subprocess
+
+    from swe_envs.envs import maven_offline
+
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    (bin_ / "javac").write_text(f"#!/bin/sh\necho compiled >> {tmp_path}/javac.log\n")
+    (bin_ / "java").write_text("#!/bin/sh\necho '[         1 tests found           ]'\n")
+    for f in bin_.iterdir():
+        f.chmod(0o755)
+    (tmp_path / "mvn").write_text(maven_offline.STANDIN)
+    project = tmp_path / "p"
+    (project / "src" / "test" / "java").mkdir(parents=True)
+    test_file = project / "src" / "test" / "java" / "ATest.java"
+    test_file.write_text("class ATest {}\n")
+
+    def mvn(goal):
+        return subprocess.run(["sh", str(tmp_path / "mvn"), goal], cwd=project, capture_output=True, text=True,
+                              env={"PATH": f"{bin_}:/usr/bin:/bin"})
+
+    def compiles():
+        return (tmp_path / "javac.log").read_text().count("compiled") if (tmp_path / "javac.log").exists() else 0
+
+    assert mvn("test-compile").returncode == 0 and compiles() == 1
+    assert "classes up to date" in mvn("test").stdout and compiles() == 1
+    later = os.stat(project / "target" / "mvn-standin" / ".sources").st_mtime + 5
+    os.utime(test_file, (later, later))  # a patch touched it
+    assert mvn("test").returncode == 0 and compiles() == 2
+    (project / "src" / "test" / "java" / "BTest.java").write_text("class BTest {}\n")  # a new test file
+    os.utime(project / "src" / "test" / "java" / "BTest.java", (0, 0))
+    assert mvn("test").returncode == 0 and compiles() == 3

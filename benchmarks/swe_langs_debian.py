@@ -266,20 +266,21 @@ def run_project(builder, language: str, package: str, apt: AptSource) -> dict:
 
 
 def reuse_rows(paths: list[Path], skip: set[str]) -> list[dict]:
-    """Project rows of earlier runs for languages not run now (the last file naming a language wins)."""
-    by_lang: dict[str, list[dict]] = {}
+    """Project rows of earlier runs for the packages not run now (``skip``); the last file naming a
+    package wins."""
+    by_package: dict[str, dict] = {}
     for path in paths:
         text = path.read_text(encoding="utf-8")
         try:
             rows = json.loads(text)["inputs"]["projects"]  # a report of this benchmark
         except (ValueError, KeyError, TypeError):
             rows = [json.loads(line) for line in text.splitlines() if line.strip()]  # --rows JSONL
-        found: dict[str, list[dict]] = {}
         for row in rows:
-            if isinstance(row, dict) and row.get("language") in PACKAGES and row["language"] not in skip:
-                found.setdefault(row["language"], []).append(row | {"reused_from": str(path)})
-        by_lang |= found
-    return [r for lang in PACKAGES for r in by_lang.get(lang, [])]
+            if isinstance(row, dict) and row.get("language") in PACKAGES and row.get("package") not in skip:
+                by_package[row["package"]] = row | {"reused_from": str(path)}
+    order = {pkg: i for pkgs in PACKAGES.values() for i, pkg in enumerate(pkgs)}
+    return sorted(by_package.values(), key=lambda r: (list(PACKAGES).index(r["language"]),
+                                                       order.get(r["package"], len(order)), r["package"]))
 
 
 # -- the benchmark -----------------------------------------------------------------------------
@@ -292,8 +293,9 @@ def main() -> int:
     ap.add_argument("--data", type=Path, default=DATA, help="cache of sources, repositories and logs")
     ap.add_argument("--rows", type=Path, default=None, help="also append each project's row to this JSONL")
     ap.add_argument("--reuse", type=Path, action="append", default=[],
-                    help="rows of an earlier run (a --rows JSONL or this benchmark's report JSON) for the languages "
-                         "this run leaves out (--only), so one report covers all 8; repeatable, later files win")
+                    help="rows of an earlier run (a --rows JSONL or this benchmark's report JSON) for the packages "
+                         "this run leaves out (--only/--packages), so one report covers all 8; repeatable, later "
+                         "files win")
     args = ap.parse_args()
     try:
         from swe_envs.config import SweEnvsConfig
@@ -339,7 +341,7 @@ def main() -> int:
                         fh.write(json.dumps(row) + "\n")
     finally:
         builder.sandbox.close()
-    reused = reuse_rows(args.reuse, skip=set(langs))
+    reused = reuse_rows(args.reuse, skip={r["package"] for r in rows})
     rows += reused
     langs += sorted({r["language"] for r in reused} - set(langs), key=list(PACKAGES).index)
     per_lang = {}

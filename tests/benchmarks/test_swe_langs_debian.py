@@ -132,7 +132,12 @@ def test_reuse_takes_earlier_rows_for_languages_not_run_now(tmp_path):
         {"package": "node-ms", "language": "javascript", "parsed_ok": False}]}}))
     rows = tmp_path / "js.jsonl"
     rows.write_text(json.dumps({"package": "node-parseurl", "language": "javascript", "parsed_ok": True}) + "\n")
-    got = bench.reuse_rows([report, rows], skip={"go"})
-    # the later file wins for a language; every row says where it came from
-    assert [(r["package"], r["reused_from"]) for r in got] == [("jansson", str(report)), ("node-parseurl", str(rows))]
-    assert bench.reuse_rows([report, rows], skip={"c", "javascript"}) == []  # run now: not reused
+    got = bench.reuse_rows([report, rows], skip={"golang-github-pkg-errors"})
+    # in the benchmark's order; every row says where it came from
+    assert [(r["package"], r["reused_from"]) for r in got] == [
+        ("jansson", str(report)), ("node-parseurl", str(rows)), ("node-ms", str(report))]
+    later = tmp_path / "later.jsonl"
+    later.write_text(json.dumps({"package": "jansson", "language": "c", "parsed_ok": False}) + "\n")
+    assert bench.reuse_rows([report, later], skip=set())[0]["parsed_ok"] is False  # the later file wins
+    assert [r["package"] for r in bench.reuse_rows([report, rows], skip={"jansson", "node-ms"})] == [
+        "node-parseurl"]  # run now: not reused

@@ -57,3 +57,19 @@ def test_js_and_java_seeds_pass_oracle_and_fail_nop_offline(tb_seeds, tmp_path):
               / "verifier" / "test-stdout.txt").read_text()
     # the test-time install ran offline against what the build installed, and jest ran the tests
     assert "up to date" in stdout and "Remove this statement and implement this function" in stdout
+
+
+def test_go_seed_gets_the_go_release_its_dockerfile_names(tb_seeds, tmp_path):
+    """dnd-character's reference imports ``slices`` (Go 1.21): the Go tarball stand-in once served
+    bookworm's Go 1.19 and the oracle scored 0; it now installs golang-1.21-go from the backports."""
+    from swe_envs.docker_setup import ensure_docker
+
+    ensure_docker("local/debian:bookworm")
+    name = "polyglot_go_dnd-character"
+    shutil.copytree(tb_seeds / "aider_polyglot" / name, tmp_path / "tasks" / "aider_polyglot" / name)
+    out = tmp_path / "check"
+    r = subprocess.run([sys.executable, "-m", "swe_envs", "terminal", "check", "--tasks", str(tmp_path / "tasks"),
+                        "--output", str(out)], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-2000:]
+    row = json.loads((out / "results.jsonl").read_text())
+    assert (row["built"], row["oracle_reward"], row["nop_reward"], row["ok"]) == (True, 1.0, 0.0, True), row

@@ -143,6 +143,12 @@ def _java_evidence(snap: Snapshot) -> dict:
     return {"java": m.group(1), "min": m.group(1)} if m else {}
 
 
+def java_level(snap: Snapshot) -> int | None:
+    """The Java language level the build files declare (7 for ``1.7``), if any."""
+    level = _java_evidence(snap).get("java")
+    return int(level) if level else None
+
+
 _EVIDENCE = {"python": _python_evidence, "go": _go_evidence, "rust": _rust_evidence,
              "javascript": _node_evidence, "java": _java_evidence}
 # languages whose version follows the date even without a declared minimum (interpreted code

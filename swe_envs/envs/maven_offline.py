@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
+from swe_envs.envs import era
 from swe_envs.repos import Snapshot
 
 # groupId[:artifactId] -> the Debian package, where the package's name does not follow lib<artifactId>-java
@@ -72,6 +73,7 @@ def debian_package(group: str, artifact: str) -> list[str]:
 STANDIN = r"""#!/bin/sh
 # mvn stand-in (swe_envs.envs.maven_offline): no Maven repository beyond Debian's is reachable.
 # javac + the JUnit console launcher against Debian's jars; Maven itself is /usr/bin/mvn.
+release=""  # the POM's Java level (javac --release): old tests meet only that level's JDK API
 goal=""
 skip=""
 for a in "$@"; do
@@ -99,9 +101,9 @@ if [ -f "$out/.sources" ] && [ "$(cat "$out/.sources")" = "$srcs" ] && \
 else
   rm -rf "$out" && mkdir -p "$out/main" "$out/test" || exit 1
   if [ -n "$main" ]; then
-    javac -encoding UTF-8 -nowarn -proc:none -d "$out/main" -cp "$CP" $main || { echo "[ERROR] COMPILATION ERROR (main)"; exit 1; }
+    javac -encoding UTF-8 -nowarn -proc:none ${release:+--release $release} -d "$out/main" -cp "$CP" $main || { echo "[ERROR] COMPILATION ERROR (main)"; exit 1; }
   fi
-  javac -encoding UTF-8 -nowarn -proc:none -d "$out/test" -cp "$out/main:$CP" $tests || { echo "[ERROR] COMPILATION ERROR (test)"; exit 1; }
+  javac -encoding UTF-8 -nowarn -proc:none ${release:+--release $release} -d "$out/test" -cp "$out/main:$CP" $tests || { echo "[ERROR] COMPILATION ERROR (test)"; exit 1; }
   echo "$srcs" > "$out/.sources"
 fi
 rm -rf target/surefire-reports && mkdir -p target/surefire-reports || exit 1
@@ -131,7 +133,11 @@ def standin_recipe(snap: Snapshot) -> list[str]:
     names = " ".join(dict.fromkeys(wanted))
     install = (f"pkgs=; for p in {names}; do if apt-cache show $p >/dev/null 2>&1; then pkgs=\"$pkgs $p\"; fi; "
                "done; echo \"jars from Debian:$pkgs\"; apt-get install -y --no-install-recommends $pkgs")
+    # the POM's level, at least 8 (what today's JDKs still compile for): collections4 4.2's tests
+    # (Java 7) call toArray(null), ambiguous against JDK 11's toArray(IntFunction)
+    level = era.java_level(snap)
+    script = STANDIN.replace('release=""', f'release="{max(level, 8)}"', 1) if level else STANDIN
     # one printf argument per line of the script (a Dockerfile RUN line holds no newline)
-    lines = " ".join("'" + line.replace("'", "'\\''") + "'" for line in STANDIN.splitlines())
+    lines = " ".join("'" + line.replace("'", "'\\''") + "'" for line in script.splitlines())
     write = f"printf '%s\\n' {lines} > /usr/local/bin/mvn && chmod 755 /usr/local/bin/mvn"
     return [install, write, "mvn test-compile"]

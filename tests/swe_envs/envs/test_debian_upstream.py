@@ -347,7 +347,12 @@ def test_maven_without_a_repository_gets_the_stand_in_over_debian_jars(tmp_path)
     assert "junit5 junit4 libhamcrest-java libpicocli-java libunivocity-parsers-java libjunit-java " \
            "libcommons-lang3-java" in install
     assert write.startswith("printf '%s\\n' '#!/bin/sh'") and write.endswith("> /usr/local/bin/mvn && chmod 755 /usr/local/bin/mvn")
-    assert compile_ == "mvn test-compile"
+    assert compile_ == "mvn test-compile" and "'release=\"\"" in write  # no level declared: javac's own
+    # libcommons-collections4-java 4.2 (Java 1.7): its tests' toArray(null) is ambiguous on JDK 11's API
+    old_pom = POM.replace("<dependencies>", "<properties><maven.compiler.source>1.7</maven.compiler.source>"
+                                            "</properties><dependencies>")
+    repo7, head7 = make_git(tmp_path / "c4", {"pom.xml": old_pom})
+    assert "'release=\"8\"" in maven_offline.standin_recipe(Snapshot(repo7, head7))[1]
     assert rule_fix("java", fixed, log, snap) is None  # applied once
     assert rule_fix("java", recipe, "[ERROR] COMPILATION ERROR\n", snap) is None  # the code's own failure
     # the script survives the trip through one shell line intact

@@ -131,8 +131,8 @@ def main() -> None:
 
 
 def spark_scaling(texts: list[str], cfg: MinhashConfig, mb: float, copies: int) -> list[Result]:
+    from core.spark import SparkConfig, spark_session
     from filters.minhash_clusters import _key_rows, clusters_spark
-    from pipelines.spark import SparkConfig, spark_session
 
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp) / "docs"

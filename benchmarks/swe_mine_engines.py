@@ -24,8 +24,8 @@ from pathlib import Path
 import duckdb
 from _report import Result, write
 
+from core.spark import SparkConfig, spark_session
 from pipelines.jobs.swe_mine import SweMineConfig, run_swe_mine
-from pipelines.spark import SparkConfig, spark_session
 from samples.swe_mine.recordings import obtain_cassettes, recorded_events
 
 USER_KEYS = ("login", "id", "type")

@@ -18,9 +18,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from core.spark import SparkConfig, spark_session
 from pipelines.job import DocJob, JobResult, Layout
 from pipelines.local import LocalEngine, LocalEngineConfig
-from pipelines.spark import SparkConfig, SparkEngine, spark_session
+from pipelines.spark import SparkEngine
 
 T = TypeVar("T", covariant=True)
 

@@ -27,7 +27,7 @@ from core.errors import UserError
 from core.records import REASON, STAGE, doc_to_row, get_reject, reject_schema, reject_to_row, spark_ddl
 
 # the one session factory, shared with swe_envs (re-exported: jobs and tests import it from here)
-from core.spark import SparkConfig, spark_session, worker_error  # noqa: F401
+from core.spark import SparkConfig, worker_error
 from pipelines.chain import StepChain
 from pipelines.inputs import InputFile, ReadLimits, list_input_files
 from pipelines.job import DocJob, JobResult, Layout, finish, prepare_output

@@ -39,7 +39,7 @@ def small_inputs(sample_corpus, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def spark():
-    from pipelines.spark import SparkConfig, spark_session
+    from core.spark import SparkConfig, spark_session
 
     session = spark_session(SparkConfig(master="local[2]", shuffle_partitions=4))
     yield session

@@ -19,6 +19,7 @@ from typing import Any
 
 from core.config import StrictModel
 from core.io import atomic_write_text
+from core.spark import SparkConfig
 from filters.minhash import MinhashConfig
 from filters.minhash_clusters import MinhashDuplicates
 from pipelines.corpus import MinhashClusters, cluster_summary
@@ -26,7 +27,6 @@ from pipelines.engine import Engine
 from pipelines.inputs import InputSpec, ReadLimits, list_input_files
 from pipelines.job import DocJob, JobResult, Layout
 from pipelines.local import LocalEngineConfig
-from pipelines.spark import SparkConfig
 
 
 class DedupConfig(StrictModel):

@@ -14,13 +14,13 @@ from datatrove.pipeline.filters import GopherRepetitionFilter
 from pydantic import Field
 
 from core.config import StrictModel
+from core.spark import SparkConfig
 from filters.extract import HtmlToText
 from filters.length import LengthConfig, TextLength
 from pipelines.engine import make_engine
 from pipelines.inputs import InputSpec, ReadLimits
 from pipelines.job import DocJob, JobResult, Layout
 from pipelines.local import LocalEngineConfig
-from pipelines.spark import SparkConfig
 
 
 class DocumentStepsConfig(StrictModel):

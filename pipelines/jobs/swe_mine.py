@@ -32,11 +32,11 @@ from core.config import StrictModel
 from core.errors import ConfigError, UserError
 from core.io import atomic_write_text
 from core.shards import Manifest
+from core.spark import SparkConfig, spark_session
 from core.tokenizer import TokenizerConfig, load_or_train
 from pipelines.chain import StageCounts
 from pipelines.job import FINGERPRINT, Layout, prepare_output
 from pipelines.pack import PackConfig, iter_documents, pack_documents
-from pipelines.spark import SparkConfig, spark_session
 from swe_envs.mining.config import MiningConfig
 from swe_envs.mining.engine_duckdb import DuckdbMiner
 from swe_envs.mining.engine_spark import SparkMiner

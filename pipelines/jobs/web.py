@@ -36,6 +36,7 @@ from core.config import StrictModel
 from core.errors import ConfigError, UserError
 from core.io import atomic_write_text
 from core.llm import LLMConfig
+from core.spark import SparkConfig
 from filters.assistant_phrases import AssistantPhrases, AssistantPhrasesConfig
 from filters.dclm import DclmConfig, DclmKeepTop, DclmScore, DclmThreshold, FastTextArgs, train_classifier
 from filters.edu import EduConfig, EduScore, EduThreshold, LlmSample
@@ -57,7 +58,6 @@ from pipelines.jobs.quality_data import MIN_CLASS_EXAMPLES, DclmTrainData, build
 from pipelines.local import LocalEngineConfig
 from pipelines.preflight import absolute, probe_endpoint, require_file
 from pipelines.report.stats import stage_table
-from pipelines.spark import SparkConfig
 
 
 class HeuristicsConfig(StrictModel):

@@ -5,13 +5,14 @@ import json
 import duckdb
 import pytest
 
+from core.spark import SparkConfig
 from filters.length import LengthConfig
 from pipelines.engine import make_engine
 from pipelines.inputs import InputSpec, ReadLimits
 from pipelines.job import DocJob
 from pipelines.jobs.documents import DocumentStepsConfig, build_document_steps
 from pipelines.local import LocalEngine, LocalEngineConfig, run_local
-from pipelines.spark import SparkConfig, SparkEngine, run_spark
+from pipelines.spark import SparkEngine, run_spark
 
 
 def rows(out, kind, cols):

@@ -5,12 +5,13 @@ import sys
 import duckdb
 import pytest
 
+from core.spark import SparkConfig
 from filters.minhash import MinhashConfig
 from pipelines.inputs import InputSpec
 from pipelines.jobs.dedup import DedupConfig, run_dedup
 from pipelines.jobs.dedup_eval import evaluate
 from pipelines.local import LocalEngine, LocalEngineConfig
-from pipelines.spark import SparkConfig, SparkEngine
+from pipelines.spark import SparkEngine
 
 
 @pytest.fixture(scope="module")

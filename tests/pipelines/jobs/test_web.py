@@ -8,10 +8,11 @@ import pytest
 
 from core.config import validate_config
 from core.errors import UserError
+from core.spark import SparkConfig
 from pipelines.inputs import InputSpec
 from pipelines.jobs.web import WebConfig, WebJob
 from pipelines.local import LocalEngine, LocalEngineConfig
-from pipelines.spark import SparkConfig, SparkEngine
+from pipelines.spark import SparkEngine
 
 
 def web_cfg(sample_corpus, llm_url, cache_dir, **over):

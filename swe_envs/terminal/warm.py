@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # shared with the SWE environments' Rust rule (moved to swe_envs/crates.py)
-from swe_envs.crates import CARGO_SOURCE, DEBIAN_CRATES, cargo_deps, cargo_source_line, debian_crate_package  # noqa: F401
+from swe_envs.crates import cargo_deps, cargo_source_line, debian_crate_package
 
 # Debian packages of the jars the stand-in puts on the class path
 JAVA_TEST_PACKAGES = "junit5 libassertj-core-java"

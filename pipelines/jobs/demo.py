@@ -60,7 +60,10 @@ class DemoTrainConfig(StrictModel):
     pretrain_steps: int = Field(default=12, gt=0)  # on the mixture shards
     longctx_steps: int = Field(default=1, ge=0)  # then on the long-context stage (0 skips it)
     longctx_batch_size: int = Field(default=1, gt=0)
-    overrides: list[str] = []  # `key.path=value` for the trainer config
+    # `key.path=value` for the trainer config; by default GLM-5's DSA sparse attention at toy size
+    # (a 2-head indexer, top-128 keys, 3 dense warm-up steps that train only the indexer)
+    overrides: list[str] = ["model.dsa_indexer_n_heads=2", "model.dsa_indexer_head_dim=32", "model.dsa_indexer_topk=128",
+                            "model.dsa_indexer_loss_coeff=1.0", "dsa_warmup_steps=3"]
 
 
 class DemoConfig(StrictModel):

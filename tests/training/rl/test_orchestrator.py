@@ -12,6 +12,7 @@ import time
 import yaml
 
 from tests.training.conftest import make_checkpoint, start_module, stop, wait_port_file
+from tests.training.rl.waiting import wait_until
 from training.rl.ledger import audit
 from training.rl.task_backends import toy_tokenizer
 from training.serving.http_json import call
@@ -21,14 +22,6 @@ def _status(url: str) -> dict:
     return call(f"{url}/status", None)
 
 
-def _wait(pred, timeout_s: float = 60.0, what: str = ""):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        got = pred()
-        if got:
-            return got
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_registration_warmup_ratios_rate_limit_and_heartbeat_timeout(tmp_path):
@@ -57,13 +50,13 @@ def test_registration_warmup_ratios_rate_limit_and_heartbeat_timeout(tmp_path):
         srv, _ = start_module(["training.rl", "serve", "--checkpoint", str(ckpt), "--register", url], tmp_path / "s.port")
         procs.append(srv)
         t0 = time.monotonic()
-        _wait(lambda: all(s["state"] == "healthy" for s in _status(url)["servers"]) and len(_status(url)["servers"]) == 3,
+        wait_until(lambda: all(s["state"] == "healthy" for s in _status(url)["servers"]) and len(_status(url)["servers"]) == 3,
               timeout_s=120, what="three healthy servers")
         events = [e["event"] for e in _status(url)["events"]]
         assert "warming" in events and "unhealthy" not in events, events
 
         # groups fill the buffer at a 3:1 ratio, lookup no faster than its rate limit
-        st = _wait(lambda: (s := _status(url))["queues"]["ready"] >= 6 and s, timeout_s=120, what="ready groups")
+        st = wait_until(lambda: (s := _status(url))["queues"]["ready"] >= 6 and s, timeout_s=120, what="ready groups")
         by_task = st["groups_by_task"]
         elapsed = time.monotonic() - t0
         assert by_task["copy"] >= 2 * by_task.get("lookup", 0) and by_task.get("lookup", 0) <= 1 + 0.5 * elapsed + 1
@@ -82,7 +75,7 @@ def test_registration_warmup_ratios_rate_limit_and_heartbeat_timeout(tmp_path):
 
         # an external service that stops answering leaves routing (and is not restarted: not ours)
         procs[1].kill()
-        _wait(lambda: any(s["task"] == "lookup" and s["state"] == "unhealthy" for s in _status(url)["servers"]),
+        wait_until(lambda: any(s["task"] == "lookup" and s["state"] == "unhealthy" for s in _status(url)["servers"]),
               timeout_s=60, what="lookup unhealthy")
     finally:
         for p in procs:
@@ -130,11 +123,11 @@ def test_managed_servers_exit_when_the_orchestrator_is_killed(tmp_path):
     pid = None
     try:
         url = f"http://127.0.0.1:{wait_port_file(orch, tmp_path / 'orch.port')}"
-        pid = _wait(lambda: next((s["pid"] for s in _status(url)["servers"] if s["state"] == "healthy"), None),
+        pid = wait_until(lambda: next((s["pid"] for s in _status(url)["servers"] if s["state"] == "healthy"), None),
                     timeout_s=120, what="a healthy managed task service")
         orch.kill()
         orch.wait(timeout=30)
-        _wait(lambda: not _alive(pid), timeout_s=60, what="the orphaned task service to exit")
+        wait_until(lambda: not _alive(pid), timeout_s=60, what="the orphaned task service to exit")
     finally:
         stop(orch)
         if pid and _alive(pid):

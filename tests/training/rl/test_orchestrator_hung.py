@@ -12,6 +12,7 @@ import signal
 import time
 
 from tests.training.conftest import make_checkpoint
+from tests.training.rl.waiting import wait_until
 from training.rl.ledger import audit
 from training.rl.orchestrator import Orchestrator
 from training.rl.orchestrator_config import OrchestratorConfig
@@ -19,16 +20,6 @@ from training.rl.task_backends import toy_tokenizer
 from training.rl.task_service import TaskService
 from training.serving.codec import Codec
 from training.serving.http_json import call, serve_json
-
-
-def _wait(pred, timeout_s: float, what: str):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        got = pred()
-        if got:
-            return got
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_hung_rollout_server_leaves_routing_inflight_resubmitted_and_restarted(tmp_path):
@@ -49,17 +40,17 @@ def test_hung_rollout_server_leaves_routing_inflight_resubmitted_and_restarted(t
     orch.start()
     hung = None
     try:
-        assert orch.wait_ready(120) and _wait(lambda: len(orch.registry.healthy("rollout")) == 2, 120, "2 servers")
+        assert orch.wait_ready(120) and wait_until(lambda: len(orch.registry.healthy("rollout")) == 2, 120, "2 servers", poll_s=0.02)
         slot = orch.registry.slots["rollout-0"]
-        _wait(lambda: call(f"{slot.endpoint}/health", None)["inflight"] > 0, 60, "a request in flight on rollout-0")
+        wait_until(lambda: call(f"{slot.endpoint}/health", None)["inflight"] > 0, 60, "a request in flight on rollout-0", poll_s=0.02)
         hung = slot.proc.pid
         os.kill(hung, signal.SIGSTOP)
         t0 = time.monotonic()
-        _wait(lambda: orch.counters["resubmitted_unhealthy"] >= 1, 60, "in-flight trajectories resubmitted")
+        wait_until(lambda: orch.counters["resubmitted_unhealthy"] >= 1, 60, "in-flight trajectories resubmitted", poll_s=0.02)
         assert time.monotonic() - t0 < 60  # the heartbeat freed them, not the 300 s request timeout
         assert all(s.key != "rollout-0" for s in orch.registry.healthy("rollout"))  # out of routing
         # the hung process is killed and a fresh one takes the slot
-        _wait(lambda: slot.proc.pid != hung and slot.state == "healthy", 120, "rollout-0 relaunched")
+        wait_until(lambda: slot.proc.pid != hung and slot.state == "healthy", 120, "rollout-0 relaunched", poll_s=0.02)
         events = [e["event"] for e in orch.registry.events if e["key"] == "rollout-0"]
         assert events.count("launched") == 2 and "unhealthy" in events
         batch = orch.take_batch(3, 120)

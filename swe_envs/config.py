@@ -100,6 +100,9 @@ class BuildConfig(StrictModel):
     llm_max_tokens: int = Field(default=400, gt=0)
     # rebuild every Dockerfile step (Docker's --no-cache): fresh apt packages, or a cold benchmark
     no_cache: bool = False
+    # toolchain tags include it; with no_cache, a separate set of images (every environment built on
+    # them too): a cold benchmark that must not remove or replace the images other work is using
+    cache_namespace: str = ""
 
 
 class ValidateConfig(StrictModel):

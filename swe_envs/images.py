@@ -178,11 +178,14 @@ class Images:
                                "run python -m swe_envs setup-docker, or build/load it)")
         dockerfile = toolchain_dockerfile(tc, self.access, base_image)
         context = self.access.context()
-        tag = f"swe-envs/toolchain-{language}:{sha(base_id, dockerfile, *map(_digest, context.values()))[:16]}"
+        parts = [base_id, dockerfile, *map(_digest, context.values())]
+        if self.cfg.cache_namespace:  # without one, tags stay what they always were
+            parts.append(self.cfg.cache_namespace)
+        tag = f"swe-envs/toolchain-{language}:{sha(*parts)[:16]}"
         return self.build(tag, dockerfile, tar_with(b"", context) if context else b"")
 
-    def env_tag(self, repo: str, toolchain_id: str, dockerfile: str, tree: str) -> str:
-        return f"swe-envs/env-{slug(repo)}:{sha(toolchain_id, dockerfile, tree)[:16]}"
+    def env_tag(self, repo: str, toolchain_id: str, dockerfile: str, tree: str, *more: str) -> str:
+        return f"swe-envs/env-{slug(repo)}:{sha(toolchain_id, dockerfile, tree, *more)[:16]}"
 
     def build(self, tag: str, dockerfile: str, context_tar: bytes, labels: dict | None = None) -> BuildResult:
         """Build unless ``tag`` exists; the log is kept whole (it feeds the refine loop)."""

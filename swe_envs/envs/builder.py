@@ -25,7 +25,7 @@ from pathlib import Path
 from core.llm import LLMClient, LLMError
 from swe_envs.config import SweEnvsConfig
 from swe_envs.envs import era, languages
-from swe_envs.envs.build_rules import rule_fix
+from swe_envs.envs.build_rules import RULES_VERSION, rule_fix
 from swe_envs.envs.parsers import parse_log
 from swe_envs.images import Images, env_dockerfile, instance_dockerfile, sha, slug
 from swe_envs.paths import is_test_path
@@ -169,8 +169,9 @@ class EnvBuilder:
             env.reason = f"toolchain image for {env.language} {choice.version or ''} failed: {tc.error}"
             return None
         # a repo-version verified before, whatever recipe its refinement took from the same template
-        # (a changed template is a new environment: the cache verified one built from the old template)
-        return tc, sha(env.repo, env.commit, tc.image_id, env.test_command, json.dumps(template))[:24]
+        # (a changed template is a new environment: the cache verified one built from the old template;
+        # changed rules or parsers too: RULES_VERSION)
+        return tc, sha(env.repo, env.commit, tc.image_id, env.test_command, json.dumps(template), RULES_VERSION)[:24]
 
     def _cached(self, env: Environment, tc, version: str) -> bool:
         found = self.images.find_verified(version)
@@ -213,7 +214,7 @@ class EnvBuilder:
             rnd += 1
             env.recipe = recipe
             dockerfile = env_dockerfile(tc.tag, recipe)
-            tag = self.images.env_tag(env.repo, tc.image_id, dockerfile + env.test_command, snap.tree)
+            tag = self.images.env_tag(env.repo, tc.image_id, dockerfile + env.test_command, snap.tree, RULES_VERSION)
             if self.images.image_id(tag):  # only verified images carry the final tag
                 env.ok, env.cached, env.image, env.image_id = True, True, tag, self.images.image_id(tag)
                 env.attempts.append(Attempt(rnd, source, recipe, "ok", True, "cached", rule=rule))

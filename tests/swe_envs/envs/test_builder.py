@@ -98,3 +98,33 @@ def test_smollm2_cannot_fix_it_and_every_round_is_recorded(docker_ready, tmp_pat
     assert llm_attempts and all(not a.ok for a in llm_attempts)
     assert env.reason.startswith("environment did not build after")
     assert list((tmp_path / "logs").rglob("round2-llm.log"))
+
+
+def test_changed_rules_are_a_new_environment_not_the_cached_one(docker_ready, tmp_path, monkeypatch):
+    """An image verified under older rules/parsers is not reused once RULES_VERSION changes."""
+    import swe_envs.envs.builder as builder_mod
+
+    builder = _builder(docker_ready, tmp_path)
+    first = _build(builder, tmp_path, NEEDS_YAML, "rules-version")
+    assert first.ok, first.reason
+    again = _build(builder, tmp_path / "again", NEEDS_YAML, "rules-version")
+    assert again.ok and again.cached  # same rules: the verified image is reused
+    monkeypatch.setattr(builder_mod, "RULES_VERSION", builder_mod.RULES_VERSION + "-changed")
+    fresh = _build(builder, tmp_path / "fresh", NEEDS_YAML, "rules-version")
+    try:
+        assert fresh.ok and not fresh.cached, fresh.attempts
+        assert [a.source for a in fresh.attempts] != ["cache"]
+    finally:
+        docker_ready.images.remove(fresh.image, force=True)  # keyed by a version no one else uses
+
+
+def test_cache_namespace_gives_its_own_toolchain_tag(docker_ready):
+    cfg = SweEnvsConfig()
+    default = Images(docker_ready, cfg.build).toolchain("python", cfg.toolchain("python"))
+    cfg.build.cache_namespace = "test-namespace"
+    spaced = Images(docker_ready, cfg.build).toolchain("python", cfg.toolchain("python"))
+    try:
+        assert default.ok and spaced.ok, (default.error, spaced.error)
+        assert spaced.tag != default.tag and spaced.tag.startswith("swe-envs/toolchain-python:")
+    finally:
+        docker_ready.images.remove(spaced.tag)  # the tag only: the layers are the default image's

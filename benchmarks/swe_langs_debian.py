@@ -2,11 +2,13 @@
 
 For each language other than Python (measured on real SWE-bench data by ``swe_real.py``), a
 list of small upstream projects packaged by Debian, each with its own test suite. Each is
-fetched with ``apt-get source`` (cached under the git-ignored ``data/debian-src/``; a private
-apt root with ``deb-src`` lines made from the host's own Debian sources, the system
-configuration untouched), its unpacked upstream tree (``debian/`` and quilt state dropped;
-where the mirror serves the orig tarball but not Debian's packaging, the orig tarball alone, its
-era then the newest file in it) becomes a git repository of one commit, and then goes through the product's code path that
+fetched with ``apt-get source --download-only`` (cached under the git-ignored ``data/debian-src/``;
+a private apt root with ``deb-src`` lines made from the host's own Debian sources, the system
+configuration untouched) and unpacked with ``dpkg-source -x --skip-patches``: Debian's patches
+are NOT applied, so what is measured is upstream's tree and test suite (Debian patches tests to
+its own runners and drops what it does not package). The tree (``debian/`` dropped; where the
+mirror serves the orig tarball but not Debian's packaging, the orig tarball alone, its era then
+the newest file in it) becomes a git repository of one commit, and then goes through the product's code path that
 ``python -m swe_envs validate`` uses: ``make_builder`` -> ``EnvBuilder.build`` (recipe, toolchain,
 rule-based refine, collect check), one more run of the test command in the sandbox, the
 runner's parser, and ``check_run`` (the validator's trust check). What is compared: the parsed
@@ -59,7 +61,7 @@ PACKAGES: dict[str, list[str]] = {
              "rust-itoa", "rust-either", "rust-strsim"],
 }
 DATA = ROOT / "data" / "debian-src"
-# quilt's state and the packaging are Debian's, not upstream's
+# the packaging (and quilt's state, in trees unpacked with patches) are Debian's, not upstream's
 NOT_UPSTREAM = ("debian", ".pc")
 
 
@@ -101,26 +103,57 @@ class AptSource:
         return None
 
     def fetch(self, package: str) -> tuple[Path | None, str, str]:
-        """(unpacked tree, version, error): cached under ``root/pkg/<package>``."""
+        """(unpacked upstream tree, version, error): cached under ``root/pkg/<package>``. Debian's
+        patches are not applied (``dpkg-source -x --skip-patches``): the tree is upstream's."""
         where = self.root / "pkg" / package
-        trees = [p for p in where.glob("*") if p.is_dir()] if where.is_dir() else []
+        trees = [p for p in where.glob("*") if p.is_dir() and not p.name.startswith(".")] if where.is_dir() else []
+        if trees and not (where / UNPATCHED).is_file():
+            # unpacked by an earlier version of this benchmark, with Debian's patches applied
+            for tree in trees:
+                shutil.rmtree(tree)
+            trees = []
         if not trees:
-            shutil.rmtree(where, ignore_errors=True)
-            where.mkdir(parents=True)
-            proc = subprocess.run(["apt-get", *self._opts(), "source", package], cwd=where, capture_output=True,
-                                  text=True, timeout=900)
-            trees = [p for p in where.glob("*") if p.is_dir()]
-            if proc.returncode != 0 or not trees:
-                # the upstream tree is the orig tarball(s): apt checked each file it got against the
-                # signed index, so a mirror that lacks only Debian's packaging still gives it
-                tree = unpack_orig(where)
-                if tree is None:
-                    shutil.rmtree(where, ignore_errors=True)
-                    return None, "", fetch_error(proc.stderr or proc.stdout)
-                trees = [tree]
+            if not any(where.glob("*.dsc")) and not any(_ORIG.match(p.name) for p in where.glob("*.tar.*")):
+                shutil.rmtree(where, ignore_errors=True)
+                where.mkdir(parents=True)
+                proc = subprocess.run(["apt-get", *self._opts(), "source", "--download-only", package], cwd=where,
+                                      capture_output=True, text=True, timeout=900)
+                apt_said = proc.stderr or proc.stdout
+            else:
+                apt_said = "apt-get source: nothing usable in the cache"
+            tree = unpack_upstream(where)
+            if tree is None:
+                shutil.rmtree(where, ignore_errors=True)
+                return None, "", fetch_error(apt_said)
+            (where / UNPATCHED).write_text("dpkg-source -x --skip-patches (or the orig tarballs alone)\n")
+            trees = [tree]
         dsc = next(iter(sorted(where.glob("*.dsc"))), None)
         version = dsc.stem.split("_", 1)[1] if dsc else ""
         return trees[0], version, ""
+
+
+# marks a package directory whose tree was unpacked without Debian's patches
+UNPATCHED = ".unpacked-without-debian-patches"
+
+
+def unpack_upstream(where: Path) -> Path | None:
+    """The upstream tree of the downloaded source package, Debian's quilt patches not applied
+    (``debian/`` itself is unpacked, for its changelog, and left out of the repository later); the
+    orig tarballs alone when the mirror did not serve Debian's packaging; None without either."""
+    dsc = next(iter(sorted(where.glob("*.dsc"))), None)
+    if dsc is not None:
+        fmt = re.search(r"^Format:\s*(\S+)", dsc.read_text(errors="replace"), re.M)
+        # format 1.0's diff patches upstream files in place: only the orig tarball is upstream's
+        if fmt and fmt.group(1) != "1.0":
+            before = {p for p in where.iterdir() if p.is_dir()}
+            proc = subprocess.run(["dpkg-source", "-x", "--skip-patches", dsc.name], cwd=where,
+                                  capture_output=True, text=True, timeout=600)
+            made = [p for p in where.iterdir() if p.is_dir() and p not in before and not p.name.startswith(".")]
+            if proc.returncode == 0 and made:
+                return made[0]
+            for p in made:
+                shutil.rmtree(p, ignore_errors=True)
+    return unpack_orig(where)
 
 
 _ORIG = re.compile(r"^(?P<src>[^_]+)_(?P<ver>[^_]+)\.orig(?:-(?P<component>[A-Za-z0-9-]+))?\.tar\.(?:gz|xz|bz2)$")
@@ -186,8 +219,12 @@ def release_date(tree: Path) -> str | None:
 
 
 def as_repo(tree: Path, dest: Path) -> str:
-    """The upstream tree as a git repository of one commit (fixed identity and date); its commit."""
-    if not (dest / ".git").is_dir():
+    """The upstream tree as a git repository of one commit (fixed identity and date); its commit.
+    Made again when the tree changed since (a re-unpacked tree: the digest of its files' names,
+    sizes and times is kept in the repository's ``.git``)."""
+    digest = tree_digest(tree)
+    stamp = dest / ".git" / "swe-upstream-tree"
+    if not (stamp.is_file() and stamp.read_text() == digest):
         tmp = dest.with_name(dest.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.copytree(tree, tmp, symlinks=True, ignore=lambda d, names: [n for n in names if Path(d) == tree
@@ -198,10 +235,24 @@ def as_repo(tree: Path, dest: Path) -> str:
         for cmd in (["git", "init", "-q", "-b", "main"], ["git", "add", "-f", "-A"],
                     ["git", "commit", "-q", "--no-gpg-sign", "-m", f"upstream tree of {tree.name}"]):
             subprocess.run(cmd, cwd=tmp, check=True, capture_output=True, env=env)
+        (tmp / ".git" / "swe-upstream-tree").write_text(digest)
         shutil.rmtree(dest, ignore_errors=True)
         tmp.rename(dest)
     return subprocess.run(["git", "rev-parse", "HEAD"], cwd=dest, check=True, capture_output=True,
                           text=True).stdout.strip()
+
+
+def tree_digest(tree: Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for p in sorted(tree.rglob("*")):
+        rel = p.relative_to(tree)
+        if rel.parts[0] in NOT_UPSTREAM or not (p.is_file() or p.is_symlink()):
+            continue
+        st = p.lstat()
+        h.update(f"{rel}\0{st.st_size}\0{int(st.st_mtime)}\n".encode())
+    return h.hexdigest()
 
 
 # -- one project -------------------------------------------------------------------------------

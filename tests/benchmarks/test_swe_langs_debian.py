@@ -141,3 +141,69 @@ def test_reuse_takes_earlier_rows_for_languages_not_run_now(tmp_path):
     assert bench.reuse_rows([report, later], skip=set())[0]["parsed_ok"] is False  # the later file wins
     assert [r["package"] for r in bench.reuse_rows([report, rows], skip={"jansson", "node-ms"})] == [
         "node-parseurl"]  # run now: not reused
+
+
+def _source_package(where: Path, patched_test: str) -> None:
+    """A real 3.0 (quilt) source package made by dpkg-source: upstream's test.js, and a Debian
+    patch that rewrites it (as node-ansi-regex's moves its tests from ava to tape)."""
+    src = where / "build" / "node-demo-1.0.0"
+    (src / "debian" / "source").mkdir(parents=True)
+    (src / "debian" / "patches").mkdir()
+    (src / "test.js").write_text("import test from 'ava';\n")
+    subprocess.run(["tar", "-czf", str(where / "build" / "node-demo_1.0.0.orig.tar.gz"), "-C", str(where / "build"),
+                    "--exclude=debian", "node-demo-1.0.0"], check=True)
+    (src / "debian" / "source" / "format").write_text("3.0 (quilt)\n")
+    (src / "debian" / "control").write_text("Source: node-demo\nMaintainer: A <a@localhost>\n\n"
+                                             "Package: node-demo\nArchitecture: all\nDescription: d\n d\n")
+    (src / "debian" / "changelog").write_text("node-demo (1.0.0-1) unstable; urgency=medium\n\n  * New\n\n"
+                                              " -- A <a@localhost>  Wed, 22 Sep 2021 08:56:34 +0200\n")
+    (src / "debian" / "patches" / "tape.diff").write_text(
+        "--- a/test.js\n+++ b/test.js\n@@ -1 +1 @@\n-import test from 'ava';\n+" + patched_test + "\n")
+    (src / "debian" / "patches" / "series").write_text("tape.diff\n")
+    subprocess.run(["dpkg-source", "-b", "node-demo-1.0.0"], cwd=where / "build", check=True, capture_output=True)
+    for p in (where / "build").iterdir():
+        if p.is_file():
+            p.rename(where / p.name)
+
+
+def test_fetch_unpacks_without_debians_patches(tmp_path, monkeypatch):
+    # only the download stands in for the mirror; dpkg-source is the real one
+    import shutil
+
+    if shutil.which("dpkg-source") is None:
+        import pytest
+
+        pytest.skip("dpkg-source (dpkg-dev) is not installed")
+    made = tmp_path / "made"
+    made.mkdir()
+    _source_package(made, "const test = require('tape');")
+    apt = bench.AptSource(tmp_path / "data")
+    real_run = subprocess.run
+    calls = []
+
+    def fake_run(cmd, cwd=None, **kw):
+        if cmd[0] != "apt-get":
+            return real_run(cmd, cwd=cwd, **kw)
+        calls.append(cmd)
+        for p in made.iterdir():
+            if p.is_file():
+                shutil.copy(p, Path(cwd) / p.name)
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(bench.subprocess, "run", fake_run)
+    tree, version, err = apt.fetch("node-demo")
+    assert err == "" and version == "1.0.0-1" and "--download-only" in calls[0]
+    assert (tree / "test.js").read_text() == "import test from 'ava';\n"  # upstream's, not Debian's patch
+    assert (tree / "debian" / "changelog").is_file() and not (tree / ".pc").exists()
+    assert bench.upload_date(tree) == "2021-09-22T08:56:34+02:00"
+    repo = tmp_path / "repo"
+    commit = bench.as_repo(tree, repo)
+    # a tree unpacked by an older run with the patches applied is unpacked again, and its
+    # repository made again
+    (tree / "test.js").write_text("const test = require('tape');\n")
+    (tree.parent / bench.UNPATCHED).unlink()
+    tree, _, _ = apt.fetch("node-demo")
+    assert (tree / "test.js").read_text() == "import test from 'ava';\n" and len(calls) == 1  # no new download
+    assert bench.as_repo(tree, repo) == commit
+    (tree / "test.js").write_text("changed\n")
+    assert bench.as_repo(tree, repo) != commit

@@ -10,11 +10,19 @@ the tree as it is and puts a ``mvn`` stand-in first on PATH: it compiles ``src/m
 the JUnit console launcher (JUnit 5 and 4 tests), writing its XML reports where Surefire writes
 them and the launcher's own totals as Surefire's summary line, so the test command and its parser
 stay Maven's. The stand-in says so in its first output line; the choice is a recorded rule.
+
+What Surefire would run, the stand-in runs: the POM's Surefire ``<includes>``/``<excludes>``
+(Surefire's defaults where it has none: ``Test*``, ``*Test``, ``*Tests``, ``*TestCase``, no inner
+classes) become the launcher's class-name patterns. Test sources that cannot compile only because
+a package neither the tree nor Debian provides is missing (JMH and junit-pioneer: Debian packages
+neither) are left out, as Debian's own builds of these projects leave them out: listed on the
+console and in the environment's resolved set (never silently), and at most a quarter of them.
 """
 
 from __future__ import annotations
 
 import re
+import shlex
 import xml.etree.ElementTree as ET
 
 from swe_envs.envs import era
@@ -45,12 +53,9 @@ _NS = re.compile(r"^\{[^}]*\}")
 def pom_dependencies(text: str) -> list[tuple[str, str]]:
     """(groupId, artifactId) of the POM's own ``<dependencies>`` (any scope), the project's
     ``${...}`` groupIds left out; [] for an unreadable POM."""
-    try:
-        root = ET.fromstring(text)
-    except ET.ParseError:
+    root = _pom_root(text)
+    if root is None:
         return []
-    for el in root.iter():
-        el.tag = _NS.sub("", el.tag)
     deps = root.find("dependencies")
     out = []
     for dep in deps.findall("dependency") if deps is not None else []:
@@ -58,6 +63,56 @@ def pom_dependencies(text: str) -> list[tuple[str, str]]:
         if group and artifact and "$" not in group + artifact:
             out.append((group, artifact))
     return out
+
+
+# Surefire's defaults (maven-surefire-plugin's includes/excludes)
+SUREFIRE_INCLUDES = ("**/Test*.java", "**/*Test.java", "**/*Tests.java", "**/*TestCase.java")
+SUREFIRE_EXCLUDES = ("**/*$*",)
+
+
+def _pom_root(text: str) -> ET.Element | None:
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError:
+        return None
+    for el in root.iter():
+        el.tag = _NS.sub("", el.tag)
+    return root
+
+
+def surefire_patterns(text: str) -> tuple[list[str], list[str]]:
+    """The POM's Surefire ``<includes>`` and ``<excludes>`` (the plugin's own configuration and its
+    ``default-test`` execution's, the ones ``mvn test`` uses; profiles are not active), each
+    Surefire's default where the POM sets none."""
+    root = _pom_root(text)
+    includes: list[str] = []
+    excludes: list[str] = []
+    for plugin in root.findall("build/plugins/plugin") if root is not None else []:
+        if plugin.findtext("artifactId", "").strip() != "maven-surefire-plugin":
+            continue
+        configs = [plugin.find("configuration")] + [
+            ex.find("configuration") for ex in plugin.findall("executions/execution")
+            if ex.findtext("id", "").strip() == "default-test"]
+        for config in (c for c in configs if c is not None):
+            includes += [e.text.strip() for e in config.findall("includes/include") if e.text and e.text.strip()]
+            excludes += [e.text.strip() for e in config.findall("excludes/exclude") if e.text and e.text.strip()]
+    return includes or list(SUREFIRE_INCLUDES), excludes if excludes else list(SUREFIRE_EXCLUDES)
+
+
+def class_pattern(globs: list[str]) -> str:
+    """Surefire's path patterns (``**/*Test.java``, ``org/x/**/Abstract*.java``) as one Java regex over
+    fully qualified class names, for the launcher's ``--include-classname``/``--exclude-classname``;
+    ``%regex[...]`` patterns (over class-file paths) are left out: "" when none is left."""
+    alternatives = []
+    for glob in globs:
+        if glob.startswith("%regex["):
+            continue
+        glob = re.sub(r"\.(java|class)$", "", glob.replace("\\", "/"))
+        out = ""
+        for token in re.findall(r"\*\*/|\*\*|\*|\?|/|[^*?/]+", glob):
+            out += {"**/": "(?:.*\\.)?", "**": ".*", "*": "[^.]*", "?": "[^.]", "/": "\\."}.get(token) or re.escape(token)
+        alternatives.append(out)
+    return f"^(?:{'|'.join(alternatives)})$" if alternatives else ""
 
 
 def debian_package(group: str, artifact: str) -> list[str]:
@@ -74,6 +129,9 @@ STANDIN = r"""#!/bin/sh
 # mvn stand-in (swe_envs.envs.maven_offline): no Maven repository beyond Debian's is reachable.
 # javac + the JUnit console launcher against Debian's jars; Maven itself is /usr/bin/mvn.
 release=""  # the POM's Java level (javac --release): old tests meet only that level's JDK API
+include=""  # the POM's Surefire includes/excludes, as class-name patterns (maven_offline.class_pattern)
+exclude=""
+maxleft=25  # test sources left out for unavailable packages: at most this percentage
 goal=""
 skip=""
 for a in "$@"; do
@@ -103,13 +161,43 @@ else
   if [ -n "$main" ]; then
     javac -encoding UTF-8 -nowarn -proc:none ${release:+--release $release} -d "$out/main" -cp "$CP" $main || { echo "[ERROR] COMPILATION ERROR (main)"; exit 1; }
   fi
-  javac -encoding UTF-8 -nowarn -proc:none ${release:+--release $release} -d "$out/test" -cp "$out/main:$CP" $tests || { echo "[ERROR] COMPILATION ERROR (test)"; exit 1; }
+  # a test source that fails only because a package neither the tree nor the jars have is
+  # missing is left out (and what needed the classes it declares), then javac runs again
+  kept="$tests"; : > "$out/left-out.txt"
+  until javac -encoding UTF-8 -nowarn -proc:none -Xmaxerrs 100000 ${release:+--release $release} -d "$out/test" \
+      -cp "$out/main:$CP" $kept > "$out/javac.txt" 2>&1; do
+    awk -v left="$out/left-out.txt" '
+      BEGIN { while ((getline l < left) > 0) { split(l, a, "\t"); n = a[1]; sub(/.*\//, "", n); sub(/\.java$/, "", n); gone[n] = 1 } }
+      / error: package [A-Za-z0-9_.]+ does not exist$/ {
+        f = $0; sub(/:[0-9]+: error: .*/, "", f); p = $0; sub(/.* error: package /, "", p); sub(/ does not exist$/, "", p)
+        d = p; gsub(/\./, "/", d)
+        if (system("test -d src/main/java/" d " || test -d src/test/java/" d) != 0) print f "\t" p " (not available)"
+        want = 0; next }
+      / error: cannot find symbol$/ { f = $0; sub(/:[0-9]+: error: .*/, "", f); want = 1; next }
+      want && /^ +symbol: +class / { c = $0; sub(/^ +symbol: +class +/, "", c); if (c in gone) print f "\t" c " (left out)"; want = 0 }
+    ' "$out/javac.txt" | sort -u > "$out/drop.txt"
+    if [ ! -s "$out/drop.txt" ]; then cat "$out/javac.txt"; echo "[ERROR] COMPILATION ERROR (test)"; exit 1; fi
+    cat "$out/drop.txt" >> "$out/left-out.txt"
+    cut -f1 "$out/drop.txt" > "$out/drop.names"
+    kept=$(printf '%s\n' $kept | grep -v -x -F -f "$out/drop.names")
+    n_left=$(cut -f1 "$out/left-out.txt" | sort -u | wc -l); n_all=$(echo $tests | wc -w)
+    if [ $(( n_left * 100 )) -gt $(( n_all * maxleft )) ] || [ -z "$kept" ]; then
+      cat "$out/javac.txt"
+      echo "[ERROR] COMPILATION ERROR (test): $n_left of $n_all test sources need what is not available (more than $maxleft%)"; exit 1
+    fi
+  done
+  cat "$out/javac.txt"
   echo "$srcs" > "$out/.sources"
+fi
+if [ -s "$out/left-out.txt" ]; then
+  echo "mvn stand-in: left out $(cut -f1 "$out/left-out.txt" | sort -u | wc -l) of $(echo $tests | wc -w) test sources that need a package not available here:"
+  sed 's/^/  /' "$out/left-out.txt"
 fi
 rm -rf target/surefire-reports && mkdir -p target/surefire-reports || exit 1
 [ "$goal" = compile ] && { echo "[INFO] BUILD SUCCESS (compiled only)"; exit 0; }
 java -cp "$out/test:$out/main:src/test/resources:src/main/resources:$CP" org.junit.platform.console.ConsoleLauncher \
   --disable-ansi-colors --details=tree --scan-classpath "$out/test" \
+  ${include:+--include-classname "$include"} ${exclude:+--exclude-classname "$exclude"} \
   --reports-dir target/surefire-reports > "$out/console.txt" 2>&1
 rc=$?
 cat "$out/console.txt"
@@ -125,20 +213,32 @@ exit $rc
 """
 
 
+def standin_script(snap: Snapshot) -> str:
+    """The stand-in for this tree: the POM's Java level and Surefire patterns filled in."""
+    pom = snap.read("pom.xml") or ""
+    # the POM's level, at least 8 (what today's JDKs still compile for): collections4 4.2's tests
+    # (Java 7) call toArray(null), ambiguous against JDK 11's toArray(IntFunction)
+    level = era.java_level(snap)
+    script = STANDIN.replace('release=""', f'release="{max(level, 8)}"', 1) if level else STANDIN
+    includes, excludes = surefire_patterns(pom)
+    script = script.replace('include=""', f"include={shlex.quote(class_pattern(includes))}", 1)
+    return script.replace('exclude=""', f"exclude={shlex.quote(class_pattern(excludes))}", 1)
+
+
 def standin_recipe(snap: Snapshot) -> list[str]:
     """The recipe lines: Debian's jars for the POM's dependencies (the names apt knows), the
-    stand-in as ``/usr/local/bin/mvn``, and a compile that fails the build when the jars fall short."""
+    stand-in as ``/usr/local/bin/mvn``, and a compile that fails the build when the jars fall short;
+    the environment's resolved set (``/opt/swe-resolved.txt``) names the jars' packages and every
+    test source left out."""
     wanted: list[str] = list(STANDIN_PACKAGES)
     for group, artifact in pom_dependencies(snap.read("pom.xml") or ""):
         wanted += debian_package(group, artifact)
     names = " ".join(dict.fromkeys(wanted))
     install = (f"pkgs=; for p in {names}; do if apt-cache show $p >/dev/null 2>&1; then pkgs=\"$pkgs $p\"; fi; "
                "done; echo \"jars from Debian:$pkgs\"; apt-get install -y --no-install-recommends $pkgs")
-    # the POM's level, at least 8 (what today's JDKs still compile for): collections4 4.2's tests
-    # (Java 7) call toArray(null), ambiguous against JDK 11's toArray(IntFunction)
-    level = era.java_level(snap)
-    script = STANDIN.replace('release=""', f'release="{max(level, 8)}"', 1) if level else STANDIN
     # one printf argument per line of the script (a Dockerfile RUN line holds no newline)
-    lines = " ".join("'" + line.replace("'", "'\\''") + "'" for line in script.splitlines())
+    lines = " ".join("'" + line.replace("'", "'\\''") + "'" for line in standin_script(snap).splitlines())
     write = f"printf '%s\\n' {lines} > /usr/local/bin/mvn && chmod 755 /usr/local/bin/mvn"
-    return [install, write, "mvn test-compile"]
+    record = (f"mvn test-compile && {{ dpkg-query -W -f '${{Package}}=${{Version}}\\n' {names} 2>/dev/null; "
+              "sed 's/^/left out: /' target/mvn-standin/left-out.txt; } > /opt/swe-resolved.txt")
+    return [install, write, record]

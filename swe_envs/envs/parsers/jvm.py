@@ -1,9 +1,21 @@
 """JVM runners: JUnit XML reports (any producer), Maven Surefire and Gradle console output.
 
 Test ids are ``fully.qualified.Class.method`` (JUnit 5's trailing ``()`` dropped; nested
-classes keep ``$``). Maven and Gradle print only failing tests by name, so the Java test
-commands print the XML reports into the log after the run (``----- JUnit XML report:``);
-the Surefire and Gradle parsers read those blocks and fall back to the console lines.
+classes keep ``$``): what Surefire's reports name and what SWE-bench-Java style harnesses
+(Multi-SWE-bench) key FAIL_TO_PASS / PASS_TO_PASS by. Maven and Gradle print only failing
+tests by name, so the Java test commands print the XML reports into the log after the run
+(``----- JUnit XML report:``); the Surefire and Gradle parsers read those blocks and fall back
+to the console lines.
+
+Class + method is not unique for JUnit 3 suites built at run time: commons-collections' BulkTest
+runs a map's ``entrySet()`` tests inside the map's test class, again under ``headMap()``, ...,
+so Surefire's report repeats ``DualTreeBidiMapTest.testSimpleSerialization`` 31 times and a
+class+method key merges 31 results into one. Where the JUnit Platform wrote its unique id
+(the console launcher's XML, ``unique-id:`` in ``system-out``), the JUnit 3/4 suite path in it
+goes into the id (``DualTreeBidiMapTest.bulkTestTailMap.testFirstKey``, the way BulkTest's own
+verbose names read): built from names in the code, never from run order, so the same test has
+the same id in every run. Only a report that still repeats an id (a class run by two runners)
+numbers the repeats in report order (``id#2``).
 """
 
 from __future__ import annotations
@@ -17,14 +29,43 @@ _SUITES = re.compile(r"<testsuites\b.*?</testsuites>", re.S)
 _SUITE = re.compile(r"<testsuite\b.*?</testsuite>", re.S)
 
 
+_UNIQUE_ID = re.compile(r"^unique-id: (\[.*\])\s*$", re.M)
+_SEGMENT = re.compile(r"\[([A-Za-z-]+):([^\]]*)\]")
+_DESCRIBED = re.compile(r"^(.*)\(([\w.$]+)\)$")  # JUnit 4's "method(fully.qualified.Class)"
+
+
 def _test_id(classname: str, name: str) -> str:
     name = re.sub(r"\(\)$", "", name.strip())
     return f"{classname}.{name}" if classname else name
 
 
+def _unquote(value: str) -> str:
+    """Unique-id segment values are percent-encoded (``%5Bzu_ZA%5D``)."""
+    return re.sub(r"%([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), value)
+
+
+def _suite_path(classname: str, name: str, unique_id: str) -> list[str]:
+    """The JUnit 3/4 suites between a vintage test and its class in the platform's unique id:
+    ``[runner:C]/[test:bulkTestTailMap]/[test:testFirstKey(C$TestTailMap)]`` -> ``["bulkTestTailMap"]``.
+    A Parameterized runner's ``[0]`` / ``[zu_ZA]`` level is already in the test's name; a test the
+    engine met only at run time (``[dynamic:...]``, no path) is told apart by its declaring class."""
+    segments = _SEGMENT.findall(unique_id)
+    if not segments or segments[0] != ("engine", "junit-vintage") or len(segments) < 3:
+        return []
+    described = _DESCRIBED.match(_unquote(segments[-1][1]))
+    declaring = described.group(2) if described else ""
+    # a suite named after its class (JUnit 3's TestSuite(Class)) says nothing the class name doesn't
+    path = [v for kind, v in ((k, _unquote(v)) for k, v in segments[2:-1])
+            if kind == "test" and v not in name and v not in (classname, declaring)]
+    if not path and declaring not in (classname, ""):
+        path = [declaring.rsplit(".", 1)[-1]]
+    return path
+
+
 def _read_xml(log: str, res: ParseResult) -> int:
     """Add every <testcase> of the XML blocks found in ``log``; returns the number of suites read."""
     suites = 0
+    seen: dict[str, int] = {}
     blocks = _SUITES.findall(log) + _SUITE.findall(_SUITES.sub("", log))
     for block in blocks:
         try:
@@ -41,7 +82,12 @@ def _read_xml(log: str, res: ParseResult) -> int:
                     status = FAILED
                 elif child.tag == "error":
                     status = ERROR
-            res.add(_test_id(case.get("classname", ""), case.get("name", "")), status)
+            classname, name = case.get("classname", ""), case.get("name", "")
+            unique = _UNIQUE_ID.search(case.findtext("system-out") or "")
+            path = _suite_path(classname, name, unique.group(1)) if unique else []
+            test_id = _test_id(".".join([classname, *path]) if classname else ".".join(path), name)
+            seen[test_id] = seen.get(test_id, 0) + 1
+            res.add(test_id if seen[test_id] == 1 else f"{test_id}#{seen[test_id]}", status)
     return suites
 
 

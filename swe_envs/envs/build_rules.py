@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 
 from swe_envs.crates import DEBIAN_CRATES, cargo_deps, cargo_source_line, debian_crate_package
-from swe_envs.envs import maven_offline
+from swe_envs.envs import maven_offline, rules_php, rules_ruby, rules_rust
 from swe_envs.envs.languages import UV_PIP, editable_with_version
 from swe_envs.repos import Snapshot
 
@@ -231,6 +231,9 @@ def _ruby_rules(recipe: list[str], log: str) -> tuple[list[str], str] | None:
     if _GEMS_UNREACHABLE.search(log) and "bundle install" in recipe:
         # no gem registry: the Debian archive's gems, tests run without bundler (as Debian does)
         return [DEBIAN_GEMS if line == "bundle install" else line for line in recipe], "gems from Debian"
+    fixed = rules_ruby.formatter_stub(recipe, log)
+    if fixed is not None:
+        return fixed, rules_ruby.RULE
     return _apt_missing(_RB_MISSING, "ruby-{}")(recipe, log)
 
 
@@ -261,7 +264,10 @@ def _cargo_rules(recipe: list[str], log: str, snap: Snapshot | None = None) -> t
     if "--locked" in " ".join(recipe) and re.search(r"lock file .* needs to be updated|--locked was passed", log):
         return [line.replace(" --locked", "") for line in recipe], "stale Cargo.lock"
     fixed = _debian_crates(recipe, log, snap)
-    return (fixed, "crates from Debian") if fixed is not None else None
+    if fixed is not None:
+        return fixed, "crates from Debian"
+    fixed = rules_rust.drop_unservable_dev_dependencies(recipe, log, snap)
+    return (fixed, rules_rust.RULE) if fixed is not None else None
 
 
 def _java_rules(recipe: list[str], log: str, snap: Snapshot | None = None) -> tuple[list[str], str] | None:
@@ -290,11 +296,12 @@ RULES: dict[str, Callable[[list[str], str], tuple[list[str], str] | None]] = {
     "rust": _cargo_rules,
     "java": _java_rules,
     "go": _go_rules,
+    "php": rules_php.php_rules,
 }
 
 
 # rules that read the repository's own files too (the declared dependencies)
-_WITH_SNAPSHOT = {"rust", "java"}
+_WITH_SNAPSHOT = {"rust", "java", "php"}
 
 
 def rule_fix(language: str, recipe: list[str], log: str, snap: Snapshot | None = None) -> tuple[list[str], str] | None:

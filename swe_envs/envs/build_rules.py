@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 
 from swe_envs.crates import DEBIAN_CRATES, cargo_deps, cargo_source_line, debian_crate_package
-from swe_envs.envs import maven_offline, rules_php, rules_ruby, rules_rust
+from swe_envs.envs import maven_offline, rules_rust
 from swe_envs.envs.languages import UV_PIP, editable_with_version
 from swe_envs.repos import Snapshot
 
@@ -231,9 +231,6 @@ def _ruby_rules(recipe: list[str], log: str) -> tuple[list[str], str] | None:
     if _GEMS_UNREACHABLE.search(log) and "bundle install" in recipe:
         # no gem registry: the Debian archive's gems, tests run without bundler (as Debian does)
         return [DEBIAN_GEMS if line == "bundle install" else line for line in recipe], "gems from Debian"
-    fixed = rules_ruby.formatter_stub(recipe, log)
-    if fixed is not None:
-        return fixed, rules_ruby.RULE
     return _apt_missing(_RB_MISSING, "ruby-{}")(recipe, log)
 
 
@@ -296,12 +293,11 @@ RULES: dict[str, Callable[[list[str], str], tuple[list[str], str] | None]] = {
     "rust": _cargo_rules,
     "java": _java_rules,
     "go": _go_rules,
-    "php": rules_php.php_rules,
 }
 
 
 # rules that read the repository's own files too (the declared dependencies)
-_WITH_SNAPSHOT = {"rust", "java", "php"}
+_WITH_SNAPSHOT = {"rust", "java"}
 
 
 def rule_fix(language: str, recipe: list[str], log: str, snap: Snapshot | None = None) -> tuple[list[str], str] | None:

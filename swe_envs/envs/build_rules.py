@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 
 from swe_envs.crates import DEBIAN_CRATES, cargo_deps, cargo_source_line, debian_crate_package
-from swe_envs.envs import maven_offline, rules_rust
+from swe_envs.envs import maven_offline, rules_php, rules_rust
 from swe_envs.envs.languages import UV_PIP, editable_with_version
 from swe_envs.repos import Snapshot
 
@@ -293,11 +293,12 @@ RULES: dict[str, Callable[[list[str], str], tuple[list[str], str] | None]] = {
     "rust": _cargo_rules,
     "java": _java_rules,
     "go": _go_rules,
+    "php": rules_php.php_rules,
 }
 
 
 # rules that read the repository's own files too (the declared dependencies)
-_WITH_SNAPSHOT = {"rust", "java"}
+_WITH_SNAPSHOT = {"rust", "java", "php"}
 
 
 def rule_fix(language: str, recipe: list[str], log: str, snap: Snapshot | None = None) -> tuple[list[str], str] | None:

@@ -65,10 +65,18 @@ def composer(snap: Snapshot) -> dict:
     return comp if isinstance(comp, dict) else {}
 
 
-def php_needs_install(snap: Snapshot) -> bool:
+def php_packages(snap: Snapshot) -> list[str]:
+    """The composer packages (``vendor/name``) and PHP extensions (``ext-*``) that composer.json's
+    require and require-dev declare and a test may load: linters, analysers and phpunit left out."""
     comp = composer(snap)
-    deps = {k for k in {**(comp.get("require") or {}), **(comp.get("require-dev") or {})} if "/" in k}
-    return any(not PHP_DEV_TOOLS.match(d) for d in deps)
+    declared = [k for section in ("require", "require-dev") if isinstance(comp.get(section), dict)
+                for k in comp[section]]
+    return [d for d in dict.fromkeys(declared)
+            if ("/" in d or d.startswith("ext-")) and not PHP_DEV_TOOLS.match(d)]
+
+
+def php_needs_install(snap: Snapshot) -> bool:
+    return any("/" in d for d in php_packages(snap))
 
 
 # steps of an npm test script that check style or types and report no test: a lint finding

@@ -1,0 +1,118 @@
+"""composer's registry unreachable -> composer packages from Debian (swe_envs/envs/rules_php.py).
+
+Found on php-doctrine-lexer 2.1.0 (benchmarks/swe_langs_debian.py): its one runtime dependency
+(doctrine/deprecations) made the recipe ``composer install``, which cannot reach its registry here."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from swe_envs.envs import project_files, rules_php
+from swe_envs.envs.build_rules import rule_fix
+from swe_envs.repos import Snapshot
+from tests.swe_envs.envs.regen_fixtures import make_git
+
+# the end of php-doctrine-lexer's round-1 build log (composer 2.5 in a bookworm image, no DNS)
+UNREACHABLE = """Loading composer repositories with package information
+In RemoteFilesystem.php line 476:
+  The "https://repo.packagist.org/packages.json" file could not be downloaded
+  : php_network_getaddresses: getaddrinfo for repo.packagist.org failed: Name
+   or service not known
+ERROR: The command '/bin/sh -c composer install --no-interaction' returned a non-zero code: 1
+"""
+LEXER = {"require": {"php": "^7.1 || ^8.0", "doctrine/deprecations": "^1.0"},
+         "require-dev": {"doctrine/coding-standard": "^9 || ^10", "phpstan/phpstan": "^1.3",
+                         "phpunit/phpunit": "^7.5 || ^8.5 || ^9.5", "psalm/plugin-phpunit": "^0.18.3",
+                         "vimeo/psalm": "^4.11 || ^5.0", "ext-mbstring": "*", "mikey179/vfsstream": "^1.6"},
+         "autoload": {"psr-4": {"Doctrine\\Common\\Lexer\\": "src"}},
+         "autoload-dev": {"psr-4": {"Doctrine\\Tests\\Common\\Lexer\\": "tests"}}}
+
+
+def _snap(tmp_path, comp: dict | str) -> Snapshot:
+    text = comp if isinstance(comp, str) else json.dumps(comp)
+    repo, head = make_git(tmp_path, {"composer.json": text, "src/A.php": "<?php\n", "tests/ATest.php": "<?php\n"})
+    return Snapshot(repo, head)
+
+
+def test_declared_packages_a_test_may_load(tmp_path):
+    # runtime and test dependencies and extensions; not php itself, phpunit (the image's) or the linters
+    assert project_files.php_packages(_snap(tmp_path / "lexer", LEXER)) == [
+        "doctrine/deprecations", "ext-mbstring", "mikey179/vfsstream"]
+    # malformed sections are no dependencies (and no crash)
+    assert project_files.php_packages(_snap(tmp_path / "bad", {"require": ["x/y"], "require-dev": None})) == []
+    assert project_files.php_packages(_snap(tmp_path / "notjson", "{not json")) == []
+
+
+def test_composer_install_without_a_registry_takes_debians_packages(tmp_path):
+    snap = _snap(tmp_path, LEXER)
+    recipe = ["apt-get install -y --no-install-recommends composer", "composer install --no-interaction"]
+    fixed, rule = rule_fix("php", recipe, UNREACHABLE, snap)
+    assert rule == "composer packages from Debian"
+    assert fixed[0] == recipe[0] and "composer install --no-interaction" not in fixed
+    install, autoload = fixed[1], fixed[2]
+    # each package mapped by Debian's own tool, installed only where the archive has it, and said
+    assert "pkgtools -D" in install and "phpcomposer substvars" in install and "apt-cache show" in install
+    assert "for c in doctrine/deprecations ext-mbstring mikey179/vfsstream; do" in install
+    assert "not in Debian:" in install and "phpstan" not in install and "phpunit/phpunit" not in install
+    # the project's own autoload (composer, offline) behind Debian's autoloaders of the dependencies
+    assert autoload.startswith("composer dump-autoload --dev --no-interaction")
+    assert "phpabtpl" in autoload and "autoload-project.php" in autoload and "/usr/bin/phpunit vendor/bin/phpunit" in autoload
+    assert rule_fix("php", fixed, UNREACHABLE, snap) is None  # applied once: the loop moves on
+
+
+def test_the_rule_needs_an_unreachable_registry_and_the_repositorys_files(tmp_path):
+    snap = _snap(tmp_path, LEXER)
+    recipe = ["apt-get install -y --no-install-recommends composer", "composer install --no-interaction"]
+    # a registry that answered and a package that does not resolve: Debian's archive is no fix for that
+    assert rule_fix("php", recipe, "Your requirements could not be resolved to an installable set of packages.", snap) is None
+    assert rule_fix("php", recipe, UNREACHABLE) is None  # without the repository's files nothing to name
+    # TLS interception the image does not trust fails the same way
+    assert rule_fix("php", recipe, "curl error 60 while downloading https://x/packages.json: SSL certificate problem", snap)
+    # nothing declared: nothing to install
+    assert rules_php.debian_packages(recipe, UNREACHABLE, _snap(tmp_path / "none", {"require": {"php": ">=7"}})) is None
+
+
+@pytest.mark.docker
+def test_a_library_with_a_runtime_dependency_builds_and_runs_from_debian(docker_ready, tmp_path):
+    """The rule's shell lines in a real image: composer cannot reach its registry (nothing but the
+    Debian mirror is reachable from a build here), psr/log comes from Debian's php-psr-log, a
+    package Debian lacks is reported and does not stop the suite."""
+    from swe_envs.config import SweEnvsConfig
+    from swe_envs.envs.builder import EnvBuilder
+    from swe_envs.envs.parsers import parse_log
+    from swe_envs.images import Images
+    from swe_envs.sandbox import Sandbox
+
+    comp = {"require": {"php": ">=7.4", "psr/log": "^1 || ^2 || ^3"},
+            "require-dev": {"phpunit/phpunit": "^9", "swe-envs-test/not-packaged": "^1"},
+            "autoload": {"psr-4": {"Calc\\": "src/"}}, "autoload-dev": {"psr-4": {"Calc\\Tests\\": "tests/"}}}
+    files = {"composer.json": json.dumps(comp),
+             "phpunit.xml.dist": '<phpunit bootstrap="vendor/autoload.php"><testsuites><testsuite name="t">'
+                                 "<directory>tests</directory></testsuite></testsuites></phpunit>",
+             "src/Calc.php": "<?php\nnamespace Calc;\nuse Psr\\Log\\NullLogger;\n"
+                             "class Calc { public function add(int $a, int $b): int { (new NullLogger())->info('add');"
+                             " return $a + $b; } }\n",
+             "tests/CalcTest.php": "<?php\nnamespace Calc\\Tests;\nuse Calc\\Calc;\n"
+                                   "class CalcTest extends \\PHPUnit\\Framework\\TestCase {\n"
+                                   "  public function testAdd(): void { $this->assertSame(3, (new Calc())->add(1, 2)); }\n"
+                                   "  public function testLogger(): void { $this->assertTrue(interface_exists("
+                                   "'Psr\\Log\\LoggerInterface')); }\n}\n"}
+    repo, head = make_git(tmp_path / "calc-php-psr", files)
+    cfg = SweEnvsConfig()
+    builder = EnvBuilder(cfg, Images(docker_ready, cfg.build), Sandbox(docker_ready, cfg.sandbox), None, tmp_path / "logs")
+    env = builder.build("tests/calc-php-psr", repo, head, language="php")
+    if env.ok and env.cached:  # exercise the loop, not an image an earlier session verified
+        docker_ready.images.remove(env.image, force=True)
+        env = builder.build("tests/calc-php-psr", repo, head, language="php")
+    assert env.ok, env.reason
+    if [a.stage for a in env.attempts] == ["ok"]:
+        pytest.skip("composer's registry answered from this machine: the rule was not needed")
+    assert [(a.source, a.stage, a.rule) for a in env.attempts] == [
+        ("template", "build", ""), ("rule", "ok", "composer packages from Debian")]
+    run = builder.sandbox.run(env.image, env.test_command, [], runs=1, network=env.network).runs[0]
+    parsed = parse_log(env.runner, run.log)
+    assert run.rc == 0, run.log[-2000:]
+    assert sorted(parsed.statuses.items()) == [("Calc\\Tests\\CalcTest::testAdd", "passed"),
+                                               ("Calc\\Tests\\CalcTest::testLogger", "passed")]

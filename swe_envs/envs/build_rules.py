@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 
 from swe_envs.crates import DEBIAN_CRATES, cargo_deps, cargo_source_line, debian_crate_package
-from swe_envs.envs import maven_offline, rules_php, rules_rust
+from swe_envs.envs import maven_offline, rules_php, rules_ruby, rules_rust
 from swe_envs.envs.languages import UV_PIP, editable_with_version
 from swe_envs.repos import Snapshot
 
@@ -231,6 +231,9 @@ def _ruby_rules(recipe: list[str], log: str) -> tuple[list[str], str] | None:
     if _GEMS_UNREACHABLE.search(log) and "bundle install" in recipe:
         # no gem registry: the Debian archive's gems, tests run without bundler (as Debian does)
         return [DEBIAN_GEMS if line == "bundle install" else line for line in recipe], "gems from Debian"
+    fixed = rules_ruby.formatter_stub(recipe, log)
+    if fixed is not None:
+        return fixed, rules_ruby.RULE
     return _apt_missing(_RB_MISSING, "ruby-{}")(recipe, log)
 
 

@@ -26,6 +26,7 @@ from core.llm import LLMClient, LLMError
 from swe_envs.config import SweEnvsConfig
 from swe_envs.envs import era, languages
 from swe_envs.envs.build_rules import RULES_VERSION, rule_fix
+from swe_envs.envs.network_needs import network_needed
 from swe_envs.envs.parsers import parse_log
 from swe_envs.images import Images, env_dockerfile, instance_dockerfile, sha, slug
 from swe_envs.paths import is_test_path
@@ -60,6 +61,9 @@ class Environment:
     recipe: list[str] = field(default_factory=list)
     attempts: list[Attempt] = field(default_factory=list)
     reason: str = ""
+    # the collect log's words when the suite cannot run offline (a failed connection, a service's
+    # credential it demands): the environment needs network at test time (spec network "bridge")
+    needs_network: str = ""
     seconds: float = 0.0
     cached: bool = False
     image_bytes: int = 0  # the whole image, toolchain layers included
@@ -207,6 +211,7 @@ class EnvBuilder:
             return
         tc, version = got
         excluded: set[str] = set()
+        failure, stage = "", ""
         rounds, rnd = self.cfg.build.refine_rounds, 0
         while not env.ok and rnd < rounds:
             if self._cached(env, tc, version):
@@ -253,6 +258,11 @@ class EnvBuilder:
             last = next((a for a in reversed(env.attempts) if a.stage in ("build", "collect")), None)
             detail = f"{last.stage}: {last.error}" if last else "no attempt"
             env.reason = f"environment did not build after {sum(a.stage in ('build', 'collect') for a in env.attempts)} round(s); last {detail}"
+            # a build's own network errors are the registries'; the collect run is the sandbox's, offline
+            needs = network_needed([failure]) if stage == "collect" and env.network == "none" else None
+            if needs:
+                env.needs_network = needs
+                env.reason = f"needs network ({needs!r} in the collect log); {env.reason}"
 
     def _round(self, env: Environment, snap: Snapshot, tc, version: str, rnd: int, source: str, rule: str,
                recipe: list[str], dockerfile: str, tag: str, collect_command: str) -> tuple[str, str]:

@@ -190,7 +190,8 @@ class ValidateWork:
         info = {"instance_id": iid, "language": env.language, "env_ok": env.ok}
         try:
             if not env.ok:
-                raise InstanceFailure("environment", env.reason)
+                # a suite that cannot run offline is the network's failure, not the recipe's
+                raise InstanceFailure("network" if env.needs_network else "environment", env.reason)
             why = check_patches(path, inst["base_commit"], [("test_patch", inst["test_patch"]),
                                                             ("patch", inst["patch"])])
             if why:

@@ -13,7 +13,6 @@ missing test is not a pass, before or after). P2P: passed in every run of both p
 from __future__ import annotations
 
 import json
-import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from typing import Any
 from swe_envs.config import SweEnvsConfig
 from swe_envs.envs import languages
 from swe_envs.envs.builder import Environment
+from swe_envs.envs.network_needs import network_needed
 from swe_envs.envs.parsers import FAILED, PASSED, ParseResult, parse_log
 from swe_envs.paths import is_test_path
 from swe_envs.repos import Snapshot, diff, patch_paths
@@ -90,20 +90,6 @@ class PhaseResult:
     runs: list[RunLog]
     parsed: list[ParseResult]
     seconds: float
-
-
-# a test that fails for want of a network (the sandbox has none unless the spec says "bridge")
-NETWORK_ERRORS = re.compile(r"Temporary failure in name resolution|Name or service not known|Network is unreachable|"
-                            r"nodename nor servname|getaddrinfo (?:ENOTFOUND|EAI_AGAIN|failed)|Could not resolve host|"
-                            r"NewConnectionError|Failed to establish a new connection|urlopen error|"
-                            r"dial tcp: lookup|Connection refused")
-
-
-def network_needed(logs: list[str]) -> str | None:
-    for log in logs:
-        if m := NETWORK_ERRORS.search(log):
-            return m.group(0)
-    return None
 
 
 def gold_comparison(inst: dict[str, Any], f2p: list[str], p2p: list[str]) -> dict[str, Any] | None:

@@ -18,7 +18,9 @@ _PHPUNIT_ITEM = re.compile(r"^\d+\) (\S+::\S+?)(?: with data set .*)?$")
 def _tc_id(attrs: dict[str, str]) -> str:
     hint = attrs.get("locationHint", "")
     if "::" in hint:  # php_qn:///path/FooTest.php::\Ns\FooTest::testX
-        return hint.split("::", 1)[1].lstrip("\\") + _data_set(attrs.get("name", ""))
+        test_id, data_set = hint.split("::", 1)[1].lstrip("\\"), _data_set(attrs.get("name", ""))
+        # PHPUnit 9.6's hint names the data set already ("::testX with data set #0"); older ones do not
+        return test_id if test_id.endswith(data_set) else test_id + data_set
     return attrs.get("name", "")
 
 

@@ -295,6 +295,10 @@ def run_project(builder, language: str, package: str, apt: AptSource) -> dict:
     if not env.ok:
         return row | {"stage": "build", "reason": env.reason[:500], "seconds": round(time.monotonic() - t0, 1)}
     row |= {"built": True, "image_bytes": env.image_bytes, "env_layer_bytes": env.env_layer_bytes}
+    # what a rule left out of the upstream tree (dev-dependencies Debian lacks, say), never silent
+    dropped = [line for line in env.resolved if line.startswith(("dropped ", "left out"))]
+    if dropped:
+        row["dropped"] = dropped
     res = builder.sandbox.run(env.image, env.test_command, [], runs=1, network=env.network)
     if not res.runs:
         return row | {"stage": "run", "reason": res.error[:500], "seconds": round(time.monotonic() - t0, 1)}

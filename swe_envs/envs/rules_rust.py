@@ -218,7 +218,8 @@ def drop_line(drops: dict[str, Drop]) -> str:
             f"for n in $(grep -o '`[A-Za-z0-9_-]*' {log} | tr -d '`' | tac); do "
             f'case " $dropped " in *" $n "*) continue;; esac; case "$n" in {arms} esac; '
             f'[ -n "$c" ] && break; done; if [ -z "$c" ]; then cat {log}; exit 101; fi; '
-            f'dropped="$dropped $c"; echo "dropped dev-dependency $w: not served by {DEBIAN_CRATES}" '
+            f"dropped=\"$dropped $c\"; r=$(grep -m1 '^error' {log} | cut -c8-160); "
+            f'echo "dropped dev-dependency $w: cargo, resolving from {DEBIAN_CRATES}: $r" '
             f"| tee -a /opt/swe-resolved.txt; done; "
             f'echo "dev-dependencies dropped:${{dropped:- none}}"; '
             """awk -F'"' '/^name = /{n=$2} /^version = /{print n"=="$2}' Cargo.lock >> /opt/swe-resolved.txt""")

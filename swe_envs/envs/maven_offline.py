@@ -125,9 +125,91 @@ def debian_package(group: str, artifact: str) -> list[str]:
     return list(dict.fromkeys(([named] if named else []) + guesses))
 
 
+# The shared part of the build-tool stand-ins (mvn here, gradlew in gradle_offline): one project's
+# javac + JUnit console launcher, in a subshell (cd, exit stay inside). Arguments: the project's
+# directory, its build directory, its reports directory, class path entries it needs besides
+# Debian's jars (other projects' classes), and the goal (main: its classes only; compile; test).
+# The caller sets release/include/exclude/maxleft, and reads the launcher's totals in
+# <build>/console.txt.
+JUNIT_RUN = r"""
+CP=$(find /usr/share/java -maxdepth 1 -name "*.jar" ! -name "junit-platform-console-standalone*" | sort | tr "\n" ":")
+junit_run() (
+  cd "$1" || exit 1
+  out=$2; reports=$3; extra=$4; goal=$5
+  [ -z "$reports" ] || rm -rf "$reports"  # no report of an earlier run may pass for this one's
+  main=$(find src/main/java -name "*.java" 2>/dev/null | sort)
+  tests=$(find src/test/java -name "*.java" 2>/dev/null | sort)
+  [ -n "$tests" ] || [ "$goal" = main ] || { echo "$who: no tests under $1/src/test/java" >&2; exit 1; }
+  srcs=$(echo $main $tests)
+  # compiled at build time: again only when a source changed, came or went since (a patch applied)
+  if [ -f "$out/.sources" ] && [ "$(cat "$out/.sources")" = "$srcs" ] && \
+     [ -z "$(find src -name "*.java" -newer "$out/.sources" 2>/dev/null | head -n 1)" ]; then
+    echo "$who: classes up to date ($1)"
+  else
+    rm -rf "$out" && mkdir -p "$out/main" "$out/test" || exit 1
+    if [ -n "$main" ]; then
+      javac -encoding UTF-8 -nowarn -proc:none ${release:+--release $release} -d "$out/main" -cp "$extra:$CP" $main || { echo "[ERROR] COMPILATION ERROR (main)"; exit 1; }
+    fi
+    [ "$goal" = main ] && exit 0
+    # a test source that fails only because a package neither the tree nor the jars have is
+    # missing is left out (and what needed the classes it declares), then javac runs again
+    kept="$tests"; : > "$out/left-out.txt"
+    until javac -encoding UTF-8 -nowarn -proc:none -Xmaxerrs 100000 ${release:+--release $release} -d "$out/test" \
+        -cp "$out/main:$extra:$CP" $kept > "$out/javac.txt" 2>&1; do
+      awk -v left="$out/left-out.txt" '
+        BEGIN { while ((getline l < left) > 0) { split(l, a, "\t"); n = a[1]; sub(/.*\//, "", n); sub(/\.java$/, "", n); gone[n] = 1 } }
+        / error: package [A-Za-z0-9_.]+ does not exist$/ {
+          f = $0; sub(/:[0-9]+: error: .*/, "", f); p = $0; sub(/.* error: package /, "", p); sub(/ does not exist$/, "", p)
+          d = p; gsub(/\./, "/", d)
+          if (system("test -d src/main/java/" d " || test -d src/test/java/" d) != 0) print f "\t" p " (not available)"
+          want = 0; next }
+        / error: cannot find symbol$/ { f = $0; sub(/:[0-9]+: error: .*/, "", f); want = 1; next }
+        want && /^ +symbol: +class / { c = $0; sub(/^ +symbol: +class +/, "", c); if (c in gone) print f "\t" c " (left out)"; want = 0 }
+      ' "$out/javac.txt" | sort -u > "$out/drop.txt"
+      if [ ! -s "$out/drop.txt" ]; then cat "$out/javac.txt"; echo "[ERROR] COMPILATION ERROR (test)"; exit 1; fi
+      cat "$out/drop.txt" >> "$out/left-out.txt"
+      cut -f1 "$out/drop.txt" > "$out/drop.names"
+      kept=$(printf '%s\n' $kept | grep -v -x -F -f "$out/drop.names")
+      n_left=$(cut -f1 "$out/left-out.txt" | sort -u | wc -l); n_all=$(echo $tests | wc -w)
+      if [ $(( n_left * 100 )) -gt $(( n_all * maxleft )) ] || [ -z "$kept" ]; then
+        cat "$out/javac.txt"
+        echo "[ERROR] COMPILATION ERROR (test): $n_left of $n_all test sources need what is not available (more than $maxleft%)"; exit 1
+      fi
+    done
+    cat "$out/javac.txt"
+    echo "$srcs" > "$out/.sources"
+  fi
+  [ "$goal" = main ] && exit 0
+  if [ -s "$out/left-out.txt" ]; then
+    echo "$who: left out $(cut -f1 "$out/left-out.txt" | sort -u | wc -l) of $(echo $tests | wc -w) test sources that need a package not available here:"
+    sed 's/^/  /' "$out/left-out.txt"
+  fi
+  mkdir -p "$reports" || exit 1
+  [ "$goal" = compile ] && exit 0
+  java -cp "$out/test:$out/main:src/test/resources:src/main/resources:$extra:$CP" org.junit.platform.console.ConsoleLauncher \
+    --disable-ansi-colors --details=tree --scan-classpath "$out/test" \
+    ${include:+--include-classname "$include"} ${exclude:+--exclude-classname "$exclude"} \
+    --reports-dir "$reports" > "$out/console.txt" 2>&1
+  rc=$?
+  cat "$out/console.txt"
+  exit $rc
+)
+# Surefire's and Gradle's summaries count the per-test results they write as reports; so does the
+# stand-in, from the launcher's XML reports: "tests failures errors skipped", or "-" when there
+# are none. (The launcher's own totals, printed above them, leave out JUnit 4 tests its vintage
+# engine registers while running: commons-collections4's BulkTest suites, 1828 tests that ran,
+# with a status, in its reports and its verbose output.)
+junit_totals() {
+  ls "$1"/*.xml >/dev/null 2>&1 || { echo "- - - -"; return; }
+  cat "$1"/*.xml | awk '{ t += gsub(/<testcase[ >]/, "&"); f += gsub(/<failure[ >]/, "&"); e += gsub(/<error[ >]/, "&")
+                          s += gsub(/<skipped[ \/>]/, "&") } END { print t + 0, f + 0, e + 0, s + 0 }'
+}
+"""
+
 STANDIN = r"""#!/bin/sh
 # mvn stand-in (swe_envs.envs.maven_offline): no Maven repository beyond Debian's is reachable.
 # javac + the JUnit console launcher against Debian's jars; Maven itself is /usr/bin/mvn.
+who="mvn stand-in"
 release=""  # the POM's Java level (javac --release): old tests meet only that level's JDK API
 include=""  # the POM's Surefire includes/excludes, as class-name patterns (maven_offline.class_pattern)
 exclude=""
@@ -146,69 +228,13 @@ for a in "$@"; do
 done
 [ -n "$goal" ] || { echo "mvn stand-in: no goal given (compile, test-compile, test)" >&2; exit 2; }
 echo "mvn stand-in: javac + JUnit console launcher over Debian jars (no Maven repository offline)"
-CP=$(find /usr/share/java -maxdepth 1 -name "*.jar" ! -name "junit-platform-console-standalone*" | sort | tr "\n" ":")
-out=target/mvn-standin
-main=$(find src/main/java -name "*.java" 2>/dev/null | sort)
-tests=$(find src/test/java -name "*.java" 2>/dev/null | sort)
-[ -n "$tests" ] || { echo "mvn stand-in: no tests under src/test/java" >&2; exit 1; }
-srcs=$(echo $main $tests)
-# compiled at build time: again only when a source changed, came or went since (a patch applied)
-if [ -f "$out/.sources" ] && [ "$(cat "$out/.sources")" = "$srcs" ] && \
-   [ -z "$(find src -name "*.java" -newer "$out/.sources" 2>/dev/null | head -n 1)" ]; then
-  echo "mvn stand-in: classes up to date"
-else
-  rm -rf "$out" && mkdir -p "$out/main" "$out/test" || exit 1
-  if [ -n "$main" ]; then
-    javac -encoding UTF-8 -nowarn -proc:none ${release:+--release $release} -d "$out/main" -cp "$CP" $main || { echo "[ERROR] COMPILATION ERROR (main)"; exit 1; }
-  fi
-  # a test source that fails only because a package neither the tree nor the jars have is
-  # missing is left out (and what needed the classes it declares), then javac runs again
-  kept="$tests"; : > "$out/left-out.txt"
-  until javac -encoding UTF-8 -nowarn -proc:none -Xmaxerrs 100000 ${release:+--release $release} -d "$out/test" \
-      -cp "$out/main:$CP" $kept > "$out/javac.txt" 2>&1; do
-    awk -v left="$out/left-out.txt" '
-      BEGIN { while ((getline l < left) > 0) { split(l, a, "\t"); n = a[1]; sub(/.*\//, "", n); sub(/\.java$/, "", n); gone[n] = 1 } }
-      / error: package [A-Za-z0-9_.]+ does not exist$/ {
-        f = $0; sub(/:[0-9]+: error: .*/, "", f); p = $0; sub(/.* error: package /, "", p); sub(/ does not exist$/, "", p)
-        d = p; gsub(/\./, "/", d)
-        if (system("test -d src/main/java/" d " || test -d src/test/java/" d) != 0) print f "\t" p " (not available)"
-        want = 0; next }
-      / error: cannot find symbol$/ { f = $0; sub(/:[0-9]+: error: .*/, "", f); want = 1; next }
-      want && /^ +symbol: +class / { c = $0; sub(/^ +symbol: +class +/, "", c); if (c in gone) print f "\t" c " (left out)"; want = 0 }
-    ' "$out/javac.txt" | sort -u > "$out/drop.txt"
-    if [ ! -s "$out/drop.txt" ]; then cat "$out/javac.txt"; echo "[ERROR] COMPILATION ERROR (test)"; exit 1; fi
-    cat "$out/drop.txt" >> "$out/left-out.txt"
-    cut -f1 "$out/drop.txt" > "$out/drop.names"
-    kept=$(printf '%s\n' $kept | grep -v -x -F -f "$out/drop.names")
-    n_left=$(cut -f1 "$out/left-out.txt" | sort -u | wc -l); n_all=$(echo $tests | wc -w)
-    if [ $(( n_left * 100 )) -gt $(( n_all * maxleft )) ] || [ -z "$kept" ]; then
-      cat "$out/javac.txt"
-      echo "[ERROR] COMPILATION ERROR (test): $n_left of $n_all test sources need what is not available (more than $maxleft%)"; exit 1
-    fi
-  done
-  cat "$out/javac.txt"
-  echo "$srcs" > "$out/.sources"
-fi
-if [ -s "$out/left-out.txt" ]; then
-  echo "mvn stand-in: left out $(cut -f1 "$out/left-out.txt" | sort -u | wc -l) of $(echo $tests | wc -w) test sources that need a package not available here:"
-  sed 's/^/  /' "$out/left-out.txt"
-fi
-rm -rf target/surefire-reports && mkdir -p target/surefire-reports || exit 1
-[ "$goal" = compile ] && { echo "[INFO] BUILD SUCCESS (compiled only)"; exit 0; }
-java -cp "$out/test:$out/main:src/test/resources:src/main/resources:$CP" org.junit.platform.console.ConsoleLauncher \
-  --disable-ansi-colors --details=tree --scan-classpath "$out/test" \
-  ${include:+--include-classname "$include"} ${exclude:+--exclude-classname "$exclude"} \
-  --reports-dir target/surefire-reports > "$out/console.txt" 2>&1
+""" + JUNIT_RUN + r"""
+junit_run . target/mvn-standin target/surefire-reports "" "$goal"
 rc=$?
-cat "$out/console.txt"
-# the launcher's own totals, in the form of Surefire's summary line
-n() { sed -n "s/^\[ *\([0-9][0-9]*\) tests $1 .*/\1/p" "$out/console.txt" | head -1; }
-# (an aborted test is a failed assumption: Surefire counts it skipped; the launcher has no errors;
-# "found" also counts tests of containers that never started, so the run is what ended somehow)
-ok=$(n successful); failed=$(n failed); aborted=$(n aborted); skipped=$(n skipped)
-if [ -n "$ok" ]; then
-  echo "[INFO] Tests run: $(( ok + ${failed:-0} + ${aborted:-0} + ${skipped:-0} )), Failures: ${failed:-0}, Errors: 0, Skipped: $(( ${skipped:-0} + ${aborted:-0} ))"
-fi
+[ "$goal" = compile ] && [ $rc = 0 ] && { echo "[INFO] BUILD SUCCESS (compiled only)"; exit 0; }
+# the reports' totals, as Surefire's summary line (an aborted test, a failed assumption, is skipped)
+set -- $(junit_totals target/surefire-reports)
+[ "$1" = - ] || echo "[INFO] Tests run: $1, Failures: $2, Errors: $3, Skipped: $4"
 exit $rc
 """
 

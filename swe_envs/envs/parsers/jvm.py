@@ -143,6 +143,11 @@ def parse_gradle(log: str) -> ParseResult:
             res.add(_test_id(m.group(1).strip(), m.group(2)), status)
         elif m := _GRADLE_DONE.match(line):
             res.summary_seen = True
+            # "completed" counts the failed and skipped ones too
+            done, failed, skipped = (int(g or 0) for g in m.groups())
+            res.counts = {"passed": done - failed - skipped, "failed": failed, "skipped": skipped, "error": 0}
         elif line.startswith(("BUILD SUCCESSFUL", "BUILD FAILED")) and res.statuses:
             res.summary_seen = True
+    if res.counts and not from_xml:
+        res.counts = None  # the console names only what its test logging shows: nothing to cross-check
     return res

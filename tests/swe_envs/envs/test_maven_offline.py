@@ -58,9 +58,11 @@ def _project(tmp_path: Path, files: dict[str, str], pom: str = C4_POM) -> tuple[
     repo, head = make_git(tmp_path / "repo", {"pom.xml": pom, **files})
     bin_ = tmp_path / "bin"
     bin_.mkdir()
-    # the launcher: its arguments, then its totals
+    # the launcher: its arguments, then a report of two passing tests
+    report = '<testsuite><testcase name="a" classname="a.ATest"/><testcase name="b" classname="a.ATest"/></testsuite>'
     (bin_ / "java").write_text("#!/bin/sh\nfor a in \"$@\"; do echo \"ARG<$a>\"; done\n"
-                               "echo '[         2 tests successful      ]'\necho '[         0 tests failed          ]'\n")
+                               "while [ $# -gt 0 ]; do [ \"$1\" = --reports-dir ] && d=$2; shift; done\n"
+                               f"printf '%s' '{report}' > $d/TEST-junit-vintage.xml\n")
     (bin_ / "java").chmod(0o755)
     (tmp_path / "mvn").write_text(maven_offline.standin_script(Snapshot(repo, head)))
     return repo, bin_

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 
 from swe_envs.crates import DEBIAN_CRATES, cargo_deps, cargo_source_line, debian_crate_package
-from swe_envs.envs import maven_offline, rules_php, rules_ruby, rules_rust
+from swe_envs.envs import rules_java, rules_php, rules_ruby, rules_rust
 from swe_envs.envs.languages import UV_PIP, editable_with_version
 from swe_envs.repos import Snapshot
 
@@ -270,14 +270,6 @@ def _cargo_rules(recipe: list[str], log: str, snap: Snapshot | None = None) -> t
     return (fixed, rules_rust.RULE) if fixed is not None else None
 
 
-def _java_rules(recipe: list[str], log: str, snap: Snapshot | None = None) -> tuple[list[str], str] | None:
-    if (snap is None or not snap.has("pom.xml") or not maven_offline.UNRESOLVABLE.search(log)
-            or any("/usr/local/bin/mvn" in line for line in recipe)):
-        return None
-    # Debian's repository cannot serve the build (parent POM version, plugins): the stand-in
-    return maven_offline.standin_recipe(snap), "Maven stand-in over Debian jars"
-
-
 # cgo is on by default and the standard library's net, os/user, runtime/cgo use it: the
 # toolchain image has no C compiler (golang-go only recommends one)
 _CGO = re.compile(r'exec: "(?:gcc|cc|g\+\+)": executable file not found|cgo: C compiler "[^"]+" not found')
@@ -294,7 +286,7 @@ RULES: dict[str, Callable[[list[str], str], tuple[list[str], str] | None]] = {
     "javascript": _js_rules,
     "ruby": _ruby_rules,
     "rust": _cargo_rules,
-    "java": _java_rules,
+    "java": rules_java.java_rules,
     "go": _go_rules,
     "php": rules_php.php_rules,
 }

@@ -139,7 +139,8 @@ junit_run() (
   [ -z "$reports" ] || rm -rf "$reports"  # no report of an earlier run may pass for this one's
   main=$(find src/main/java -name "*.java" 2>/dev/null | sort)
   tests=$(find src/test/java -name "*.java" 2>/dev/null | sort)
-  [ -n "$tests" ] || [ "$goal" = main ] || { echo "$who: no tests under $1/src/test/java" >&2; exit 1; }
+  where=src/test/java; [ "$1" = . ] || where="$1/$where"
+  [ -n "$tests" ] || [ "$goal" = main ] || { echo "$who: no tests under $where" >&2; exit 1; }
   srcs=$(echo $main $tests)
   # compiled at build time: again only when a source changed, came or went since (a patch applied)
   if [ -f "$out/.sources" ] && [ "$(cat "$out/.sources")" = "$srcs" ] && \

@@ -6,9 +6,10 @@ from __future__ import annotations
 import re
 
 from swe_envs.crates import cargo_deps, debian_crate_package
+from swe_envs.envs.gradle_offline import gradle_deps
 from swe_envs.terminal.substitute import from_images
 from swe_envs.terminal.task import HarborTask
-from swe_envs.terminal.warm import GRADLE_SERVED, cargo_added, gradle_deps, test_scripts
+from swe_envs.terminal.warm import GRADLE_SERVED, cargo_added, test_scripts
 
 # (name, pattern over Dockerfile + test/solution scripts, provisioned offline here?)
 PATTERNS = [

@@ -11,10 +11,11 @@ what trials run. Each applied rule is recorded as a substitution of the check re
   everything in place offline (``npm_config_offline``, see ``environment.offline_env``).
 - ``gradle-wrapper``: ``gradlew`` downloads a Gradle distribution and the build's JUnit/AssertJ
   come from Maven repositories; neither is a package registry reachable here. ``gradlew`` in the
-  working directory is replaced by a stand-in that compiles ``src/main/java`` and
-  ``src/test/java`` with ``javac`` against Debian's JUnit 5 and AssertJ jars and runs the JUnit
-  console launcher (the upstream script is kept as ``gradlew.upstream``). Debian's versions
-  (JUnit 5.9, AssertJ 3.14) are older than the ones the build files pin.
+  working directory is replaced by a stand-in (``swe_envs.envs.gradle_offline``, the SWE
+  environments' Gradle stand-in) that compiles ``src/main/java`` and ``src/test/java`` with
+  ``javac`` against Debian's jars (JUnit 5, AssertJ) and runs the JUnit console launcher (the
+  upstream script is kept as ``gradlew.upstream``). Debian's versions (JUnit 5.9, AssertJ 3.14)
+  are older than the ones the build files pin.
 - ``cargo-debian-crates``: a ``Cargo.toml`` that declares registry crates. No crates registry is
   reachable; Debian packages crates as ``librust-<crate>-dev`` (sources under
   ``/usr/share/cargo/registry``, with checksums), so those packages are installed and cargo's
@@ -39,6 +40,9 @@ from pathlib import Path
 # shared with the SWE environments' Rust rule (moved to swe_envs/crates.py)
 from swe_envs.crates import cargo_deps, cargo_source_line, debian_crate_package
 
+# the Gradle stand-in is the SWE environments' too (javac + launcher shared with the mvn stand-in)
+from swe_envs.envs.gradle_offline import GRADLEW_STANDIN
+
 # Debian packages of the jars the stand-in puts on the class path
 JAVA_TEST_PACKAGES = "junit5 libassertj-core-java"
 
@@ -47,43 +51,6 @@ JAVA_TEST_PACKAGES = "junit5 libassertj-core-java"
 # the tasks import RxJava 2's io.reactivex), and libandroid-json-java's org.json throws a checked
 # JSONException where org.json's is unchecked (the rest-api reference does not compile against it)
 GRADLE_SERVED = ("org.junit", "org.assertj:assertj-core")
-
-GRADLEW_STANDIN = r"""#!/bin/sh
-# Gradle wrapper stand-in (swe_envs.terminal.warm): no Gradle distribution or Maven repository is
-# reachable offline. Compiles src/main/java + src/test/java with javac against Debian's JUnit 5 and
-# AssertJ jars and runs the JUnit console launcher; the upstream wrapper is ./gradlew.upstream.
-task=""
-for a in "$@"; do
-  case "$a" in
-    test|check|build) task=test;;
-    compileJava|classes|testClasses|compileTestJava|assemble) [ -n "$task" ] || task=compile;;
-    clean|--*|-*) ;;
-    *) echo "gradlew stand-in: task '$a' is not supported (test, check, build, classes)" >&2; exit 2;;
-  esac
-done
-[ -n "$task" ] || { echo "gradlew stand-in: no task given (test, check, build, classes)" >&2; exit 2; }
-echo "gradlew stand-in: javac + JUnit console launcher from Debian packages (no Gradle offline)"
-CP=""
-for j in junit-jupiter-api junit-jupiter-engine junit-jupiter-params junit-platform-commons \
-         junit-platform-engine junit-platform-launcher junit-platform-console junit-platform-reporting \
-         opentest4j opentest4j-reporting-events apiguardian apiguardian-api assertj-core byte-buddy \
-         picocli univocity-parsers; do
-  [ -f "/usr/share/java/$j.jar" ] && CP="$CP:/usr/share/java/$j.jar"
-done
-out=build/gradlew-standin
-rm -rf "$out" && mkdir -p "$out/main" "$out/test" || exit 1
-main=$(find src/main/java -name '*.java' 2>/dev/null | sort)
-if [ -n "$main" ]; then
-  javac -encoding UTF-8 -nowarn -d "$out/main" -cp "${CP#:}" $main || exit 1
-fi
-[ "$task" = compile ] && { echo "BUILD SUCCESSFUL (compile only)"; exit 0; }
-tests=$(find src/test/java -name '*.java' 2>/dev/null | sort)
-[ -n "$tests" ] || { echo "gradlew stand-in: no tests under src/test/java" >&2; exit 1; }
-javac -encoding UTF-8 -nowarn -d "$out/test" -cp "$out/main$CP" $tests || exit 1
-exec java -cp "$out/test:$out/main:src/main/resources:src/test/resources$CP" \
-  org.junit.platform.console.ConsoleLauncher --disable-banner --disable-ansi-colors --details=tree --fail-if-no-tests \
-  --scan-classpath "$out/test"
-"""
 
 
 @dataclass(frozen=True)
@@ -138,13 +105,6 @@ def test_scripts(tests_dirs: list[Path | None]) -> str:
     """The text of the tests' shell scripts: what runs at test time, offline."""
     return "\n".join(p.read_text(encoding="utf-8", errors="replace")
                      for d in tests_dirs if d and d.is_dir() for p in sorted(d.glob("*.sh")))
-
-
-def gradle_deps(text: str) -> list[str]:
-    """``group:artifact`` of the dependencies a build.gradle declares (string notation)."""
-    pat = r"^\s*(?:implementation|testImplementation|api|compileOnly|runtimeOnly|testRuntimeOnly)\b[\s(]*" \
-          r"(?:platform\()?[\"']([^:\"']+):([^:\"']+)"
-    return sorted({f"{g}:{a}" for g, a in re.findall(pat, text, re.MULTILINE)})
 
 
 def _npm_deps(path: Path) -> bool:

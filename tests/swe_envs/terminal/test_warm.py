@@ -79,16 +79,6 @@ def test_cargo_rule_lists_registry_crates_as_debian_packages(tmp_path):
     assert warmings(tmp_path / "plain") == []
 
 
-def test_gradle_deps_string_notation():
-    from swe_envs.terminal.warm import gradle_deps
-
-    text = ('dependencies {\n    implementation "io.reactivex.rxjava2:rxjava:2.2.12"\n'
-            '    testImplementation platform("org.junit:junit-bom:5.10.0")\n'
-            "    testImplementation 'org.junit.jupiter:junit-jupiter'\n    // implementation \"x:commented\"\n}\n")
-    assert gradle_deps(text) == ["io.reactivex.rxjava2:rxjava", "org.junit.jupiter:junit-jupiter",
-                                 "org.junit:junit-bom"]
-
-
 def test_cargo_add_at_test_time_names_registry_crates():
     from swe_envs.terminal.warm import cargo_added
 

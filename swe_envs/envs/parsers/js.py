@@ -67,16 +67,37 @@ def parse_tap(log: str) -> ParseResult:
 _MOCHA_PASS = re.compile(r"^(?:✓|✔|√|undefined) (.+?)(?: \(\d+ms\))?$")
 _MOCHA_FAIL = re.compile(r"^\d+\) (.+)$")
 _MOCHA_SUMMARY = re.compile(r"^\s+(\d+) (passing|pending|failing)\b")
+# mocha 1.x: "✔ 11 tests complete (24 ms)" and "• 1 test pending", or "✖ 2 of 11 tests failed:"
+# (of all tests, pending ones included; its pending count is then not printed)
+_MOCHA1_SUMMARY = re.compile(r"^\s+(?:\S\s+)?(?:(\d+) tests? (complete|pending)\b|(\d+) of (\d+) tests? failed)")
+# mocha 1.x's spec reporter writes "◦ title: " and then overwrites that line ("ESC[2K ESC[0G")
+_OVERWRITTEN = re.compile(r"^[^\n]*(?:\x1b\[0G|\r(?!\n))", re.M)
+
+
+def _mocha1_counts(m: re.Match, counts: dict, pending: int) -> None:
+    if m.group(2):
+        counts[m.group(2)] = int(m.group(1))
+    else:
+        counts["failing"], counts["total"] = int(m.group(3)), int(m.group(4))
+    if "complete" in counts:
+        counts["passing"] = counts["complete"] - counts.get("pending", 0)
+    elif "total" in counts:
+        counts["pending"] = pending
+        counts["passing"] = counts["total"] - counts["failing"] - pending
 
 
 def parse_mocha(log: str) -> ParseResult:
     res = ParseResult("mocha")
     suites: list[str] = []
-    counts = {}
-    for line in clean(log).splitlines():
+    counts: dict[str, int] = {}
+    for line in clean(_OVERWRITTEN.sub("", log)).splitlines():
         if m := _MOCHA_SUMMARY.match(line):
             counts[m.group(2)] = int(m.group(1))
             res.summary_seen = res.summary_seen or m.group(2) == "passing"
+            continue
+        if m := _MOCHA1_SUMMARY.match(line):
+            _mocha1_counts(m, counts, sum(s == SKIPPED for s in res.statuses.values()))
+            res.summary_seen = True
             continue
         if res.summary_seen or not line.strip():
             continue  # the failure details after the summary repeat titles

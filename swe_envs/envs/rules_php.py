@@ -77,7 +77,39 @@ def debian_packages(recipe: list[str], log: str, snap: Snapshot | None) -> list[
     return out
 
 
+# PHPUnit 8 declared the fixture methods ``: void``; a suite written for an older PHPUnit (its
+# composer.json allows up to 7) declares them without, and PHP refuses the class under PHPUnit 9,
+# the oldest the Debian suites here have (Debian patches such suites the same way)
+FIXTURE_RULE = "PHPUnit 8+ fixture signatures"
+_FIXTURES = "setUp|tearDown|setUpBeforeClass|tearDownAfterClass|assertPreConditions|assertPostConditions"
+_PRE8_FIXTURE = re.compile(rf"Declaration of \S+::({_FIXTURES})\(\) must be compatible with "
+                           rf"PHPUnit\\Framework\\TestCase::\1\(\): void")
+PHPUNIT_WRAPPER = "/usr/local/bin/phpunit"
+# a phpunit ahead of Debian's on PATH that declares them so each time it runs, after any patch was
+# applied to the tree (a build-time rewrite would break the context lines of a test patch)
+_WRAPPER_LINES = (
+    "#!/bin/sh",
+    f"# {FIXTURE_RULE}: the fixture methods of a suite written for PHPUnit < 8 declared void, as PHPUnit 8+ "
+    "declares them, then the PHPUnit of Debian",
+    f'grep -rlE --include=*.php --exclude-dir=vendor "function +({_FIXTURES}) *\\( *\\)" . | xargs -r sed -i -E '
+    f'"s/(function +({_FIXTURES}) *\\( *\\))( *\\{{| *\\$)/\\1: void\\3/"',
+    'exec /usr/bin/phpunit "$@"',
+)
+WRAPPER_LINE = (f"printf '%s\\n' {' '.join(shlex.quote(line) for line in _WRAPPER_LINES)} > {PHPUNIT_WRAPPER} && "
+                f"chmod 755 {PHPUNIT_WRAPPER} && if [ -L vendor/bin/phpunit ]; then ln -sf {PHPUNIT_WRAPPER} "
+                "vendor/bin/phpunit; fi")
+
+
+def fixture_signatures(recipe: list[str], log: str) -> list[str] | None:
+    if not _PRE8_FIXTURE.search(log) or WRAPPER_LINE in recipe:
+        return None
+    return recipe + [WRAPPER_LINE]
+
+
 def php_rules(recipe: list[str], log: str, snap: Snapshot | None = None) -> tuple[list[str], str] | None:
     fixed = debian_packages(recipe, log, snap)
-    return (fixed, RULE) if fixed is not None else None
+    if fixed is not None:
+        return fixed, RULE
+    fixed = fixture_signatures(recipe, log)
+    return (fixed, FIXTURE_RULE) if fixed is not None else None
 

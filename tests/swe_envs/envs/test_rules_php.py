@@ -116,3 +116,55 @@ def test_a_library_with_a_runtime_dependency_builds_and_runs_from_debian(docker_
     assert run.rc == 0, run.log[-2000:]
     assert sorted(parsed.statuses.items()) == [("Calc\\Tests\\CalcTest::testAdd", "passed"),
                                                ("Calc\\Tests\\CalcTest::testLogger", "passed")]
+
+
+# php-masterminds-html5 2.7.6 (upstream tree, without Debian's patches): its composer.json allows
+# PHPUnit up to 7, the Debian suites here have 9
+PRE8 = ("PHP Fatal error:  Declaration of Masterminds\\HTML5\\Tests\\Html5Test::setUp() must be compatible with "
+        "PHPUnit\\Framework\\TestCase::setUp(): void in /testbed/test/HTML5/Html5Test.php on line 14\n")
+
+
+def test_fixture_methods_of_a_pre_phpunit_8_suite_are_declared_void_when_it_runs():
+    recipe = ["apt-get install -y --no-install-recommends composer", "composer dump-autoload --dev --no-interaction"]
+    fixed, rule = rule_fix("php", recipe, PRE8)
+    assert rule == "PHPUnit 8+ fixture signatures" and fixed[:2] == recipe
+    # a phpunit ahead of Debian's on PATH (and behind vendor/bin/phpunit when that is Debian's):
+    # the rewrite happens at each run, after a patch was applied, so no patch's context changes
+    assert f"> {rules_php.PHPUNIT_WRAPPER} " in fixed[2] and 'exec /usr/bin/phpunit "$@"' in fixed[2]
+    assert "ln -sf /usr/local/bin/phpunit vendor/bin/phpunit" in fixed[2]
+    assert rule_fix("php", fixed, PRE8) is None  # applied once
+    # another incompatibility is not this rule's
+    assert rule_fix("php", recipe, PRE8.replace("setUp(): void", "setUp(): int")) is None
+    assert rule_fix("php", recipe, "Declaration of A::helper() must be compatible with B::helper(): void") is None
+
+
+@pytest.mark.docker
+def test_a_pre_phpunit_8_suite_runs_on_debians_phpunit(docker_ready, tmp_path):
+    """The wrapper in a real image and sandbox: the test command's plain ``phpunit`` finds it first,
+    the fixture methods are declared void as the suite runs, every test reported."""
+    from swe_envs.config import SweEnvsConfig
+    from swe_envs.envs.builder import EnvBuilder
+    from swe_envs.envs.parsers import parse_log
+    from swe_envs.images import Images
+    from swe_envs.sandbox import Sandbox
+
+    files = {"src/Calc.php": "<?php\nclass Calc { public function add($a, $b) { return $a + $b; } }\n",
+             "tests/CalcTest.php": "<?php\nrequire_once __DIR__ . '/../src/Calc.php';\n"
+                                   "class CalcTest extends \\PHPUnit\\Framework\\TestCase {\n"
+                                   "  private $calc;\n  public function setUp()\n  {\n    $this->calc = new Calc();\n  }\n"
+                                   "  public static function tearDownAfterClass() {}\n"
+                                   "  public function testAdd() { $this->assertSame(3, $this->calc->add(1, 2)); }\n"
+                                   "  public function testZero() { $this->assertSame(0, $this->calc->add(0, 0)); }\n}\n"}
+    repo, head = make_git(tmp_path / "calc-php-pre8", files)
+    cfg = SweEnvsConfig()
+    builder = EnvBuilder(cfg, Images(docker_ready, cfg.build), Sandbox(docker_ready, cfg.sandbox), None, tmp_path / "logs")
+    env = builder.build("tests/calc-php-pre8", repo, head, language="php")
+    if env.ok and env.cached:  # exercise the loop, not an image an earlier session verified
+        docker_ready.images.remove(env.image, force=True)
+        env = builder.build("tests/calc-php-pre8", repo, head, language="php")
+    assert env.ok, env.reason
+    assert [(a.source, a.stage, a.rule) for a in env.attempts] == [
+        ("template", "collect", ""), ("rule", "ok", "PHPUnit 8+ fixture signatures")]
+    run = builder.sandbox.run(env.image, env.test_command, [], runs=1, network=env.network).runs[0]
+    assert run.rc == 0, run.log[-2000:]
+    assert parse_log(env.runner, run.log).statuses == {"CalcTest::testAdd": "passed", "CalcTest::testZero": "passed"}

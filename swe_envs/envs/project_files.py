@@ -79,6 +79,21 @@ def php_needs_install(snap: Snapshot) -> bool:
     return any("/" in d for d in php_packages(snap))
 
 
+def php_autoload_dirs(snap: Snapshot) -> list[str]:
+    """The directories composer.json's ``autoload`` names (psr-4, psr-0, classmap) that the tree has."""
+    auto = composer(snap).get("autoload")
+    auto = auto if isinstance(auto, dict) else {}
+    named: list[str] = []
+    for kind in ("psr-4", "psr-0", "classmap"):
+        spec = auto.get(kind)
+        values = spec.values() if isinstance(spec, dict) else spec if isinstance(spec, list) else []
+        for value in values:
+            named += [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str)]
+    dirs = {f.rsplit("/", 1)[0] for f in snap.files if "/" in f}
+    found = [d.strip("/") or "." for d in named]
+    return [d for d in dict.fromkeys(found) if d == "." or d in dirs or any(x.startswith(d + "/") for x in dirs)]
+
+
 # steps of an npm test script that check style or types and report no test: a lint finding
 # (likely when a newer linter than the era's resolves) would stop `a && b` before the tests ran
 # (not tsc: a TypeScript project's tests run on what it compiles)

@@ -77,6 +77,27 @@ def debian_packages(recipe: list[str], log: str, snap: Snapshot | None) -> list[
     return out
 
 
+# Steps a suite needs each time it runs, after any patch was applied to the tree (a build-time
+# rewrite would break a test patch's context lines, a build-time classmap would miss the classes a
+# patch adds): a phpunit ahead of Debian's on PATH runs the hooks the rules below add, then Debian's.
+PHPUNIT_WRAPPER = "/usr/local/bin/phpunit"
+HOOKS = "/usr/local/lib/swe-phpunit.d"
+_WRAPPER = ("#!/bin/sh", "# the steps the environment's rules added (each file says why), then the PHPUnit of Debian",
+            f'for f in {HOOKS}/*.sh; do [ -e "$f" ] && . "$f"; done', 'exec /usr/bin/phpunit "$@"')
+
+
+def _printf(lines: tuple[str, ...], path: str) -> str:
+    return f"printf '%s\\n' {' '.join(shlex.quote(line) for line in lines)} > {path}"
+
+
+def hook_line(name: str, why: str, command: str) -> str:
+    """The recipe line that adds one hook (and the wrapper, where it is not there yet); a
+    vendor/bin/phpunit that is Debian's (the composer rule's link) runs through the wrapper too."""
+    return (f"mkdir -p {HOOKS} && {_printf((f'# {why}', command), f'{HOOKS}/{name}.sh')} && "
+            f"{_printf(_WRAPPER, PHPUNIT_WRAPPER)} && chmod 755 {PHPUNIT_WRAPPER} && "
+            f"if [ -L vendor/bin/phpunit ]; then ln -sf {PHPUNIT_WRAPPER} vendor/bin/phpunit; fi")
+
+
 # PHPUnit 8 declared the fixture methods ``: void``; a suite written for an older PHPUnit (its
 # composer.json allows up to 7) declares them without, and PHP refuses the class under PHPUnit 9,
 # the oldest the Debian suites here have (Debian patches such suites the same way)
@@ -84,32 +105,47 @@ FIXTURE_RULE = "PHPUnit 8+ fixture signatures"
 _FIXTURES = "setUp|tearDown|setUpBeforeClass|tearDownAfterClass|assertPreConditions|assertPostConditions"
 _PRE8_FIXTURE = re.compile(rf"Declaration of \S+::({_FIXTURES})\(\) must be compatible with "
                            rf"PHPUnit\\Framework\\TestCase::\1\(\): void")
-PHPUNIT_WRAPPER = "/usr/local/bin/phpunit"
-# a phpunit ahead of Debian's on PATH that declares them so each time it runs, after any patch was
-# applied to the tree (a build-time rewrite would break the context lines of a test patch)
-_WRAPPER_LINES = (
-    "#!/bin/sh",
-    f"# {FIXTURE_RULE}: the fixture methods of a suite written for PHPUnit < 8 declared void, as PHPUnit 8+ "
-    "declares them, then the PHPUnit of Debian",
+FIXTURE_HOOK = hook_line(
+    "fixture-signatures", f"{FIXTURE_RULE}: the fixture methods of a suite written for PHPUnit < 8 declared void, "
+    "as PHPUnit 8+ declares them",
     f'grep -rlE --include=*.php --exclude-dir=vendor "function +({_FIXTURES}) *\\( *\\)" . | xargs -r sed -i -E '
-    f'"s/(function +({_FIXTURES}) *\\( *\\))( *\\{{| *\\$)/\\1: void\\3/"',
-    'exec /usr/bin/phpunit "$@"',
-)
-WRAPPER_LINE = (f"printf '%s\\n' {' '.join(shlex.quote(line) for line in _WRAPPER_LINES)} > {PHPUNIT_WRAPPER} && "
-                f"chmod 755 {PHPUNIT_WRAPPER} && if [ -L vendor/bin/phpunit ]; then ln -sf {PHPUNIT_WRAPPER} "
-                "vendor/bin/phpunit; fi")
+    f'"s/(function +({_FIXTURES}) *\\( *\\))( *\\{{| *\\$)/\\1: void\\3/"')
 
 
 def fixture_signatures(recipe: list[str], log: str) -> list[str] | None:
-    if not _PRE8_FIXTURE.search(log) or WRAPPER_LINE in recipe:
+    if not _PRE8_FIXTURE.search(log) or FIXTURE_HOOK in recipe:
         return None
-    return recipe + [WRAPPER_LINE]
+    return recipe + [FIXTURE_HOOK]
+
+
+# the phpunit configuration bootstraps an autoloader that the project's build generates with phpab
+# (phar-io/version: build.xml's generate-autoloader, which its test target depends on); PHPUnit
+# then stops at "Cannot open file". Debian packages phpab: generated as the build does, each run
+AUTOLOADER_RULE = "generated autoloader (phpab)"
+_MISSING_AUTOLOADER = re.compile(r'Cannot open file "(?:/testbed/)?((?:[\w.-]+/)*autoload\.php)"')
+
+
+def generated_autoloader(recipe: list[str], log: str, snap: Snapshot | None) -> list[str] | None:
+    m = _MISSING_AUTOLOADER.search(log)
+    if m is None or m.group(1).startswith("vendor/") or ".." in m.group(1).split("/"):
+        return None
+    target = m.group(1)
+    here = target.rsplit("/", 1)[0] if "/" in target else "."
+    # the directory it sits in (phpab's usual argument), and what composer.json says to autoload
+    dirs = [here, *project_files.php_autoload_dirs(snap)] if snap is not None else [here]
+    dirs = [d for d in dict.fromkeys(d.rstrip("/") or "." for d in dirs) if ".." not in d.split("/")]
+    hook = hook_line("generated-autoloader", f"{AUTOLOADER_RULE}: {target}, as the project's build generates it",
+                     f"phpab --output {shlex.quote(target)} {' '.join(shlex.quote(d) for d in dirs)} >/dev/null")
+    if any(f"{HOOKS}/generated-autoloader.sh" in line for line in recipe):
+        return None
+    return ["apt-get install -y --no-install-recommends phpab", *recipe, hook]
 
 
 def php_rules(recipe: list[str], log: str, snap: Snapshot | None = None) -> tuple[list[str], str] | None:
-    fixed = debian_packages(recipe, log, snap)
-    if fixed is not None:
-        return fixed, RULE
-    fixed = fixture_signatures(recipe, log)
-    return (fixed, FIXTURE_RULE) if fixed is not None else None
-
+    for name, fixed in ((RULE, lambda: debian_packages(recipe, log, snap)),
+                        (FIXTURE_RULE, lambda: fixture_signatures(recipe, log)),
+                        (AUTOLOADER_RULE, lambda: generated_autoloader(recipe, log, snap))):
+        revised = fixed()
+        if revised is not None:
+            return revised, name
+    return None

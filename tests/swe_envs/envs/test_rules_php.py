@@ -138,10 +138,29 @@ def test_fixture_methods_of_a_pre_phpunit_8_suite_are_declared_void_when_it_runs
     assert rule_fix("php", recipe, "Declaration of A::helper() must be compatible with B::helper(): void") is None
 
 
+def test_a_bootstrap_autoloader_the_build_generates_is_generated_with_phpab_at_each_run(tmp_path):
+    # php-phar-io-version 3.2.1: phpunit.xml bootstraps src/autoload.php, which its build.xml makes with phpab
+    comp = {"require": {"php": "^7.2 || ^8.0"}, "autoload": {"classmap": ["src/"], "psr-4": {"X\\": "lib/"}}}
+    repo, head = make_git(tmp_path / "v", {"composer.json": json.dumps(comp), "src/Version.php": "<?php\n",
+                                           "tests/VersionTest.php": "<?php\n"})
+    snap = Snapshot(repo, head)
+    assert project_files.php_autoload_dirs(snap) == ["src"]  # lib/ is not in the tree
+    log = 'PHPUnit 9.6.7 by Sebastian Bergmann and contributors.\n\nCannot open file "/testbed/src/autoload.php".\n'
+    fixed, rule = rule_fix("php", [], log, snap)
+    assert rule == "generated autoloader (phpab)"
+    assert fixed[0] == "apt-get install -y --no-install-recommends phpab"
+    assert "phpab --output src/autoload.php src >/dev/null" in fixed[1] and f"> {rules_php.PHPUNIT_WRAPPER} " in fixed[1]
+    assert rule_fix("php", fixed, log, snap) is None  # applied once
+    # composer's own autoloader and paths outside the tree are not this rule's
+    assert rule_fix("php", [], log.replace("src/autoload.php", "vendor/autoload.php"), snap) is None
+    assert rule_fix("php", [], log.replace("/testbed/src/autoload.php", "../x/autoload.php"), snap) is None
+
+
 @pytest.mark.docker
-def test_a_pre_phpunit_8_suite_runs_on_debians_phpunit(docker_ready, tmp_path):
+def test_a_pre_phpunit_8_suite_with_a_generated_bootstrap_runs_on_debians_phpunit(docker_ready, tmp_path):
     """The wrapper in a real image and sandbox: the test command's plain ``phpunit`` finds it first,
-    the fixture methods are declared void as the suite runs, every test reported."""
+    its hooks generate the bootstrap autoloader and declare the fixture methods void as the suite
+    runs, every test reported."""
     from swe_envs.config import SweEnvsConfig
     from swe_envs.envs.builder import EnvBuilder
     from swe_envs.envs.parsers import parse_log
@@ -149,7 +168,10 @@ def test_a_pre_phpunit_8_suite_runs_on_debians_phpunit(docker_ready, tmp_path):
     from swe_envs.sandbox import Sandbox
 
     files = {"src/Calc.php": "<?php\nclass Calc { public function add($a, $b) { return $a + $b; } }\n",
-             "tests/CalcTest.php": "<?php\nrequire_once __DIR__ . '/../src/Calc.php';\n"
+             # the build's phpab writes the bootstrap (phar-io/version's shape)
+             "phpunit.xml": '<phpunit bootstrap="src/autoload.php"><testsuites><testsuite name="t">'
+                            "<directory>tests</directory></testsuite></testsuites></phpunit>",
+             "tests/CalcTest.php": "<?php\n"
                                    "class CalcTest extends \\PHPUnit\\Framework\\TestCase {\n"
                                    "  private $calc;\n  public function setUp()\n  {\n    $this->calc = new Calc();\n  }\n"
                                    "  public static function tearDownAfterClass() {}\n"
@@ -164,7 +186,8 @@ def test_a_pre_phpunit_8_suite_runs_on_debians_phpunit(docker_ready, tmp_path):
         env = builder.build("tests/calc-php-pre8", repo, head, language="php")
     assert env.ok, env.reason
     assert [(a.source, a.stage, a.rule) for a in env.attempts] == [
-        ("template", "collect", ""), ("rule", "ok", "PHPUnit 8+ fixture signatures")]
+        ("template", "collect", ""), ("rule", "collect", "generated autoloader (phpab)"),
+        ("rule", "ok", "PHPUnit 8+ fixture signatures")]
     run = builder.sandbox.run(env.image, env.test_command, [], runs=1, network=env.network).runs[0]
     assert run.rc == 0, run.log[-2000:]
     assert parse_log(env.runner, run.log).statuses == {"CalcTest::testAdd": "passed", "CalcTest::testZero": "passed"}

@@ -36,7 +36,9 @@ def parse_tap(log: str) -> ParseResult:
             continue
         if m := _TAP_RESULT.match(line):
             level = len(m.group(1)) // 4
-            desc, directive = m.group(4), ""
+            # node-tap 12-15 prints a subtest's result first, its children in "{ ... }" after it
+            opens = line.rstrip().endswith("{")
+            desc, directive = re.sub(r"\s*\{$", "", m.group(4)) if opens else m.group(4), ""
             if " # " in f" {desc}":
                 desc, _, directive = f" {desc}".partition(" # ")
                 desc = desc.strip()
@@ -51,6 +53,8 @@ def parse_tap(log: str) -> ParseResult:
             if level == 0:
                 top_results += 1
             names = {k: v for k, v in names.items() if k < level}
+            if opens:
+                names[level] = desc
             continue
         if (m := _TAP_PLAN.match(line)) and not line.startswith(" "):
             plan = int(m.group(1))

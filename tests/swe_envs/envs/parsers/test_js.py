@@ -37,3 +37,35 @@ def test_mocha_today_is_unchanged():
     res = parse_log("mocha", log)
     assert res.statuses == {"suite a": PASSED, "suite b": FAILED}
     assert res.counts == {"passed": 1, "failed": 1, "skipped": 0, "error": 0}
+
+
+# node-inherits 2.0.4 under its own devDependency tap (node-tap 14): each file a subtest whose
+# result comes first, its assertions in braces after it
+NODE_TAP_BRACES = """TAP version 13
+ok 1 - test/browser.js # time=15346.489ms {
+    ok 1 - should be equal
+    ok 2 - type is Child
+    1..2
+    # time=79.221ms
+}
+
+not ok 2 - test/old.js # time=5283.3ms {
+    ok 1 - should be equal
+    not ok 2 - type is Parent
+      ---
+      at: {line: 3}
+      ...
+    1..2
+}
+
+1..2
+# time=16627.816ms
+"""
+
+
+def test_node_tap_subtests_in_braces_name_their_assertions():
+    res = parse_log("tap", NODE_TAP_BRACES)
+    assert res.statuses == {"test/browser.js": PASSED, "test/browser.js > should be equal": PASSED,
+                            "test/browser.js > type is Child": PASSED, "test/old.js": FAILED,
+                            "test/old.js > should be equal": PASSED, "test/old.js > type is Parent": FAILED}
+    assert res.summary_seen

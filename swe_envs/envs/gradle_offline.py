@@ -22,12 +22,17 @@ import shlex
 from swe_envs.envs import era, maven_offline
 from swe_envs.repos import Snapshot
 
-# Gradle's failures to get a distribution, a plugin or a dependency offline (or no Gradle at all)
+# Gradle's failures to get a distribution, a plugin or a dependency offline, or no Gradle that
+# runs the build here at all: Debian's Gradle 4.4 predates the JDKs the images have and the DSL of
+# newer build scripts (hamcrest 2.2's settings.gradle: "Could not find method enableFeaturePreview()")
 UNRESOLVABLE = re.compile(r"Could not resolve (?:all (?:files|dependencies)|[\w.-]+:[\w.-]+)|"
                           r"Could not (?:GET|HEAD|download) |Plugin \[id: '[^']+'.*\] was not found|"
                           r"UnknownHostException|Could not find [\w.-]+:[\w.-]+:|"
-                          r"Exception in thread \"main\" java\.net\.|gradle: (?:command )?not found|"
-                          r"Could not determine java version|Plugin with id '[^']+' not found")
+                          r"Exception in thread \"main\" java\.net\.|gradle(?:w)?: (?:command )?not found|"
+                          r"Could not determine java version|Plugin with id '[^']+' not found|"
+                          r"Could not initialize class org\.codehaus\.groovy|Unsupported class file major version|"
+                          r"Unable to locate package gradle|Could not find method \w+\(\) for arguments|"
+                          r"Minimum supported Gradle version|Gradle [\d.]+ (?:or (?:later|newer) )?is required")
 
 GRADLEW_STANDIN = r"""#!/bin/sh
 # Gradle stand-in (swe_envs.envs.gradle_offline): no Gradle distribution or Maven repository is

@@ -72,6 +72,10 @@ def test_gradle_that_cannot_resolve_gets_the_stand_in(tmp_path):
     assert "> /usr/local/bin/gradle" in write and "mv gradlew gradlew.upstream" in write
     assert record.startswith("gradle testClasses && ") and record.endswith("> /opt/swe-resolved.txt")
     assert rule_fix("java", fixed, log, snap) is None  # applied once
+    # Debian's Gradle 4.4 on hamcrest 2.2's settings.gradle: a DSL newer than the Gradle that runs it
+    too_old = ("* What went wrong:\nA problem occurred evaluating settings 'testbed'.\n> Could not find method "
+               "enableFeaturePreview() for arguments [STABLE_PUBLISHING] on settings 'testbed'\n")
+    assert rule_fix("java", recipe, too_old, snap)[1] == "Gradle stand-in over Debian jars"
     assert rule_fix("java", recipe, "error: cannot find symbol\n", snap) is None  # the code's own failure
     # the script survives the trip through one shell line
     out = subprocess.run(["sh", "-c", write.split(" && if [ -f gradlew ]")[0].replace("/usr/local/bin/gradle", str(tmp_path / "gradle"))],

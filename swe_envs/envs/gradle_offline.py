@@ -124,12 +124,27 @@ def projects(snap: Snapshot) -> list[tuple[str, list[str]]]:
     return [(f, closure(f)) for f in with_tests]
 
 
+# sourceCompatibility = JavaVersion.VERSION_1_7 / '1.8' / 11 (in any of the build's scripts)
+_LEVEL = re.compile(r"\bsourceCompatibility\s*=\s*(?:JavaVersion\.VERSION_|[\"']?)(?:1[._])?(\d+)")
+
+
+def java_level(snap: Snapshot) -> int | None:
+    """The Java level the build's scripts declare: javac compiles for it, the way Gradle's
+    compileJava does (hamcrest 2.2 declares 1.7, and its sources do not compile under Java 8's
+    type inference)."""
+    for f in sorted(snap.files):
+        if f.endswith((".gradle", ".gradle.kts")) and (m := _LEVEL.search(snap.read(f) or "")):
+            return int(m.group(1))
+    return era.java_level(snap)
+
+
 def standin_script(snap: Snapshot) -> str:
-    """The stand-in for this tree: its projects and the Java level its build declares."""
+    """The stand-in for this tree: its projects and the Java level its build declares (at least 7,
+    the oldest today's javac compiles for)."""
     table = " ".join(f"{f}={','.join(deps)}" if deps else f for f, deps in projects(snap)) or "."
     script = GRADLEW_STANDIN.replace('projects="."', f"projects={shlex.quote(table)}", 1)
-    level = era.java_level(snap)
-    return script.replace('release=""', f'release="{max(level, 8)}"', 1) if level else script
+    level = java_level(snap)
+    return script.replace('release=""', f'release="{max(level, 7)}"', 1) if level else script
 
 
 def standin_recipe(snap: Snapshot) -> list[str]:

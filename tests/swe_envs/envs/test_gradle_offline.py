@@ -19,7 +19,8 @@ from tests.swe_envs.envs.regen_fixtures import make_git
 
 # libhamcrest-java 2.2's layout: four projects, build files renamed after them, one with tests
 HAMCREST = {
-    "build.gradle": "subprojects {\n    apply plugin: 'java-library'\n    repositories { mavenCentral() }\n}\n",
+    "build.gradle": "subprojects {\n    apply plugin: 'java-library'\n    sourceCompatibility = JavaVersion.VERSION_1_7\n"
+                    "    repositories { mavenCentral() }\n}\n",
     "settings.gradle": "\ninclude 'hamcrest',\n        'hamcrest-core',\n        'hamcrest-library',\n"
                        "        'hamcrest-integration'\n\nrootProject.name = 'JavaHamcrest'\n",
     "hamcrest/hamcrest.gradle": "dependencies {\n    testImplementation(group: 'junit', name: 'junit', version: '4.12') {\n"
@@ -29,7 +30,7 @@ HAMCREST = {
     "hamcrest-integration/hamcrest-integration.gradle": "dependencies {\n    api 'org.easymock:easymock:2.2'\n}\n",
     "hamcrest/src/main/java/org/hamcrest/Matcher.java": "package org.hamcrest;\npublic interface Matcher { boolean ok(); }\n",
     "hamcrest/src/test/java/org/hamcrest/MatcherTest.java":
-        "package org.hamcrest;\npublic class MatcherTest { Matcher m = () -> true; }\n",
+        "package org.hamcrest;\npublic class MatcherTest { Matcher m = new Matcher() { public boolean ok() { return true; } }; }\n",
     "hamcrest-core/src/main/java/org/hamcrest/core/Is.java":
         "package org.hamcrest.core;\npublic class Is implements org.hamcrest.Matcher { public boolean ok() { return true; } }\n",
     "hamcrest-library/src/test/java/org/hamcrest/library/IsTest.java":
@@ -53,6 +54,8 @@ def test_projects_with_tests_and_what_they_need_first(tmp_path):
     assert gradle_offline.projects(snap) == [("hamcrest", []), ("hamcrest-library", ["hamcrest", "hamcrest-core"])]
     script = gradle_offline.standin_script(snap)
     assert "projects='hamcrest hamcrest-library=hamcrest,hamcrest-core'" in script
+    # its Java level, as Gradle's compileJava uses it: hamcrest 2.2 does not compile as Java 8
+    assert gradle_offline.java_level(snap) == 7 and 'release="7"' in script
     # a single-project build (the terminal tasks' layout): the root
     repo1, head1 = make_git(tmp_path / "one", {"build.gradle": "", "src/test/java/ATest.java": "class ATest {}\n"})
     assert gradle_offline.projects(Snapshot(repo1, head1)) == [(".", [])]

@@ -116,8 +116,12 @@ def class_pattern(globs: list[str]) -> str:
 
 
 def debian_package(group: str, artifact: str) -> list[str]:
-    """Debian package names that may ship ``group:artifact``, most likely first."""
-    named = DEBIAN_JARS.get(f"{group}:{artifact}") or next(
+    """Debian package names that may ship ``group:artifact``, most likely first; an exact
+    ``group:artifact`` entry alone (``junit:junit`` is junit4: lib<artifact>-java, libjunit-java,
+    is JUnit 3.8, whose jar on the class path fails the vintage engine's version check)."""
+    if exact := DEBIAN_JARS.get(f"{group}:{artifact}"):
+        return [exact]
+    named = next(
         (pkg for prefix, pkg in DEBIAN_JARS.items() if ":" not in prefix and (group + ".").startswith(prefix + ".")),
         None)
     base = re.sub(r"[^a-z0-9+.-]+", "-", artifact.lower())
@@ -132,7 +136,10 @@ def debian_package(group: str, artifact: str) -> list[str]:
 # The caller sets release/include/exclude/maxleft, and reads the launcher's totals in
 # <build>/console.txt.
 JUNIT_RUN = r"""
-CP=$(find /usr/share/java -maxdepth 1 -name "*.jar" ! -name "junit-platform-console-standalone*" | sort | tr "\n" ":")
+# (not JUnit 3.8's jar, which another package may pull in: junit4's carries its API, and the
+# vintage engine refuses to run when it finds JUnit 3.8 first)
+CP=$(find /usr/share/java -maxdepth 1 -name "*.jar" ! -name "junit-platform-console-standalone*" ! -name "junit.jar" \
+     ! -name "junit-3*.jar" | sort | tr "\n" ":")
 junit_run() (
   cd "$1" || exit 1
   out=$2; reports=$3; extra=$4; goal=$5

@@ -136,10 +136,11 @@ def debian_package(group: str, artifact: str) -> list[str]:
 # The caller sets release/include/exclude/maxleft, and reads the launcher's totals in
 # <build>/console.txt.
 JUNIT_RUN = r"""
-# (not JUnit 3.8's jar, which another package may pull in: junit4's carries its API, and the
-# vintage engine refuses to run when it finds JUnit 3.8 first)
-CP=$(find /usr/share/java -maxdepth 1 -name "*.jar" ! -name "junit-platform-console-standalone*" ! -name "junit.jar" \
-     ! -name "junit-3*.jar" | sort | tr "\n" ":")
+# JUnit 4 first and not JUnit 3.8's jar, which another package may pull in: junit4's carries its
+# API, and the vintage engine refuses to run when it finds JUnit 3.8 first (a jar's manifest
+# Class-Path names it too: Debian's jmock.jar lists junit.jar, hamcrest-integration needs jmock)
+CP=$({ ls /usr/share/java/junit4.jar 2>/dev/null; find /usr/share/java -maxdepth 1 -name "*.jar" ! -name "junit4.jar" \
+     ! -name "junit-platform-console-standalone*" ! -name "junit.jar" ! -name "junit-3*.jar" | sort; } | tr "\n" ":")
 junit_run() (
   cd "$1" || exit 1
   out=$2; reports=$3; extra=$4; goal=$5

@@ -84,7 +84,7 @@ class SandboxConfig(StrictModel):
 class BuildConfig(StrictModel):
     timeout_s: float = Field(default=1800.0, gt=0)
     memory_mb: int = Field(default=4096, ge=256)
-    refine_rounds: int = Field(default=4, ge=1)  # attempts in all, the template being the first
+    refine_rounds: int = Field(default=6, ge=1)  # attempts in all, the template being the first
     # CA bundle trusted in every image; None: the one the host's tools use (SSL_CERT_FILE, pip's
     # `cert`, the system bundle); "" trusts only the image's own CAs
     ca_bundle: str | None = None

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from swe_envs.crates import DEBIAN_CRATES, cargo_deps, cargo_source_line, debian_crate_package
 from swe_envs.envs import rules_java, rules_php, rules_ruby, rules_rust
 from swe_envs.envs.languages import UV_PIP, editable_with_version
+from swe_envs.envs.parsers.base import clean
 from swe_envs.repos import Snapshot
 
 # Part of every verified environment's cache key (builder): an image verified under older rules,
@@ -97,11 +98,12 @@ def _no_build_isolation(recipe: list[str], log: str) -> list[str] | None:
     """An isolated build env that fails to resolve (era build deps): build with the venv's own tools."""
     if not _BUILD_ISOLATION.search(log) or any("--no-build-isolation" in line for line in recipe):
         return None
+    failed = _FAILED_STEP.findall(log)
     out, changed = [], False
     for line in recipe:
-        if " -e ." in line and UV_PIP in line:
-            uv = _uv_prefix(line)
-            out.append(f"{uv} setuptools wheel")
+        if " -e ." in line and UV_PIP in line and (not failed or line in failed):  # the step that failed
+            # the build tools with the line's own cut-offs (build tooling may be newer than the era)
+            out.append(line.replace(" -e .", " setuptools wheel"))
             out.append(line.replace(" -e .", " --no-build-isolation -e ."))
             changed = True
         else:
@@ -163,6 +165,43 @@ def _interpreter_era_package(recipe: list[str], log: str) -> list[str] | None:
     return out if changed else None
 
 
+# setuptools 58.0 (2021-09-04) removed use_2to3, which sdists of the Python 2 era call in setup.py
+_LAST_2TO3_SETUPTOOLS = "2021-08-31"
+_FAILED_STEP = re.compile(r"The command '/bin/sh -c (.*?)' returned a non-zero code")
+
+
+def _setuptools_2to3(recipe: list[str], log: str) -> list[str] | None:
+    """An sdist's setup.py uses ``use_2to3``: the failed install line builds with the last setuptools
+    that had it (the other lines keep theirs: an editable install needs PEP 660, setuptools >= 64)."""
+    if "use_2to3 is invalid" not in log:
+        return None
+    failed = _FAILED_STEP.findall(log)
+    out, changed = [], False
+    for line in recipe:
+        if (UV_PIP in line and "--no-build-isolation" not in line and (not failed or line in failed)
+                and f"setuptools={_LAST_2TO3_SETUPTOOLS}" not in line):
+            line = re.sub(r" --exclude-newer-package setuptools=\S+", "", line)
+            line = line.replace(UV_PIP, f"{UV_PIP} --exclude-newer-package setuptools={_LAST_2TO3_SETUPTOOLS}", 1)
+            changed = True
+        out.append(line)
+    return out if changed else None
+
+
+_REQUIREMENTS_LINE = re.compile(re.escape(UV_PIP) + r".* -r (\S+)$")
+
+
+def _drop_requirements(recipe: list[str], log: str) -> list[str] | None:
+    """A requirements file whose pins do not build on this interpreter, after the build-tool rules
+    (requests 1.1's `pytest sphinx`: the era's jinja2 2.6 needs setuptools' Feature, gone since 46):
+    left out, as SWE-bench's specs for such repos never install it; the project's own install and
+    the test runner stay. Recorded as a rule round like any other."""
+    failed = _FAILED_STEP.findall(log)
+    if not _BUILD_ISOLATION.search(log) or not failed:
+        return None
+    out = [line for line in recipe if not (line in failed and _REQUIREMENTS_LINE.match(line))]
+    return out if len(out) < len(recipe) else None
+
+
 def _drop_exclude_newer(recipe: list[str], log: str) -> list[str] | None:
     """Pins newer than the era cut-off (or nothing that old for this interpreter): resolve without it."""
     if not _UNSOLVABLE.search(log) or not any("--exclude-newer" in line for line in recipe):
@@ -170,13 +209,49 @@ def _drop_exclude_newer(recipe: list[str], log: str) -> list[str] | None:
     return [re.sub(r" --exclude-newer \S+", "", line) for line in recipe]
 
 
-def _python_rules(recipe: list[str], log: str) -> tuple[list[str], str] | None:
+# the test command's options (-rA, --color, -p no:cacheprovider) that a repo's own pinned pytest
+# (requests 2.3 pins pytest 2.3.4) does not know
+_RUNNER_TOO_OLD = re.compile(r"(?:pytest|py\.test)(?:\.py)?: error: (?:no such option|unrecognized arguments)")
+
+
+_OLD_PLUGIN = re.compile(r"PluginValidationError: unknown hook '\w+' in plugin <module '([A-Za-z0-9_]+)' from "
+                         r"'[^']*/site-packages/")
+
+
+def _era_test_runner(recipe: list[str], log: str, interpreter: str | None) -> list[str] | None:
+    """The test runner is tooling, like the build tools: when the repo-version's pinned pytest
+    rejects the test command, pytest (and what it needs) as of half a year after the interpreter's
+    release (SWE-bench's harness installs a current pytest too); the code under test keeps its era."""
+    from datetime import date, timedelta
+
+    from swe_envs.envs.era import RELEASED
+
+    released = RELEASED["python"].get(interpreter or "")
+    tooling = next((i for i, line in enumerate(recipe) if line.endswith(" --upgrade-package pytest pytest")
+                    or " --upgrade-package pytest pytest " in line), None)
+    plugin = _OLD_PLUGIN.search(log)
+    if tooling is not None and plugin:  # a pinned plugin of the old pytest: of the runner's era too
+        dist = PY_DISTRIBUTIONS.get(plugin.group(1), plugin.group(1).replace("_", "-"))
+        if f" {dist} " in recipe[tooling] + " ":
+            return None
+        return recipe[:tooling] + [f"{recipe[tooling]} --upgrade-package {dist} {dist}"] + recipe[tooling + 1:]
+    if not _RUNNER_TOO_OLD.search(log) or released is None or tooling is not None:
+        return None
+    day = (date.fromisoformat(released) + timedelta(days=182)).isoformat()
+    return _before_freeze(recipe, f"{UV_PIP} --exclude-newer {day}T23:59:59Z --upgrade-package pytest pytest")
+
+
+def _python_rules(recipe: list[str], log: str, interpreter: str | None = None) -> tuple[list[str], str] | None:
+    fixed = _era_test_runner(recipe, log, interpreter)
+    if fixed is not None:
+        return fixed, "test runner of the interpreter's era"
     for name, rule in (("compiler", _compiler), ("setuptools-scm version", _scm_version),
-                       ("PEP 660 backend", _editable_backend),
+                       ("PEP 660 backend", _editable_backend), ("setuptools with use_2to3", _setuptools_2to3),
                        ("missing module", _python_missing), ("no build isolation", _no_build_isolation),
                        ("per-package cut-off", _package_cutoff), ("package of the interpreter's era",
                                                                    _interpreter_era_package),
-                       ("drop exclude-newer", _drop_exclude_newer)):
+                       ("drop exclude-newer", _drop_exclude_newer),
+                       ("requirements file left out", _drop_requirements)):
         fixed = rule(recipe, log)
         if fixed is not None and fixed != recipe:
             return fixed, name
@@ -296,9 +371,14 @@ RULES: dict[str, Callable[[list[str], str], tuple[list[str], str] | None]] = {
 _WITH_SNAPSHOT = {"rust", "java", "php"}
 
 
-def rule_fix(language: str, recipe: list[str], log: str, snap: Snapshot | None = None) -> tuple[list[str], str] | None:
-    """(revised recipe, rule name), or None when no rule applies."""
+def rule_fix(language: str, recipe: list[str], log: str, snap: Snapshot | None = None,
+             toolchain: str | None = None) -> tuple[list[str], str] | None:
+    """(revised recipe, rule name), or None when no rule applies; toolchain: its version (Python's
+    rules pick tooling of the interpreter's era)."""
     rule = RULES.get(language)
     if rule is None:
         return None
+    log = clean(log)  # Docker colours a step's stderr: escapes split uv's "published at <date>"
+    if language == "python":
+        return _python_rules(recipe, log, toolchain)
     return rule(recipe, log, snap) if language in _WITH_SNAPSHOT else rule(recipe, log)

@@ -241,7 +241,7 @@ class EnvBuilder:
                 tc, version = got
                 source, rule = "rule", "older interpreter"
                 continue
-            fixed = rule_fix(env.language, recipe, failure, snap)
+            fixed = rule_fix(env.language, recipe, failure, snap, choice.version)
             if fixed is not None:
                 (recipe, rule), source = fixed, "rule"
                 continue

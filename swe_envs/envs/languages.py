@@ -85,18 +85,22 @@ PY_DEV_REQUIREMENTS = ("requirements-dev.txt", "requirements/dev.txt", "dev-requ
 UV_PIP = "uv pip install --python /opt/venv/bin/python"
 
 
-# editable installs need a PEP 660 backend (setuptools >= 64, 2022-08): build tooling may be
-# newer than the era, the code under test and its dependencies are not
+# build tooling may be newer than the era, the code under test and its dependencies are not:
+# editable installs need a PEP 660 backend (setuptools >= 64, 2022-08), and uv builds any sdist
+# without a pyproject (requests 2.3's pinned py==1.4.12, 2012) with setuptools >= 40.8, which
+# a 2014 cut-off filters out, so every install line gets it; and wheel with it (setuptools < 70.1
+# imports wheel.wheelfile for an editable wheel, which wheel's 2014 releases do not have)
 EDITABLE_SETUPTOOLS = "2023-06-30"
+BUILD_TOOLS = ("setuptools", "wheel")
 
 
-def uv_install(opts: RecipeOptions, editable: bool = False) -> str:
+def uv_install(opts: RecipeOptions) -> str:
     # a timestamp at the end of the day: releases of that day count as available
     if not opts.exclude_newer:
         return UV_PIP
     cmd = f"{UV_PIP} --exclude-newer {opts.exclude_newer}T23:59:59Z"
-    if editable and opts.exclude_newer < EDITABLE_SETUPTOOLS:
-        cmd += f" --exclude-newer-package setuptools={EDITABLE_SETUPTOOLS}"
+    if opts.exclude_newer < EDITABLE_SETUPTOOLS:
+        cmd += "".join(f" --exclude-newer-package {tool}={EDITABLE_SETUPTOOLS}" for tool in BUILD_TOOLS)
     return cmd
 
 
@@ -136,7 +140,7 @@ def _python_recipe(snap: Snapshot, opts: RecipeOptions) -> list[str]:
     build_files = "\n".join(snap.read(n) or "" for n in ("setup.py", "setup.cfg", "pyproject.toml"))
     if any(snap.has(n) for n in ("pyproject.toml", "setup.py", "setup.cfg")):
         # setuptools-scm reads the version from git metadata, which an exported tree lacks
-        editable = f"{uv_install(opts, editable=True)} -e ."
+        editable = f"{uv} -e ."
         if re.search(r"setuptools[_-]scm", build_files):
             cmds += editable_with_version(editable, scm_version(opts.version))
         else:

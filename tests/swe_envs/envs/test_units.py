@@ -45,17 +45,19 @@ def test_detection_recipe_and_plan(repos, language):
 def test_manifest_driven_recipes(tmp_path):
     repo, head = make_git(tmp_path / "py", {"requirements.txt": "requests\n", "pyproject.toml": "[project]\nname='x'\n",
                                             "x/__init__.py": ""})
-    uv = "uv pip install --python /opt/venv/bin/python --exclude-newer 2019-05-14T23:59:59Z"
+    # build tooling (setuptools) may be newer than the era on every line: any of them may build an sdist
+    uv = ("uv pip install --python /opt/venv/bin/python --exclude-newer 2019-05-14T23:59:59Z"
+          " --exclude-newer-package setuptools=2023-06-30 --exclude-newer-package wheel=2023-06-30")
     opts = languages.RecipeOptions("2019-05-14", "5.4")
     assert languages.recipe("python", Snapshot(repo, head), opts) == [
-        f"{uv} -r requirements.txt", f"{uv} --exclude-newer-package setuptools=2023-06-30 -e .",
+        f"{uv} -r requirements.txt", f"{uv} -e .",
         f"python -c 'import pytest' 2>/dev/null || {uv} pytest",
         "uv pip freeze --python /opt/venv/bin/python > /opt/swe-resolved.txt"]
     # setuptools-scm cannot read a version from an exported tree: the task's version stands in, for
     # the project alone; its requirements resolve without it (an sdist dependency using
     # setuptools-scm would take the project's version as its own: iniconfig 1.0.0 -> 0.1)
     repo, head = make_git(tmp_path / "scm", {"setup.py": "setup(use_scm_version=True, setup_requires=['setuptools_scm'])"})
-    editable = f"{uv} --exclude-newer-package setuptools=2023-06-30"
+    editable = uv
     got = languages.recipe("python", Snapshot(repo, head), opts)
     at = got.index(f"SETUPTOOLS_SCM_PRETEND_VERSION=5.4.0 {editable} --no-deps -e .")
     assert got[at + 1].endswith("> /tmp/swe-requires.txt")

@@ -1,0 +1,62 @@
+"""Python build rules for code of the Python 2 era (logs from real old requests releases, Docker's colours kept)."""
+
+from __future__ import annotations
+
+from swe_envs.envs.build_rules import rule_fix
+
+UV = "uv pip install --python /opt/venv/bin/python --exclude-newer 2013-01-10T23:59:59Z"
+TOOLS = " --exclude-newer-package setuptools=2023-06-30 --exclude-newer-package wheel=2023-06-30"
+RECIPE = [f"{UV}{TOOLS} -r requirements.txt", f"{UV}{TOOLS} -e .",
+          f"python -c 'import pytest' 2>/dev/null || {UV}{TOOLS} pytest",
+          "uv pip freeze --python /opt/venv/bin/python > /opt/swe-resolved.txt"]
+
+
+def _failed(line: str, *body: str) -> str:
+    return "\n".join([*body, f"ERROR: The command '/bin/sh -c {line}' returned a non-zero code: 1"])
+
+
+def test_use_2to3_gets_the_last_setuptools_that_had_it_on_the_failed_line_only():
+    log = _failed(RECIPE[0], "\x1b[91merror in pexpect-u setup command: use_2to3 is invalid.\x1b[0m",
+                  "\x1b[91merror\x1b[0m: Failed to build `pexpect-u==2.5.1`")
+    fixed, rule = rule_fix("python", RECIPE, log)
+    assert rule == "setuptools with use_2to3"
+    assert "--exclude-newer-package setuptools=2021-08-31" in fixed[0] and "setuptools=2023-06-30" not in fixed[0]
+    assert fixed[1:] == RECIPE[1:]  # the editable install keeps a PEP 660 setuptools
+    assert rule_fix("python", fixed, log.replace(RECIPE[0], fixed[0]))[1] != "setuptools with use_2to3"
+
+
+def test_an_unbuildable_requirements_file_is_left_out_not_the_editable_install():
+    body = ("  File \"setup.py\", line 40, in <module>\n    from setuptools import setup, Extension, Feature\n"
+            "ImportError: cannot import name 'Feature' from 'setuptools'\n"
+            "hint: `jinja2` (v2.6) was included because `sphinx` (v1.1.3) depends on `jinja2>=2.3`\n"
+            "error: Failed to build `jinja2==2.6`")
+    fixed, rule = rule_fix("python", RECIPE, _failed(RECIPE[0], body))
+    assert rule == "requirements file left out" and fixed == RECIPE[1:]
+    # the same failure on the editable line is the build-isolation rule's, not this one's
+    fixed, rule = rule_fix("python", RECIPE, _failed(RECIPE[1], body))
+    assert rule == "no build isolation" and RECIPE[0] in fixed
+    assert any(line.endswith(" setuptools wheel") and TOOLS in line for line in fixed)  # tools of the tools' era
+
+
+def test_a_pinned_pytest_too_old_for_the_test_command_gets_the_interpreters_era_runner():
+    usage = "Usage: pytest.py [options] [file_or_dir] [file_or_dir] [...]\n\npytest.py: error: no such option: --color"
+    fixed, rule = rule_fix("python", RECIPE, usage, toolchain="3.9")
+    assert rule == "test runner of the interpreter's era"
+    runner = "uv pip install --python /opt/venv/bin/python --exclude-newer 2021-04-05T23:59:59Z --upgrade-package pytest pytest"
+    assert fixed == RECIPE[:-1] + [runner, RECIPE[-1]]  # before the freeze: the resolved set records it
+    assert rule_fix("python", RECIPE, usage) is None  # no interpreter known: no era to take it from
+    # then the old pinned plugin that pytest 6 rejects comes along, from the same era
+    plugin = ("INTERNALERROR> pluggy.manager.PluginValidationError: unknown hook 'pytest_funcarg__cov' in plugin "
+              "<module 'pytest_cov' from '/opt/venv/lib/python3.9/site-packages/pytest_cov.py'>")
+    again, rule = rule_fix("python", fixed, plugin, toolchain="3.9")
+    assert rule == "test runner of the interpreter's era"
+    assert again[-2] == runner + " --upgrade-package pytest-cov pytest-cov"
+    assert rule_fix("python", again, plugin, toolchain="3.9") is None  # once
+
+
+def test_docker_colours_do_not_hide_a_cut_off_hint():
+    log = ("\x1b[91mhint\x1b[0m: `\x1b[0m\x1b[91msetuptools` was filtered by `\x1b[0m\x1b[91mexclude-newer\x1b[0m` to only "
+           "include packages uploaded before 2014-05-16T23:59:59Z. The latest version satisfying the requirement is "
+           "v84.2.1\x1b[0m\x1b[91m, published at \x1b[0m\x1b[91m2026-10-20T19:01:35.678Z.")
+    fixed, rule = rule_fix("python", [f"{UV} -r requirements.txt"], log)
+    assert rule == "per-package cut-off" and "--exclude-newer-package setuptools=2026-10-20T23:59:59Z" in fixed[0]

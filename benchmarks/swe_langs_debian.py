@@ -270,9 +270,6 @@ def summary_check(parsed) -> tuple[bool | None, dict]:
 
 
 def run_project(builder, language: str, package: str, apt: AptSource) -> dict:
-    from swe_envs.envs.parsers import parse_log
-    from swe_envs.envs.validator import check_run
-
     row: dict = {"package": package, "language": language, "built": False, "parsed_ok": False}
     t0 = time.monotonic()
     tree, version, err = apt.fetch(package)
@@ -289,6 +286,15 @@ def run_project(builder, language: str, package: str, apt: AptSource) -> dict:
     row |= {"era_date": when, "era_from": era_from if when else None,
             "sources": "debian source package" if (tree / "debian").is_dir() else "orig tarball only"}
     env = builder.build(f"debian/{package}", repo_dir, commit, language=language, created_at=[when] if when else [])
+    return row | measure_env(builder, env, apt.root / "logs" / f"{package}.log", t0)
+
+
+def measure_env(builder, env, log_path: Path, t0: float) -> dict:
+    """A built (or failed) environment's row: its build, one run of its tests, parse vs summary."""
+    from swe_envs.envs.parsers import parse_log
+    from swe_envs.envs.validator import check_run
+
+    row: dict = {"built": False, "parsed_ok": False}
     row |= {"build_s": round(env.seconds, 1), "cached": env.cached, "runner": env.runner,
             "test_command": env.test_command.splitlines()[0][:200] if env.test_command else "",
             "rounds": [f"{a.source}:{a.stage}" + (f"({a.rule})" if a.rule else "") for a in env.attempts]}
@@ -303,7 +309,6 @@ def run_project(builder, language: str, package: str, apt: AptSource) -> dict:
     if not res.runs:
         return row | {"stage": "run", "reason": res.error[:500], "seconds": round(time.monotonic() - t0, 1)}
     run = res.runs[0]
-    log_path = apt.root / "logs" / f"{package}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log_path.write_text(run.log, encoding="utf-8")
     parsed = parse_log(env.runner, run.log)

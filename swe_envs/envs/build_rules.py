@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from swe_envs.crates import DEBIAN_CRATES, cargo_deps, cargo_source_line, debian_crate_package
 from swe_envs.envs import rules_java, rules_php, rules_ruby, rules_rust
-from swe_envs.envs.languages import UV_PIP, editable_with_version
+from swe_envs.envs.languages import BUILD_TOOLS, UV_PIP, editable_with_version
 from swe_envs.envs.parsers.base import clean
 from swe_envs.repos import Snapshot
 
@@ -30,6 +30,15 @@ PY_DISTRIBUTIONS = {
     "google.protobuf": "protobuf", "pkg_resources": "setuptools", "setuptools_scm": "setuptools-scm",
     "_cffi_backend": "cffi", "mpl_toolkits": "matplotlib", "docutils": "docutils", "hamcrest": "PyHamcrest",
 }
+# Python 2's standard library names that Python 3 renamed or dropped: no distribution provides them
+PY2_STDLIB = {"StringIO", "cStringIO", "urllib2", "urlparse", "ConfigParser", "Queue", "HTMLParser", "httplib",
+              "cPickle", "__builtin__", "Tkinter", "commands", "exceptions", "sets", "thread", "copy_reg",
+              "SocketServer", "SimpleHTTPServer", "BaseHTTPServer", "Cookie", "cookielib", "xmlrpclib", "UserDict",
+              "UserList", "UserString", "htmlentitydefs", "robotparser", "anydbm", "md5", "sha", "new", "popen2",
+              "mimetools", "rfc822", "sgmllib", "htmllib", "dircache"}
+# namespace packages: the distribution is the dotted name under the root
+NAMESPACE_ROOTS = ("zope", "backports", "jaraco", "sphinxcontrib", "ruamel", "repoze", "paste", "flufl", "azure",
+                   "google")
 _PY_MISSING = re.compile(r"No module named '([A-Za-z0-9_.]+)'")
 _JS_MISSING = re.compile(r"Cannot find module '([a-z0-9@][a-z0-9@/._-]*)'")
 _RB_MISSING = re.compile(r"cannot load such file -- ([a-z0-9_-]+)")
@@ -48,7 +57,12 @@ def _python_missing(recipe: list[str], log: str) -> list[str] | None:
     uv = next((_uv_prefix(line) for line in recipe if UV_PIP in line), UV_PIP)
     names = []
     for mod in _PY_MISSING.findall(log):
+        if mod in PY2_STDLIB:  # Python 2 code (a py2-only test module): nothing to install
+            continue
         top = mod if mod in PY_DISTRIBUTIONS else mod.split(".")[0]
+        if top in NAMESPACE_ROOTS:  # 'zope' of `import zope.interface` is no distribution: zope.interface is
+            sub = re.search(rf"(?:import|from)\s+({re.escape(top)}\.[A-Za-z0-9_]+)", log)
+            top = sub.group(1) if sub else top
         dist = PY_DISTRIBUTIONS.get(top, top.replace("_", "-"))
         if dist not in names and not any(re.search(rf"\s{re.escape(dist)}(\s|$)", line) for line in recipe):
             names.append(dist)
@@ -59,9 +73,13 @@ def _python_missing(recipe: list[str], log: str) -> list[str] | None:
 
 
 def _uv_prefix(line: str) -> str:
-    """``uv pip install --python P [--exclude-newer D]`` of an existing recipe line."""
+    """``uv pip install --python P [--exclude-newer D]`` of an existing recipe line, with its build
+    tools' cut-offs (an sdist among the added packages needs them as much as the line's own)."""
     m = re.search(re.escape(UV_PIP) + r"(?: --exclude-newer \S+)?", line)
-    return m.group(0) if m else UV_PIP
+    if not m:
+        return UV_PIP
+    tools = re.findall(rf" --exclude-newer-package (?:{'|'.join(BUILD_TOOLS)})=\S+", line)
+    return m.group(0) + "".join(tools)
 
 
 def _before_freeze(recipe: list[str], cmd: str) -> list[str]:
@@ -165,24 +183,28 @@ def _interpreter_era_package(recipe: list[str], log: str) -> list[str] | None:
     return out if changed else None
 
 
-# setuptools 58.0 (2021-09-04) removed use_2to3, which sdists of the Python 2 era call in setup.py
-_LAST_2TO3_SETUPTOOLS = "2021-08-31"
 _FAILED_STEP = re.compile(r"The command '/bin/sh -c (.*?)' returned a non-zero code")
+# what setuptools removed that setup.py scripts of the Python 2 era use: the last release with it
+_SETUPTOOLS_REMOVED = {"use_2to3 is invalid": "2021-08-31",  # 58.0, 2021-09
+                       "cannot import name 'Feature' from 'setuptools'": "2019-12-31"}  # 46.0, 2020-03
 
 
-def _setuptools_2to3(recipe: list[str], log: str) -> list[str] | None:
-    """An sdist's setup.py uses ``use_2to3``: the failed install line builds with the last setuptools
-    that had it (the other lines keep theirs: an editable install needs PEP 660, setuptools >= 64)."""
-    if "use_2to3 is invalid" not in log:
-        return None
+def _older_setuptools(recipe: list[str], log: str) -> list[str] | None:
+    """A setup.py (an sdist's, or the project's own: requests 1.x's pins, MarkupSafe 1.0) uses what
+    setuptools removed: the failed install line builds with the last setuptools that had it. The
+    other lines keep theirs. No such setuptools builds an editable wheel (PEP 660 is >= 64), so an
+    editable project install becomes a regular one: ``python -m pytest`` in /testbed imports the
+    tree's sources all the same (the working directory leads sys.path)."""
+    day = next((d for marker, d in _SETUPTOOLS_REMOVED.items() if marker in log), None)
     failed = _FAILED_STEP.findall(log)
+    if day is None or not failed:
+        return None
     out, changed = [], False
     for line in recipe:
-        if (UV_PIP in line and "--no-build-isolation" not in line and (not failed or line in failed)
-                and f"setuptools={_LAST_2TO3_SETUPTOOLS}" not in line):
-            line = re.sub(r" --exclude-newer-package setuptools=\S+", "", line)
-            line = line.replace(UV_PIP, f"{UV_PIP} --exclude-newer-package setuptools={_LAST_2TO3_SETUPTOOLS}", 1)
-            changed = True
+        if UV_PIP in line and line in failed and f"setuptools={day}" not in line:
+            line = re.sub(r" --exclude-newer-package setuptools=\S+| --no-build-isolation", "", line)
+            line = line.replace(UV_PIP, f"{UV_PIP} --exclude-newer-package setuptools={day}", 1)
+            line, changed = line.replace(" -e .", " ."), True
         out.append(line)
     return out if changed else None
 
@@ -211,7 +233,10 @@ def _drop_exclude_newer(recipe: list[str], log: str) -> list[str] | None:
 
 # the test command's options (-rA, --color, -p no:cacheprovider) that a repo's own pinned pytest
 # (requests 2.3 pins pytest 2.3.4) does not know
-_RUNNER_TOO_OLD = re.compile(r"(?:pytest|py\.test)(?:\.py)?: error: (?:no such option|unrecognized arguments)")
+_RUNNER_TOO_OLD = re.compile(r"(?:pytest|py\.test)(?:\.py)?: error: (?:no such option|unrecognized arguments)|"
+                             r"INTERNALERROR>\s+File \"[^\"]*/site-packages/_pytest/|"  # or crashes on this Python
+                             r"site-packages/_pytest/\S+: in \S+\n(?:.*\n){0,4}E\s+RuntimeError: generator raised "
+                             r"StopIteration")  # PEP 479 (3.7) in old pytest's pluggy
 
 
 _OLD_PLUGIN = re.compile(r"PluginValidationError: unknown hook '\w+' in plugin <module '([A-Za-z0-9_]+)' from "
@@ -246,7 +271,7 @@ def _python_rules(recipe: list[str], log: str, interpreter: str | None = None) -
     if fixed is not None:
         return fixed, "test runner of the interpreter's era"
     for name, rule in (("compiler", _compiler), ("setuptools-scm version", _scm_version),
-                       ("PEP 660 backend", _editable_backend), ("setuptools with use_2to3", _setuptools_2to3),
+                       ("PEP 660 backend", _editable_backend), ("setuptools of the Python 2 era", _older_setuptools),
                        ("missing module", _python_missing), ("no build isolation", _no_build_isolation),
                        ("per-package cut-off", _package_cutoff), ("package of the interpreter's era",
                                                                    _interpreter_era_package),

@@ -263,6 +263,10 @@ def test_plan(language: str, snap: Snapshot, selected: list[str] | None = None) 
 
 def _python_plan(snap: Snapshot, selected: list[str]) -> TestPlan:
     files = [p for p in selected if p.endswith(".py") and p.rsplit("/", 1)[-1] != "conftest.py"]
+    names = [p.rsplit("/", 1)[-1] for p in snap.files if p.endswith(".py")]
+    if not files and not any(n.startswith("test_") or n.endswith("_test.py") for n in names):
+        # tests only in files pytest does not collect by default (itsdangerous 0.24's tests.py): named
+        files = [p for p in snap.files if p.rsplit("/", 1)[-1] in ("tests.py", "test.py")]
     cmd = "python -m pytest -rA -v -p no:cacheprovider --tb=short --color=no"
     installed = any(snap.has(n) for n in ("pyproject.toml", "setup.py", "setup.cfg"))
     if not installed and any(f.startswith("src/") and f.endswith(".py") for f in snap.files):

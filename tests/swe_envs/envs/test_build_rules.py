@@ -19,10 +19,10 @@ def test_use_2to3_gets_the_last_setuptools_that_had_it_on_the_failed_line_only()
     log = _failed(RECIPE[0], "\x1b[91merror in pexpect-u setup command: use_2to3 is invalid.\x1b[0m",
                   "\x1b[91merror\x1b[0m: Failed to build `pexpect-u==2.5.1`")
     fixed, rule = rule_fix("python", RECIPE, log)
-    assert rule == "setuptools with use_2to3"
+    assert rule == "setuptools of the Python 2 era"
     assert "--exclude-newer-package setuptools=2021-08-31" in fixed[0] and "setuptools=2023-06-30" not in fixed[0]
     assert fixed[1:] == RECIPE[1:]  # the editable install keeps a PEP 660 setuptools
-    assert rule_fix("python", fixed, log.replace(RECIPE[0], fixed[0]))[1] != "setuptools with use_2to3"
+    assert rule_fix("python", fixed, log.replace(RECIPE[0], fixed[0]))[1] != "setuptools of the Python 2 era"
 
 
 def test_an_unbuildable_requirements_file_is_left_out_not_the_editable_install():
@@ -30,10 +30,13 @@ def test_an_unbuildable_requirements_file_is_left_out_not_the_editable_install()
             "ImportError: cannot import name 'Feature' from 'setuptools'\n"
             "hint: `jinja2` (v2.6) was included because `sphinx` (v1.1.3) depends on `jinja2>=2.3`\n"
             "error: Failed to build `jinja2==2.6`")
-    fixed, rule = rule_fix("python", RECIPE, _failed(RECIPE[0], body))
-    assert rule == "requirements file left out" and fixed == RECIPE[1:]
+    older, rule = rule_fix("python", RECIPE, _failed(RECIPE[0], body))
+    assert rule == "setuptools of the Python 2 era" and "setuptools=2019-12-31" in older[0]  # pins kept, first
+    fixed, rule = rule_fix("python", older, _failed(older[0], body))  # still failing: then the file goes
+    assert rule == "requirements file left out" and fixed == older[1:]
     # the same failure on the editable line is the build-isolation rule's, not this one's
-    fixed, rule = rule_fix("python", RECIPE, _failed(RECIPE[1], body))
+    isolated = "error: Failed to build `requests @ file:///testbed`\n  cause: The build backend returned an error"
+    fixed, rule = rule_fix("python", RECIPE, _failed(RECIPE[1], isolated))
     assert rule == "no build isolation" and RECIPE[0] in fixed
     assert any(line.endswith(" setuptools wheel") and TOOLS in line for line in fixed)  # tools of the tools' era
 
@@ -60,3 +63,31 @@ def test_docker_colours_do_not_hide_a_cut_off_hint():
            "v84.2.1\x1b[0m\x1b[91m, published at \x1b[0m\x1b[91m2026-10-20T19:01:35.678Z.")
     fixed, rule = rule_fix("python", [f"{UV} -r requirements.txt"], log)
     assert rule == "per-package cut-off" and "--exclude-newer-package setuptools=2026-10-20T23:59:59Z" in fixed[0]
+
+
+def test_a_setup_py_importing_feature_is_installed_regularly_with_the_setuptools_that_had_it():
+    log = _failed(RECIPE[1], "  File \"<string>\", line 6, in <module>",
+                  "ImportError: cannot import name 'Feature' from 'setuptools' (/tmp/x/setuptools/__init__.py)")
+    fixed, rule = rule_fix("python", RECIPE, log)
+    assert rule == "setuptools of the Python 2 era"
+    # no setuptools < 46 builds an editable wheel: a regular install, /testbed's sources still first on sys.path
+    assert fixed[1] == f"uv pip install --python /opt/venv/bin/python --exclude-newer-package setuptools=2019-12-31 " \
+                       f"--exclude-newer 2013-01-10T23:59:59Z --exclude-newer-package wheel=2023-06-30 ."
+    assert fixed[0] == RECIPE[0] and fixed[2:] == RECIPE[2:]
+
+
+def test_missing_modules_namespace_packages_and_python2_names():
+    log = "tests/test_validators.py:8: in <module>\n    import zope.interface\nE   ModuleNotFoundError: No module named 'zope'"
+    fixed, rule = rule_fix("python", RECIPE, log)
+    assert rule == "missing module" and fixed[-2].endswith(f"{TOOLS} zope.interface")  # the build tools' era too
+    py2 = "simplejson/tests/test_iterable.py:2: in <module>\n    from StringIO import StringIO\nE   ModuleNotFoundError: No module named 'StringIO'"
+    assert rule_fix("python", RECIPE, py2) is None  # Python 2 code: nothing to install
+
+
+def test_the_eras_pytest_crashing_on_this_python_is_replaced_too():
+    crash = ("/opt/venv/lib/python3.9/site-packages/_pytest/vendored_packages/pluggy.py:250: in _wrapped_call\n"
+             "    wrap_controller.send(call_outcome)\nE   RuntimeError: generator raised StopIteration\n")
+    assert rule_fix("python", RECIPE, crash, toolchain="3.9")[1] == "test runner of the interpreter's era"
+    internal = ('INTERNALERROR>   File "/opt/venv/lib/python3.9/site-packages/_pytest/assertion/__init__.py", line 150\n'
+                "INTERNALERROR>     assert False\nINTERNALERROR> AssertionError")
+    assert rule_fix("python", RECIPE, internal, toolchain="3.9")[1] == "test runner of the interpreter's era"

@@ -20,7 +20,7 @@ from swe_envs.repos import Snapshot
 # Part of every verified environment's cache key (builder): an image verified under older rules,
 # parsers or collect checks is not reused once they change. Bump it with any change to what a
 # recipe installs, how a run is parsed, or what the collect check accepts.
-RULES_VERSION = "2026-11-30.4"
+RULES_VERSION = "2026-11-30.5"
 
 # import name -> distribution name, where they differ (the common cases)
 PY_DISTRIBUTIONS = {

@@ -71,8 +71,8 @@ def test_a_setup_py_importing_feature_is_installed_regularly_with_the_setuptools
     fixed, rule = rule_fix("python", RECIPE, log)
     assert rule == "setuptools of the Python 2 era"
     # no setuptools < 46 builds an editable wheel: a regular install, /testbed's sources still first on sys.path
-    assert fixed[1] == f"uv pip install --python /opt/venv/bin/python --exclude-newer-package setuptools=2019-12-31 " \
-                       f"--exclude-newer 2013-01-10T23:59:59Z --exclude-newer-package wheel=2023-06-30 ."
+    assert fixed[1] == "uv pip install --python /opt/venv/bin/python --exclude-newer-package setuptools=2019-12-31 " \
+                       "--exclude-newer 2013-01-10T23:59:59Z --exclude-newer-package wheel=2023-06-30 ."
     assert fixed[0] == RECIPE[0] and fixed[2:] == RECIPE[2:]
 
 

@@ -6,7 +6,9 @@ fetched with ``apt-get source --download-only`` (cached under the git-ignored ``
 a private apt root with ``deb-src`` lines made from the host's own Debian sources, the system
 configuration untouched) and unpacked with ``dpkg-source -x --skip-patches``: Debian's patches
 are NOT applied, so what is measured is upstream's tree and test suite (Debian patches tests to
-its own runners and drops what it does not package). The tree (``debian/`` dropped; where the
+its own runners and drops what it does not package) -- except for a repacked orig tarball
+(``+dfsg``/``+ds``: Debian removed vendored copies or non-free files), which is not upstream's tree
+either and builds only with the patches that replace what was removed. The tree (``debian/`` dropped; where the
 mirror serves the orig tarball but not Debian's packaging, the orig tarball alone, its era then
 the newest file in it) becomes a git repository of one commit, and then goes through the product's code path that
 ``python -m swe_envs validate`` uses: ``make_builder`` -> ``EnvBuilder.build`` (recipe, toolchain,
@@ -107,8 +109,9 @@ class AptSource:
         patches are not applied (``dpkg-source -x --skip-patches``): the tree is upstream's."""
         where = self.root / "pkg" / package
         trees = [p for p in where.glob("*") if p.is_dir() and not p.name.startswith(".")] if where.is_dir() else []
-        if trees and not (where / UNPATCHED).is_file():
-            # unpacked by an earlier version of this benchmark, with Debian's patches applied
+        marker = where / UNPATCHED
+        if trees and not (marker.is_file() and marker.read_text() == UNPACK_POLICY):
+            # unpacked by an earlier version of this benchmark, under another patch policy
             for tree in trees:
                 shutil.rmtree(tree)
             trees = []
@@ -125,15 +128,19 @@ class AptSource:
             if tree is None:
                 shutil.rmtree(where, ignore_errors=True)
                 return None, "", fetch_error(apt_said)
-            (where / UNPATCHED).write_text("dpkg-source -x --skip-patches (or the orig tarballs alone)\n")
+            marker.write_text(UNPACK_POLICY)
             trees = [tree]
         dsc = next(iter(sorted(where.glob("*.dsc"))), None)
         version = dsc.stem.split("_", 1)[1] if dsc else ""
         return trees[0], version, ""
 
 
-# marks a package directory whose tree was unpacked without Debian's patches
+# marks a package directory whose tree was unpacked under UNPACK_POLICY
 UNPATCHED = ".unpacked-without-debian-patches"
+UNPACK_POLICY = ("dpkg-source -x --skip-patches, patches applied only to repacked (+dfsg/+ds) orig tarballs; "
+                 "or the orig tarballs alone\n")
+# a repacked orig tarball: Debian removed files from upstream's (vendored copies, non-free parts)
+_REPACKED = re.compile(r"^Version:\s*(?:\d+:)?[^-\s]*[+~](?:dfsg|ds)", re.M)
 
 
 def unpack_upstream(where: Path) -> Path | None:
@@ -146,7 +153,11 @@ def unpack_upstream(where: Path) -> Path | None:
         # format 1.0's diff patches upstream files in place: only the orig tarball is upstream's
         if fmt and fmt.group(1) != "1.0":
             before = {p for p in where.iterdir() if p.is_dir()}
-            proc = subprocess.run(["dpkg-source", "-x", "--skip-patches", dsc.name], cwd=where,
+            # a repacked tree is not upstream's either, and Debian's patches are what make it build
+            # without what was removed (yaml-cpp 0.7.0+dfsg, fmtlib 9.1.0+ds1: the vendored googletest
+            # gone, the patches point CMake at the system's); any other tree: upstream's, unpatched
+            repacked = bool(_REPACKED.search(dsc.read_text(errors="replace")))
+            proc = subprocess.run(["dpkg-source", "-x", *([] if repacked else ["--skip-patches"]), dsc.name], cwd=where,
                                   capture_output=True, text=True, timeout=600)
             made = [p for p in where.iterdir() if p.is_dir() and p not in before and not p.name.startswith(".")]
             if proc.returncode == 0 and made:

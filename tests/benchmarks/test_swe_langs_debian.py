@@ -143,24 +143,24 @@ def test_reuse_takes_earlier_rows_for_languages_not_run_now(tmp_path):
         "node-parseurl"]  # run now: not reused
 
 
-def _source_package(where: Path, patched_test: str) -> None:
+def _source_package(where: Path, patched_test: str, upstream: str = "1.0.0") -> None:
     """A real 3.0 (quilt) source package made by dpkg-source: upstream's test.js, and a Debian
     patch that rewrites it (as node-ansi-regex's moves its tests from ava to tape)."""
-    src = where / "build" / "node-demo-1.0.0"
+    src = where / "build" / f"node-demo-{upstream}"
     (src / "debian" / "source").mkdir(parents=True)
     (src / "debian" / "patches").mkdir()
     (src / "test.js").write_text("import test from 'ava';\n")
-    subprocess.run(["tar", "-czf", str(where / "build" / "node-demo_1.0.0.orig.tar.gz"), "-C", str(where / "build"),
-                    "--exclude=debian", "node-demo-1.0.0"], check=True)
+    subprocess.run(["tar", "-czf", str(where / "build" / f"node-demo_{upstream}.orig.tar.gz"), "-C", str(where / "build"),
+                    "--exclude=debian", f"node-demo-{upstream}"], check=True)
     (src / "debian" / "source" / "format").write_text("3.0 (quilt)\n")
     (src / "debian" / "control").write_text("Source: node-demo\nMaintainer: A <a@localhost>\n\n"
                                              "Package: node-demo\nArchitecture: all\nDescription: d\n d\n")
-    (src / "debian" / "changelog").write_text("node-demo (1.0.0-1) unstable; urgency=medium\n\n  * New\n\n"
+    (src / "debian" / "changelog").write_text(f"node-demo ({upstream}-1) unstable; urgency=medium\n\n  * New\n\n"
                                               " -- A <a@localhost>  Wed, 22 Sep 2021 08:56:34 +0200\n")
     (src / "debian" / "patches" / "tape.diff").write_text(
         "--- a/test.js\n+++ b/test.js\n@@ -1 +1 @@\n-import test from 'ava';\n+" + patched_test + "\n")
     (src / "debian" / "patches" / "series").write_text("tape.diff\n")
-    subprocess.run(["dpkg-source", "-b", "node-demo-1.0.0"], cwd=where / "build", check=True, capture_output=True)
+    subprocess.run(["dpkg-source", "-b", f"node-demo-{upstream}"], cwd=where / "build", check=True, capture_output=True)
     for p in (where / "build").iterdir():
         if p.is_file():
             p.rename(where / p.name)
@@ -207,3 +207,31 @@ def test_fetch_unpacks_without_debians_patches(tmp_path, monkeypatch):
     assert bench.as_repo(tree, repo) == commit
     (tree / "test.js").write_text("changed\n")
     assert bench.as_repo(tree, repo) != commit
+
+
+def test_a_repacked_orig_is_unpacked_with_debians_patches(tmp_path, monkeypatch):
+    """+dfsg/+ds: Debian removed files from upstream's tarball (yaml-cpp's vendored googletest),
+    and its patches are what make the rest build; such a tree is unpacked with them."""
+    import shutil
+
+    if shutil.which("dpkg-source") is None:
+        import pytest
+
+        pytest.skip("dpkg-source (dpkg-dev) is not installed")
+    made = tmp_path / "made"
+    made.mkdir()
+    _source_package(made, "const test = require('tape');", upstream="1.0.0+dfsg")
+    real_run = subprocess.run
+
+    def fake_run(cmd, cwd=None, **kw):  # only the download stands in for the mirror
+        if cmd[0] != "apt-get":
+            return real_run(cmd, cwd=cwd, **kw)
+        for p in made.iterdir():
+            if p.is_file():
+                shutil.copy(p, Path(cwd) / p.name)
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(bench.subprocess, "run", fake_run)
+    tree, version, err = bench.AptSource(tmp_path / "data").fetch("node-demo")
+    assert err == "" and version == "1.0.0+dfsg-1"
+    assert (tree / "test.js").read_text() == "const test = require('tape');\n"  # Debian's patch applied

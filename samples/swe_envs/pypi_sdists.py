@@ -14,6 +14,8 @@ from __future__ import annotations
 import hashlib
 import json
 import ssl
+import subprocess
+import sys
 import tarfile
 import urllib.request
 from dataclasses import dataclass
@@ -38,9 +40,13 @@ def _indexes() -> list[str]:
     urls = [cfg.get("index-url", "")] + cfg.get("extra-index-url", "").split()
     urls = [u for u in urls if u.startswith(("http://", "https://"))]
     if not cfg.get("index-url"):
-        from pip._internal.models.index import PyPI  # pip's own default index, never written here
-
-        urls.insert(0, PyPI.simple_url)
+        # pip's own default index, never written here; asked in a child process because importing
+        # pip's internals loads the standard library's distutils, after which importing setuptools
+        # in this process fails (its _distutils_hack asserts: megatron imports it via torch)
+        out = subprocess.run([sys.executable, "-c", "from pip._internal.models.index import PyPI; print(PyPI.simple_url)"],
+                             capture_output=True, text=True, timeout=60)
+        if out.returncode == 0 and out.stdout.strip():
+            urls.insert(0, out.stdout.strip())
     return urls
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from swe_envs.envs.network_needs import network_needed
-from tests.swe_envs.envs.regen_fixtures import make_git
+from tests.swe_envs.envs.fresh_build import build_fresh
 
 # ruby-akismet 3.0.0 (benchmarks/swe_langs_debian.py): its test helper demands an API key of the live service
 AKISMET = ("/testbed/test/test_helper.rb:4:in `<top (required)>': Set the AKISMET_API_KEY environment variable to an "
@@ -29,10 +29,6 @@ def test_a_failed_connection_or_a_demanded_credential_needs_network():
 def test_a_suite_that_demands_a_service_key_is_an_environment_that_needs_network(docker_ready, tmp_path):
     """The builder's collect run (offline) fails on the helper's demand: the environment is reported
     as needing network, with the log's words, not as a recipe that did not build."""
-    from swe_envs.config import SweEnvsConfig
-    from swe_envs.envs.builder import EnvBuilder
-    from swe_envs.images import Images
-    from swe_envs.sandbox import Sandbox
 
     files = {"lib/spamcheck.rb": "module Spamcheck\n  def self.spam?(text) = text.include?('viagra')\nend\n",
              "test/test_helper.rb": "require 'minitest/autorun'\nrequire 'spamcheck'\n"
@@ -41,10 +37,7 @@ def test_a_suite_that_demands_a_service_key_is_an_environment_that_needs_network
              "test/spamcheck_test.rb": "require_relative 'test_helper'\n"
                                        "class SpamcheckTest < Minitest::Test\n  def test_ham\n"
                                        "    refute Spamcheck.spam?('hello')\n  end\nend\n"}
-    repo, head = make_git(tmp_path / "spamcheck", files)
-    cfg = SweEnvsConfig()
-    builder = EnvBuilder(cfg, Images(docker_ready, cfg.build), Sandbox(docker_ready, cfg.sandbox), None, tmp_path / "logs")
-    env = builder.build("tests/spamcheck", repo, head, language="ruby")
+    builder, env = build_fresh(docker_ready, tmp_path, "spamcheck", files, "ruby")
     assert not env.ok
     assert env.needs_network.endswith("Set the SPAMCHECK_API_KEY environment variable to an API key obtained from the "
                                       "service (RuntimeError)")

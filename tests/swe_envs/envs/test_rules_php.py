@@ -12,6 +12,7 @@ import pytest
 from swe_envs.envs import project_files, rules_php
 from swe_envs.envs.build_rules import rule_fix
 from swe_envs.repos import Snapshot
+from tests.swe_envs.envs.fresh_build import build_fresh
 from tests.swe_envs.envs.regen_fixtures import make_git
 
 # the end of php-doctrine-lexer's round-1 build log (composer 2.5 in a bookworm image, no DNS)
@@ -79,11 +80,7 @@ def test_a_library_with_a_runtime_dependency_builds_and_runs_from_debian(docker_
     """The rule's shell lines in a real image: composer cannot reach its registry (nothing but the
     Debian mirror is reachable from a build here), psr/log comes from Debian's php-psr-log, a
     package Debian lacks is reported and does not stop the suite."""
-    from swe_envs.config import SweEnvsConfig
-    from swe_envs.envs.builder import EnvBuilder
     from swe_envs.envs.parsers import parse_log
-    from swe_envs.images import Images
-    from swe_envs.sandbox import Sandbox
 
     comp = {"require": {"php": ">=7.4", "psr/log": "^1 || ^2 || ^3"},
             "require-dev": {"phpunit/phpunit": "^9", "swe-envs-test/not-packaged": "^1"},
@@ -99,13 +96,7 @@ def test_a_library_with_a_runtime_dependency_builds_and_runs_from_debian(docker_
                                    "  public function testAdd(): void { $this->assertSame(3, (new Calc())->add(1, 2)); }\n"
                                    "  public function testLogger(): void { $this->assertTrue(interface_exists("
                                    "'Psr\\Log\\LoggerInterface')); }\n}\n"}
-    repo, head = make_git(tmp_path / "calc-php-psr", files)
-    cfg = SweEnvsConfig()
-    builder = EnvBuilder(cfg, Images(docker_ready, cfg.build), Sandbox(docker_ready, cfg.sandbox), None, tmp_path / "logs")
-    env = builder.build("tests/calc-php-psr", repo, head, language="php")
-    if env.ok and env.cached:  # exercise the loop, not an image an earlier session verified
-        docker_ready.images.remove(env.image, force=True)
-        env = builder.build("tests/calc-php-psr", repo, head, language="php")
+    builder, env = build_fresh(docker_ready, tmp_path, "calc-php-psr", files, "php")
     assert env.ok, env.reason
     if [a.stage for a in env.attempts] == ["ok"]:
         pytest.skip("composer's registry answered from this machine: the rule was not needed")
@@ -161,11 +152,7 @@ def test_a_pre_phpunit_8_suite_with_a_generated_bootstrap_runs_on_debians_phpuni
     """The wrapper in a real image and sandbox: the test command's plain ``phpunit`` finds it first,
     its hooks generate the bootstrap autoloader and declare the fixture methods void as the suite
     runs, every test reported."""
-    from swe_envs.config import SweEnvsConfig
-    from swe_envs.envs.builder import EnvBuilder
     from swe_envs.envs.parsers import parse_log
-    from swe_envs.images import Images
-    from swe_envs.sandbox import Sandbox
 
     files = {"src/Calc.php": "<?php\nclass Calc { public function add($a, $b) { return $a + $b; } }\n",
              # the build's phpab writes the bootstrap (phar-io/version's shape)
@@ -177,13 +164,7 @@ def test_a_pre_phpunit_8_suite_with_a_generated_bootstrap_runs_on_debians_phpuni
                                    "  public static function tearDownAfterClass() {}\n"
                                    "  public function testAdd() { $this->assertSame(3, $this->calc->add(1, 2)); }\n"
                                    "  public function testZero() { $this->assertSame(0, $this->calc->add(0, 0)); }\n}\n"}
-    repo, head = make_git(tmp_path / "calc-php-pre8", files)
-    cfg = SweEnvsConfig()
-    builder = EnvBuilder(cfg, Images(docker_ready, cfg.build), Sandbox(docker_ready, cfg.sandbox), None, tmp_path / "logs")
-    env = builder.build("tests/calc-php-pre8", repo, head, language="php")
-    if env.ok and env.cached:  # exercise the loop, not an image an earlier session verified
-        docker_ready.images.remove(env.image, force=True)
-        env = builder.build("tests/calc-php-pre8", repo, head, language="php")
+    builder, env = build_fresh(docker_ready, tmp_path, "calc-php-pre8", files, "php")
     assert env.ok, env.reason
     assert [(a.source, a.stage, a.rule) for a in env.attempts] == [
         ("template", "collect", ""), ("rule", "collect", "generated autoloader (phpab)"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from swe_envs.envs.build_rules import rule_fix
-from tests.swe_envs.envs.regen_fixtures import make_git
+from tests.swe_envs.envs.fresh_build import build_fresh
 
 # ruby-colorator 1.1.0's collect run after "gems from Debian" (luna-rspec-formatters is not packaged)
 COLORATOR = """An error occurred while loading ./spec/tests/lib/colorator_spec.rb.
@@ -42,24 +42,14 @@ def test_a_missing_formatter_gets_an_empty_stand_in_on_the_load_path():
 def test_specs_whose_helper_loads_a_missing_formatter_run(docker_ready, tmp_path):
     """colorator's shape: the spec helper requires a formatter plugin no package provides; the
     stand-in lets the examples run with the test command's own formatter."""
-    from swe_envs.config import SweEnvsConfig
-    from swe_envs.envs.builder import EnvBuilder
     from swe_envs.envs.parsers import parse_log
-    from swe_envs.images import Images
-    from swe_envs.sandbox import Sandbox
 
     files = {"lib/shout.rb": "module Shout\n  def self.up(s) = s.upcase\nend\n",
              "spec/spec_helper.rb": 'require "shout"\nrequire "swe_envs_test/rspec/formatters/dots"\n',
              "spec/shout_spec.rb": 'require "spec_helper"\nRSpec.describe Shout do\n'
                                    '  it("shouts") { expect(Shout.up("a")).to eq("A") }\n'
                                    '  it("keeps digits") { expect(Shout.up("1")).to eq("1") }\nend\n'}
-    repo, head = make_git(tmp_path / "shout", files)
-    cfg = SweEnvsConfig()
-    builder = EnvBuilder(cfg, Images(docker_ready, cfg.build), Sandbox(docker_ready, cfg.sandbox), None, tmp_path / "logs")
-    env = builder.build("tests/shout-formatter", repo, head, language="ruby")
-    if env.ok and env.cached:  # exercise the loop, not an image an earlier session verified
-        docker_ready.images.remove(env.image, force=True)
-        env = builder.build("tests/shout-formatter", repo, head, language="ruby")
+    builder, env = build_fresh(docker_ready, tmp_path, "shout-formatter", files, "ruby")
     assert env.ok, env.reason
     assert [(a.source, a.stage, a.rule) for a in env.attempts] == [
         ("template", "collect", ""), ("rule", "ok", "RSpec formatter not in Debian")]

@@ -25,7 +25,7 @@ token); ``dsa_dense = True`` is the dense warm-up. The KL that trains the indexe
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import torch
 import torch.nn.functional as F
@@ -81,7 +81,14 @@ class LatentCache:
 
     @property
     def numbers_per_token(self) -> int:
-        return self.c_kv.shape[-1] + self.k_rope.shape[-1]
+        n = self.c_kv.shape[-1] + self.k_rope.shape[-1]
+        return n + (self.k_index.shape[-1] if self.k_index is not None else 0)
+
+    def select(self, rows: torch.Tensor) -> LatentCache:
+        """The cache of batch rows ``rows`` only (a sampler dropping finished requests). Every
+        per-token field is selected, so a field added here cannot be silently lost by callers."""
+        pick = {f.name: getattr(self, f.name) for f in fields(self)}
+        return type(self)(**{k: v[rows] if v is not None else None for k, v in pick.items()})
 
 
 class MLA(nn.Module):

@@ -170,7 +170,7 @@ def _sample(model, prompts, plist, generator) -> list[Completion]:
             break
         if len(keep) < len(live):  # finished rows leave the batch
             sel = torch.tensor(keep, device=dev)
-            caches = [type(c)(c.c_kv[sel], c.k_rope[sel]) for c in caches]
+            caches = [c.select(sel) for c in caches]
             key_mask, tok, live = key_mask[sel], tok[sel], live[sel]
         key_mask = torch.cat((key_mask, torch.ones(len(live), 1, dtype=torch.bool, device=dev)), 1)
         pos = next_pos[live][:, None]

@@ -40,8 +40,10 @@ help:
 
 setup: sysdeps $(STAMP)
 
-# System packages the suite needs on a fresh Debian 12 (as root): a JRE for Spark, venv.
+# System packages the suite needs on a fresh Debian 12 (as root): a JRE for Spark, venv, and the jail
+# for untrusted code (bubblewrap + libseccomp: core/jail.py decides, installs and probes; stdlib only)
 sysdeps:
+	@$(PYTHON) -m core.jail setup || true
 	@if ! command -v java >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "installing a Java runtime for Spark (openjdk-17-jre-headless)"; \
@@ -193,7 +195,8 @@ fuzz: setup
 chaos: setup
 	RELIABILITY_LONG=1 RELIABILITY_TABLE=out/reliability/chaos.json $(PY) -m pytest -q \
 	  tests/reliability/test_bad_records.py tests/reliability/test_chaos_llm.py \
-	  tests/reliability/test_containment.py tests/reliability/test_kill_resume*.py
+	  tests/reliability/test_containment.py tests/reliability/test_containment_parsers.py \
+	  tests/reliability/test_kill_resume*.py
 
 # load: the web job on 10x the sample's pages (edited copies), then `swe_envs validate` of 55
 # repo-versions in one run; peak RSS of each job's process tree, output disk, engine growth

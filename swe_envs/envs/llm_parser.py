@@ -1,10 +1,10 @@
 """LLM-generated log parsers for runners without a built-in parser.
 
 The endpoint is asked for ``def parse(log: str) -> dict[str, str]`` (test id -> passed /
-failed / skipped / error). A candidate runs in a separate Python process: a wall-clock and a
-CPU limit, an address-space cap, no file writes, no network (a new network namespace where
-``unshare`` is allowed, and an audit hook refusing sockets, subprocesses and ``ctypes`` in any
-case). It is accepted only if it reproduces, exactly, the statuses of every log whose truth
+failed / skipped / error). A candidate is untrusted code: it runs only in the jail of
+``core/jail.py`` (bubblewrap namespaces with a read-only root of the interpreter alone, seccomp
+refusing processes and sockets, rlimits, a wall-clock limit and an output cap), and is not run at
+all where that jail cannot be built. It is accepted only if it reproduces, exactly, the statuses of every log whose truth
 is known from elsewhere: JUnit XML written by the same run, a built-in parser, or the exit
 codes of single-test runs (``truth_from_single_runs``). The truth must hold at least one
 failing and one passing test (configurable): an empty truth accepts ``return {}``. A candidate
@@ -16,40 +16,23 @@ mismatches go back to the endpoint for the next round. Every attempt is recorded
 
 from __future__ import annotations
 
-import functools
 import json
-import os
 import re
-import shutil
-import subprocess
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from core import jail
 from core.llm import LLMClient, LLMError
 from swe_envs.config import LLMParserConfig
 from swe_envs.envs.parsers.base import ERROR, FAILED, PASSED, SKIPPED, STATUSES, ParseResult
 
-# the child: limits first, then the audit hook, then the candidate; reads {"code", "log"} on stdin
-CHILD = r'''
-import json, resource, sys
+# the trusted harness the jail runs (core/jail.py adds limits and seccomp before it): reads
+# {"code", "log"} on stdin, runs the candidate's parse() and checks the shape of what it returned
+CHILD = r"""
+import json, sys
+import re, collections, itertools, functools, string, xml.etree.ElementTree  # what a parser may use
 spec = json.loads(sys.stdin.read())
-mem = spec["memory_mb"] * 2**20
-resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
-cpu = int(spec["timeout_s"]) + 1
-resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
-resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
-import re, collections, itertools, functools, string, xml.etree.ElementTree  # what a parser may use, preloaded
-BLOCKED = ("socket.", "subprocess.", "os.system", "os.exec", "os.posix_spawn", "os.fork", "os.spawn", "ctypes.",
-           "os.remove", "os.rename", "os.rmdir", "os.unlink", "shutil.", "urllib.", "http.")
-def hook(event, args):
-    if event.startswith(BLOCKED) or event == "import" and args and str(args[0]).split(".")[0] in (
-            "socket", "subprocess", "ctypes", "urllib", "http", "ssl", "multiprocessing", "asyncio"):
-        raise PermissionError(f"not allowed in a log parser: {event}")
-    if event == "open" and len(args) > 1 and args[1] and any(c in str(args[1]) for c in "wax+"):
-        raise PermissionError("not allowed in a log parser: writing files")
-sys.addaudithook(hook)
 ns = {"__name__": "llm_parser"}
 exec(compile(spec["code"], "<llm parser>", "exec"), ns)
 out = ns["parse"](spec["log"])
@@ -70,24 +53,16 @@ if summary is not None and summary is not True:
         raise TypeError(f"summary is {type(summary).__name__}, not a dict of totals, True or None")
     summary = {k: int(summary.get(k) or 0) for k in ("passed", "failed", "skipped", "error")}
 sys.stdout.write("\n@@RESULT@@" + json.dumps({"tests": clean, "summary": summary}))
-'''
+"""
+
+# exit statuses of a jailed child the kernel stopped: SIGXCPU (soft CPU limit), SIGKILL (hard one)
+_CPU_LIMIT_RC = (128 + 24, -24, 128 + 9)
 
 
 class ParserRunError(Exception):
     def __init__(self, kind: str, message: str):
         super().__init__(f"{kind}: {message}")
         self.kind, self.message = kind, message
-
-
-@functools.cache
-def _isolation_prefix() -> tuple[str, ...]:
-    """``unshare -n`` (a network namespace with nothing in it) when this process may create one."""
-    exe = shutil.which("unshare")
-    if exe and os.geteuid() == 0:
-        probe = subprocess.run([exe, "-n", "true"], capture_output=True)
-        if probe.returncode == 0:
-            return (exe, "-n")
-    return ()
 
 
 def run_parser(code: str, log: str, timeout_s: float = 10.0, memory_mb: int = 512) -> dict[str, str]:
@@ -97,23 +72,26 @@ def run_parser(code: str, log: str, timeout_s: float = 10.0, memory_mb: int = 51
 
 def run_parser_full(code: str, log: str, timeout_s: float = 10.0,
                     memory_mb: int = 512) -> tuple[dict[str, str], dict[str, int] | bool | None]:
-    """(statuses, summary) of a candidate on one log, run in the sandboxed child.
+    """(statuses, summary) of a candidate on one log, run in the jail (core/jail.py).
 
     summary: None (no end-of-run summary seen), True (seen, no totals) or the stated totals.
-    Raises ParserRunError on crash / loop / bad output."""
-    spec = json.dumps({"code": code, "log": log, "timeout_s": timeout_s, "memory_mb": memory_mb})
-    cmd = [*_isolation_prefix(), sys.executable, "-I", "-c", CHILD]
+    Raises ParserRunError on crash / loop / bad output / no isolation (the candidate is then not run)."""
+    spec = json.dumps({"code": code, "log": log}).encode()
+    limits = jail.Limits(timeout_s=timeout_s, memory_mb=memory_mb, output_mb=max(16, 8 * len(spec) // 2**20))
     try:
-        proc = subprocess.run(cmd, input=spec, capture_output=True, text=True, timeout=timeout_s,
-                              env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"}, cwd="/")
-    except subprocess.TimeoutExpired:
-        raise ParserRunError("timeout", f"no result within {timeout_s:.0f}s (a loop?)") from None
-    out = proc.stdout
-    if proc.returncode != 0 or "@@RESULT@@" not in out:
-        err = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
-        kind = "cpu_limit" if proc.returncode in (-24, 152) else "crash"
+        res = jail.run(CHILD, spec, limits)
+    except jail.JailError as err:
+        raise ParserRunError(err.kind, err.message) from None
+    out = res.stdout.decode("utf-8", "replace")
+    if res.returncode != 0 or "@@RESULT@@" not in out:
+        err = (res.stderr.strip().splitlines() or [f"exit code {res.returncode}"])[-1]
+        kind = ("cpu_limit" if res.returncode in _CPU_LIMIT_RC else
+                "memory_limit" if err.startswith("MemoryError") else "crash")
         raise ParserRunError(kind, err[:300])
-    result = json.loads(out.rsplit("@@RESULT@@", 1)[1])
+    try:
+        result = json.loads(out.rsplit("@@RESULT@@", 1)[1])
+    except ValueError as err:  # the candidate printed after the harness's line
+        raise ParserRunError("crash", f"unreadable result: {err}") from None
     return result["tests"], result["summary"]
 
 

@@ -35,6 +35,18 @@ class Ledger:
         self.rows: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(COLUMNS, 0))
         # figures beside the counts (load runs: peak RSS, disk, seconds), printed under the table
         self.figures: dict[str, dict[str, float | int | str]] = defaultdict(dict)
+        self.attempts: dict[str, list[dict]] = defaultdict(list)
+
+    def attempt(self, area: str, name: str, contained: bool, reason: str) -> None:
+        """One hostile attempt: contained (with the reason the sandbox gave) or an escape."""
+        self.add(area, tried=1, faults=1, escapes=int(not contained))
+        self.attempts[area].append({"attempt": name, "contained": contained, "reason": reason[:300]})
+
+    def rows_contained(self) -> list[dict]:
+        """`make chaos`'s rows: {area, tried, contained, escaped} (+ records lost and each attempt's reason)."""
+        return [{"area": area, "tried": vals["inputs tried"], "contained": vals["inputs tried"] - vals["escapes"],
+                 "escaped": vals["escapes"], "records_lost": vals["records lost"],
+                 "attempts": self.attempts.get(area, [])} for area, vals in sorted(self.rows.items())]
 
     def figure(self, area: str, **values: float | int | str) -> None:
         self.figures[area].update(values)
@@ -65,7 +77,8 @@ class Ledger:
 
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"long": LONG, "areas": dict(sorted(self.rows.items())),
+        path.write_text(json.dumps({"long": LONG, "rows": self.rows_contained(),
+                                    "areas": dict(sorted(self.rows.items())),
                                     "figures": dict(sorted(self.figures.items()))}, indent=1) + "\n")
 
 

@@ -28,10 +28,11 @@ def _reward_text(r: dict) -> str:
     return f"{r['error']}" if r["error"] else f"reward {r['reward']}"
 
 
-def check_row(name: str, oracle: dict | None, nop: dict | None, error: str = "") -> dict:
+def check_row(name: str, oracle: dict | None, nop: dict | None, error: str = "", network: dict | None = None) -> dict:
+    # network: what the task asked for and what it got (environment.network_decision), on every row
     row = {"task": name, "built": bool(oracle and oracle.get("built")),
            "oracle_reward": oracle["reward"] if oracle else None, "nop_reward": nop["reward"] if nop else None,
-           "ok": False, "reason": error}
+           "ok": False, "reason": error, "network": network or (oracle or {}).get("network")}
     if error:
         return row
     if not row["built"]:
@@ -154,10 +155,11 @@ class CheckWork:
         shutil.rmtree(st["src"], ignore_errors=True)
 
     def run(self, st, item: dict, emit) -> None:
+        from swe_envs.terminal.environment import network_decision
         from swe_envs.terminal.trial import TrialSpec, run_trial
 
         name, out = item["name"], st["out"]
-        oracle = nop = None
+        oracle = nop = network = None
         error = ""
         needs: list[dict] = []
         try:
@@ -173,6 +175,7 @@ class CheckWork:
             else:
                 task = load_task(path)
             needs = task_needs(task)
+            network = network_decision(task, self.cfg.runner)
             oracle = run_trial(st["ctx"], TrialSpec(task, "oracle", f"{slug(name)}__oracle"), out / "trials")
             if oracle["built"]:
                 nop = run_trial(st["ctx"], TrialSpec(task, "nop", f"{slug(name)}__nop"), out / "trials")
@@ -180,7 +183,7 @@ class CheckWork:
             error = f"task: {err}"
         except Exception as err:  # one broken task never stops the batch
             error = f"{type(err).__name__}: {str(err)[:300]}"
-        row = with_needs(check_row(name, oracle, nop, error), needs)
+        row = with_needs(check_row(name, oracle, nop, error, network), needs)
         emit("row", {"row": row, "details": self._details(name, needs, oracle, nop)})
 
     @staticmethod
@@ -222,4 +225,7 @@ def summarize(rows: list[dict], details: dict[str, dict] | None = None) -> dict:
             "oracle_pass": sum((r["oracle_reward"] or 0) >= 1 for r in rows), "ok": sum(r["ok"] for r in rows),
             "groups": {k: dict(v) for k, v in sorted(groups.items())},
             "reasons": dict(Counter(_reason_class(r["reason"]) for r in rows if not r["ok"]).most_common()),
+            # asked -> run per task: how many tasks that want the internet ran offline
+            "network": dict(Counter(f"{n['asked']} -> {n['run']}" if (n := r.get("network")) else "unknown"
+                                    for r in rows).most_common()),
             "substitutions": dict(subs)}

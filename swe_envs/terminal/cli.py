@@ -84,6 +84,32 @@ def needs(
     typer.echo(f"offline-capable tasks: {capable}/{total}")
 
 
+@app.command("harbor-validate")
+@user_errors
+def harbor_validate(
+    tasks: Path = typer.Option(..., help="a Harbor task dir, or a dir of them"),
+    output: Path = typer.Option(None, help="write one JSON row per task here (JSONL)"),
+    version: str = typer.Option(None, help="the harbor package version (default: the pinned one)"),
+    config: Path = typer.Option(None, help="TerminalConfig YAML (configs/terminal.yaml)"),
+) -> None:
+    """Load every task with the harbor package's own task model (in a container: it needs Python >= 3.12)."""
+    from swe_envs.terminal.discover import find_tasks
+    from swe_envs.terminal.harbor_model import HARBOR_VERSION, harbor_load
+    from swe_envs.terminal.trial import Context
+
+    ctx = Context(_runner_config(config, None), typer.echo)
+    rows = harbor_load(find_tasks(tasks, allow_old=False), ctx.images, ctx.subst, version or HARBOR_VERSION)
+    for r in rows:
+        typer.echo(f"{'ok ' if r['ok'] else 'BAD'} {r['task']}" + ("" if r["ok"] else f"\n    {r['error']}"))
+    if output:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    bad = sum(not r["ok"] for r in rows)
+    typer.echo(f"refused by harbor {rows[0]['harbor_version'] if rows else ''}: {bad}/{len(rows)}")
+    if bad:
+        raise typer.Exit(1)
+
+
 def _runner_config(config: Path | None, set_: list[str] | None):
     from swe_envs.terminal.config import TerminalConfig
 

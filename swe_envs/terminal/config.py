@@ -19,6 +19,9 @@ from core.llm import LLMConfig
 _BUILDPACK = ["ca-certificates", "curl", "wget", "git", "gnupg", "build-essential", "pkg-config", "procps",
               "xz-utils", "bzip2", "unzip", "file", "less", "patch"]
 _PY = ["python3", "python3-venv", "python3-pip", "python-is-python3"]
+# the python:3.x images' pip installs into their own interpreter; Debian's is marked externally
+# managed (PEP 668), which would refuse a test script's plain `pip install`
+_PY_SETUP = ["ENV PIP_BREAK_SYSTEM_PACKAGES=1"]
 
 
 class SubstituteRule(StrictModel):
@@ -34,11 +37,12 @@ class SubstituteRule(StrictModel):
 def default_substitutes() -> list[SubstituteRule]:
     rules = [
         {"match": ["*python-3-13*", "python:3.13*", "python:3.12*", "python:3.14*"], "suite": "trixie",
-         "apt_packages": _BUILDPACK + _PY + ["tmux"], "provision": ["shims", "uv", "pytest"]},
+         "apt_packages": _BUILDPACK + _PY + ["tmux"], "provision": ["shims", "uv", "pytest"], "setup": _PY_SETUP},
         {"match": ["python:3.11*", "python:3.10*", "python:3"], "suite": "bookworm",
-         "apt_packages": _BUILDPACK + _PY, "provision": ["shims", "uv", "pytest"]},
+         "apt_packages": _BUILDPACK + _PY, "provision": ["shims", "uv", "pytest"], "setup": _PY_SETUP},
         {"match": ["python:3.9*", "python:3.8*"], "suite": "bullseye",
-         "apt_packages": _BUILDPACK + ["python3", "python3-venv", "python3-pip"], "provision": ["shims", "uv", "pytest"]},
+         "apt_packages": _BUILDPACK + ["python3", "python3-venv", "python3-pip"], "provision": ["shims", "uv", "pytest"],
+         "setup": _PY_SETUP},
         {"match": ["buildpack-deps:*", "ubuntu:*", "debian:*"], "suite": "bookworm",
          "apt_packages": _BUILDPACK + ["python3", "python3-venv"], "provision": ["shims", "uv", "pytest"],
          # Ubuntu jammy's pip predates PEP 668: tasks `pip install` into the system Python
@@ -79,6 +83,8 @@ class RunnerConfig(StrictModel):
     memory_mb_max: int = Field(default=8192, ge=64)
     cpus_max: float = Field(default=2.0, gt=0)
     pids: int = Field(default=1024, ge=16)
+    # the writable layers of a trial's containers (no single file above it either): swe_envs/disk_guard.py
+    disk_mb: int = Field(default=10240, ge=64)
     # a command past its limit is killed inside the container; the host waits this much longer
     exec_margin_s: float = Field(default=30.0, ge=0)
     # scales the task's agent and verifier timeouts (Harbor's --timeout-multiplier): tasks are timed on

@@ -2,12 +2,11 @@
 
 Single-container tasks build ``environment/Dockerfile`` (or use ``[environment].docker_image``).
 Multi-service tasks (``environment/docker-compose.yaml``) are run by the Docker SDK directly:
-``docker compose`` is a CLI plugin that Debian's docker.io does not ship, and the subset tasks
-use — ``build``/``image``, ``command``, ``entrypoint``, ``environment``, ``working_dir``,
-``depends_on``, ``healthcheck`` — maps onto one private network with the services reachable by
-name. Any other service key is an error naming it (never silently dropped). The main service is
-``main`` (Harbor) or ``client`` (Terminal-Bench); it runs ``sleep infinity`` and the agent and
-verifier exec into it.
+``docker compose`` is a CLI plugin that Debian's docker.io does not ship. The services are
+Harbor's (``compose.py``: its base ``main`` built from ``environment/`` or ``docker_image``, merged
+with the task's file) on one private network, reachable by name. ``main`` runs ``sleep infinity``
+and the agent and verifier exec into it; its image gets the warm layer (``warm.py``,
+``pywarm.py``) when the tests would fetch something offline.
 
 Containers run with the task's CPU/memory limits (capped by the runner config), a pids limit, no
 host mounts, ``no-new-privileges``, offline unless the runner follows the task's network mode;
@@ -17,6 +16,7 @@ Commands get a time limit inside the container (``timeout``) and a host-side one
 
 from __future__ import annotations
 
+import hashlib
 import io
 import shlex
 import tarfile
@@ -28,20 +28,17 @@ from pathlib import Path
 
 import docker
 import docker.errors
-import yaml
 
+from swe_envs.disk_guard import DiskGuard, fsize_ulimit
 from swe_envs.images import Images, sha, slug
 from swe_envs.repos import tar_with
 from swe_envs.sandbox import LABEL, owner
+from swe_envs.terminal import pywarm
+from swe_envs.terminal.compose import env_dict, main_service, start_order, task_services
 from swe_envs.terminal.config import RunnerConfig
-from swe_envs.terminal.substitute import Substituter, from_images
-from swe_envs.terminal.task import HarborTask, TaskFormatError
+from swe_envs.terminal.substitute import CURL_SHIM, Substituter, from_images
+from swe_envs.terminal.task import HarborTask
 from swe_envs.terminal.warm import test_scripts, warm_context, warm_dockerfile, warmings
-
-COMPOSE_KEYS = {"build", "image", "command", "entrypoint", "environment", "working_dir", "depends_on",
-                "healthcheck", "deploy", "container_name", "volumes", "ports", "expose", "restart"}
-# keys read but without effect here: names and mounts are ours to choose; nothing is published
-COMPOSE_IGNORED = {"container_name", "volumes", "ports", "expose", "restart"}
 
 
 @dataclass
@@ -86,100 +83,131 @@ def _tree_digest(root: Path) -> str:
     return sha(*parts)
 
 
-def compose_services(task: HarborTask) -> dict[str, dict]:
-    data = yaml.safe_load(task.compose_file.read_text(encoding="utf-8")) or {}
-    services = data.get("services")
-    if not isinstance(services, dict) or not services:
-        raise TaskFormatError(f"{task.compose_file}: no services")
-    for name, svc in services.items():
-        for key in (svc or {}):
-            if key not in COMPOSE_KEYS:
-                raise TaskFormatError(f"{task.compose_file}: services.{name}.{key} is not supported by the runner")
-    return {n: dict(s or {}) for n, s in services.items()}
-
-
-def main_service(services: dict[str, dict]) -> str:
-    for n in ("main", "client"):
-        if n in services:
-            return n
-    if len(services) == 1:
-        return next(iter(services))
-    raise TaskFormatError(f"compose file has no 'main' (or 'client') service among {sorted(services)}")
-
-
 def build_task_images(task: HarborTask, images: Images, subst: Substituter) -> Built:
     """Build every image the task needs (substituting upstream FROM images); cached by content."""
     t0 = time.monotonic()
     out = Built(ok=True)
     env_dir = task.environment_dir
-    if task.compose_file is not None:
-        services = compose_services(task)
-        specs = {}
-        for name, svc in services.items():
-            b = svc.get("build")
-            if b is not None:
-                b = {"context": b} if isinstance(b, str) else dict(b)
-                specs[name] = (env_dir / b.get("context", "."), b.get("dockerfile", "Dockerfile"))
-            elif svc.get("image"):
-                specs[name] = svc["image"]
-            else:
-                return Built(False, error=f"services.{name}: neither build nor image")
-    elif task.dockerfile is not None:
-        specs = {"main": (env_dir, "Dockerfile")}
-    else:
-        specs = {"main": task.config.environment.docker_image}
+    specs = {}
+    # Harbor's base main (environment/Dockerfile or docker_image) merged with the task's compose file
+    for name, svc in task_services(task).items():
+        b = svc.get("build")
+        if b is not None:
+            b = {"context": b} if isinstance(b, str) else dict(b)
+            specs[name] = (env_dir / b.get("context", "."), b.get("dockerfile", "Dockerfile"))
+        elif svc.get("image"):
+            specs[name] = svc["image"]
+        else:
+            return Built(False, error=f"services.{name}: neither build nor image")
     logs = []
+    main = main_service(specs)
     for name, spec in specs.items():
         if isinstance(spec, str):  # a prebuilt image: substitute it if absent
             s = subst.ensure(spec)
             out.substitutions.append({"upstream": spec, "local": s.local, "real": s.real, "error": s.error})
             if s.local is None:
                 return Built(False, out.images, "".join(logs), s.error, time.monotonic() - t0, out.substitutions)
-            out.images[name] = spec
-            continue
-        ctx, dfile = spec
-        if not (ctx / dfile).is_file():
-            return Built(False, error=f"{ctx / dfile} not found")
-        dockerfile = (ctx / dfile).read_text(encoding="utf-8")
-        parent_ids = []
-        for ref in from_images(dockerfile):
-            s = subst.ensure(ref)
-            out.substitutions.append({"upstream": ref, "local": s.local, "real": s.real, "error": s.error})
-            if s.local is None:
-                logs.append(s.built.log if s.built else "")
-                return Built(False, out.images, "".join(logs), s.error, time.monotonic() - t0, out.substitutions)
-            parent_ids.append(images.image_id(ref) or "")
-        tag = f"terminal/{slug(task.name)}-{slug(name)}:{sha(dockerfile, _tree_digest(ctx), *parent_ids)[:16]}"
-        ctx_tar = tar_dir(ctx)
-        if dfile != "Dockerfile":
-            ctx_tar = tar_with(ctx_tar, {"Dockerfile": dockerfile.encode()})
-        if images.image_id(tag) is None:
-            images.log(f"building {tag}")
-        res = images.build(tag, dockerfile, ctx_tar, labels={"swe_envs.terminal.task": task.name[:200]})
-        logs.append(res.log)
-        if not res.ok:
-            return Built(False, out.images, "".join(logs), f"build failed: {res.error}", time.monotonic() - t0,
-                         out.substitutions)
-        # the tests run in the main container: their scripts' test-time fetches are warmed there
-        tests = test_scripts([s.tests_dir for s in task.steps]) if name == "main" else ""
-        rules = warmings(ctx, tests)
-        if rules:  # what the tests would fetch offline, warmed in a layer on top (recorded as substitutions)
-            wdf = warm_dockerfile(tag, rules, ctx, tests)
-            wtag = f"{tag.rpartition(':')[0]}-warm:{sha(tag, wdf)[:16]}"
-            if images.image_id(wtag) is None:
-                images.log(f"building {wtag} ({', '.join(w.rule for w in rules)})")
-            wres = images.build(wtag, wdf, tar_with(b"", warm_context(rules)),
-                                labels={"swe_envs.terminal.task": task.name[:200]})
-            logs.append(wres.log)
-            out.substitutions += [{"upstream": w.upstream, "local": w.local if wres.ok else None, "real": False,
-                                   "error": "" if wres.ok else wres.error} for w in rules]
-            if not wres.ok:
-                return Built(False, out.images, "".join(logs), f"warm layer failed: {wres.error}",
-                             time.monotonic() - t0, out.substitutions)
-            tag = wtag
+            tag, ctx = spec, env_dir
+        else:
+            ctx, dfile = spec
+            if not (ctx / dfile).is_file():
+                return Built(False, error=f"{ctx / dfile} not found")
+            dockerfile = (ctx / dfile).read_text(encoding="utf-8")
+            parent_ids = []
+            for ref in from_images(dockerfile):
+                s = subst.ensure(ref)
+                out.substitutions.append({"upstream": ref, "local": s.local, "real": s.real, "error": s.error})
+                if s.local is None:
+                    logs.append(s.built.log if s.built else "")
+                    return Built(False, out.images, "".join(logs), s.error, time.monotonic() - t0, out.substitutions)
+                parent_ids.append(images.image_id(ref) or "")
+            tag = f"terminal/{slug(task.name)}-{slug(name)}:{sha(dockerfile, _tree_digest(ctx), *parent_ids)[:16]}"
+            ctx_tar = tar_dir(ctx)
+            if dfile != "Dockerfile":
+                ctx_tar = tar_with(ctx_tar, {"Dockerfile": dockerfile.encode()})
+            if images.image_id(tag) is None:
+                images.log(f"building {tag}")
+            res = images.build(tag, dockerfile, ctx_tar, labels={"swe_envs.terminal.task": task.name[:200]})
+            logs.append(res.log)
+            if not res.ok:
+                return Built(False, out.images, "".join(logs), f"build failed: {res.error}", time.monotonic() - t0,
+                             out.substitutions)
+        if name == main:  # the tests run in the main container: their test-time fetches are warmed there
+            tag, error = _warm_main(task, tag, ctx, images, subst, out, logs)
+            if error:
+                return Built(False, out.images, "".join(logs), error, time.monotonic() - t0, out.substitutions)
+        elif isinstance(spec, str):
+            tag = spec
         out.images[name] = tag
     out.log, out.seconds = "".join(logs), time.monotonic() - t0
     return out
+
+
+def _warm_main(task: HarborTask, tag: str, ctx: Path, images: Images, subst: Substituter, out: Built,
+               logs: list[str]) -> tuple[str, str]:
+    """(image, error): ``tag`` with a layer serving what the tests would fetch offline (warm.py's
+    rules and the tests' Python installs, pywarm.py), each recorded as a substitution; ``tag``
+    itself when nothing needs warming."""
+    tests_dirs = [s.tests_dir for s in task.steps]
+    tests = test_scripts(tests_dirs)
+    rules = warmings(ctx, tests)
+    lines = warm_dockerfile(tag, rules, ctx, tests).splitlines()
+    context = warm_context(rules)
+    subs = [{"upstream": w.upstream, "local": w.local, "real": False, "error": ""} for w in rules]
+
+    def python_layer(extra: list[str]) -> str:  # an interpreter for an image without python3
+        ptag = f"{tag.rpartition(':')[0]}-python:{sha(tag, *extra)[:16]}"
+        res = images.build(ptag, "\n".join([f"FROM {tag}", *extra]) + "\n", b"")
+        logs.append(res.log)
+        if not res.ok:
+            raise pywarm.WarmError(f"installing python3 failed: {res.error}")
+        return ptag
+
+    try:
+        py = pywarm.plan(images.client, tag, tests_dirs, CURL_SHIM, subst.cfg.wheel_extras, build_python=python_layer)
+    except (pywarm.WarmError, docker.errors.DockerException) as err:
+        out.substitutions.append({"upstream": "test-time Python installs", "local": None, "real": False,
+                                  "error": str(err)})
+        return tag, f"warm layer failed: {err}"
+    if py is not None:
+        lines += py.lines
+        context.update(py.context)
+        subs += py.substitutions
+        logs.append(py.log)
+    if len(lines) == 1:  # only FROM: nothing to warm
+        return tag, ""
+    wdf = "\n".join(lines) + "\n"
+    wtag = f"{tag.rpartition(':')[0]}-warm:{sha(tag, wdf, *(f'{k}:{hashlib.sha256(v).hexdigest()}' for k, v in sorted(context.items())))[:16]}"
+    if images.image_id(wtag) is None:
+        images.log(f"building {wtag} ({', '.join([w.rule for w in rules] + (['python-installs'] if py else []))})")
+    wres = images.build(wtag, wdf, tar_with(b"", context), labels={"swe_envs.terminal.task": task.name[:200]})
+    logs.append(wres.log)
+    out.substitutions += [{**s, "local": s["local"] if wres.ok else None, "error": "" if wres.ok else wres.error}
+                          for s in subs]
+    return (wtag, "") if wres.ok else (tag, f"warm layer failed: {wres.error}")
+
+
+def network_decision(task: HarborTask, cfg: RunnerConfig) -> dict:
+    """What network a trial of ``task`` gets and why; written into every result, so a task that asks
+    for the internet (``allow_internet = true``, ``network_mode = "public"``, or Harbor's default) and
+    ran offline says so."""
+    env = task.config.environment
+    asked = env.network()
+    declared = ("network_mode" if env.network_mode else "allow_internet" if env.allow_internet is not None
+                else "default (Harbor: public)")
+    phases = {k: v for k in ("agent", "verifier")
+              if isinstance(v := (getattr(task.config, k).model_extra or {}).get("network_mode"), str)}
+    if cfg.network == "none":
+        run = "offline"
+        why = ("runner.network = none (the offline default): no container gets a network; test-time installs "
+               "are served by the warm layer" if asked != "no-network" else "the task asks for no network")
+    elif asked == "public":
+        run, why = "public", "runner.network = task and the task asks for a public network"
+    elif asked == "allowlist":
+        run, why = "offline", f"an allowlist ({', '.join(env.allowlist) or 'empty'}) is not enforced here: run offline"
+    else:
+        run, why = "offline", "the task asks for no network"
+    return {"asked": asked, "declared_by": declared, "phases": phases, "run": run, "reason": why}
 
 
 class Environment:
@@ -190,8 +218,9 @@ class Environment:
         self.containers: dict[str, docker.models.containers.Container] = {}
         self.network = None
         self.run_id = uuid.uuid4().hex[:12]
-        env = task.config.environment
-        self.offline = cfg.network == "none" or env.network() == "no-network"
+        self.disk = DiskGuard(client.api, cfg.disk_mb)
+        self.network_decision = network_decision(task, cfg)
+        self.offline = self.network_decision["run"] == "offline"
         self._start(built)
 
     def _limits(self) -> dict:
@@ -199,10 +228,11 @@ class Environment:
         mem = min(env.memory_limit_mb(self.cfg.memory_mb_default), self.cfg.memory_mb_max)
         return {"nano_cpus": int(min(env.cpus, self.cfg.cpus_max) * 1e9), "mem_limit": f"{mem}m",
                 "memswap_limit": f"{mem}m", "pids_limit": self.cfg.pids, "security_opt": ["no-new-privileges"],
+                "ulimits": [fsize_ulimit(self.cfg.disk_mb)],
                 "labels": {LABEL: owner(), "swe_envs.run": self.run_id}}
 
     def _start(self, built: Built) -> None:
-        services = compose_services(self.task) if self.task.compose_file else {"main": {}}
+        services = task_services(self.task)
         main = main_service(services)
         net_mode = None
         if len(services) > 1:
@@ -211,11 +241,11 @@ class Environment:
                                                        labels={LABEL: owner()})
         elif self.offline:
             net_mode = "none"
-        order = _start_order(services)
+        order = start_order(services)
         for name in order:
             svc = services[name]
             env = dict(self.task.config.environment.env) if name == main else {}
-            env.update(_env_dict(svc.get("environment")))
+            env.update(env_dict(svc.get("environment")))
             kwargs = self._limits()
             if name == main:
                 kwargs["command"] = ["sh", "-c", "sleep infinity"]
@@ -235,6 +265,7 @@ class Environment:
             c = self.client.containers.create(built.images[name], detach=True, environment=env, init=True,
                                               name=f"terminal-{self.run_id}-{slug(name)}", **kwargs)
             self.containers[name] = c
+            self.disk.watch(c.id)
             if self.network is not None:  # re-attach with the service name as its DNS alias
                 self.network.disconnect(c)
                 self.network.connect(c, aliases=[name])
@@ -268,6 +299,7 @@ class Environment:
             return {}
         # pip and uv find what the substitute's wheelhouse provisions (pytest and its dependencies)
         return {"UV_OFFLINE": "1", "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": "/opt/provision/wheels",
+                "UV_FIND_LINKS": "/opt/provision/wheels", "UV_PYTHON_DOWNLOADS": "never",
                 "CARGO_NET_OFFLINE": "true", "GOPROXY": "off",
                 "GOFLAGS": "-mod=mod", "npm_config_offline": "true"}
 
@@ -293,6 +325,8 @@ class Environment:
         if th.is_alive():  # `timeout` did not end it (a stuck exec): stop the container
             self.close()
             return ExecResult(124, "host: command exceeded its limit; environment stopped", True, time.monotonic() - t0)
+        if self.disk.exceeded:  # the guard stopped the containers under this command
+            return ExecResult(-1, f"host: {self.disk.exceeded}", False, time.monotonic() - t0)
         if "err" in box:
             return ExecResult(-1, f"exec failed: {box['err']}", False, time.monotonic() - t0)
         res = box["res"]
@@ -314,6 +348,7 @@ class Environment:
             return tar.extractfile(m).read(limit).decode("utf-8", "replace") if m else None
 
     def close(self) -> None:
+        self.disk.stop()
         for c in list(self.containers.values()):
             try:
                 c.remove(force=True)
@@ -327,35 +362,3 @@ class Environment:
                 pass
             self.network = None
 
-
-def _env_dict(raw) -> dict[str, str]:
-    if isinstance(raw, dict):
-        return {str(k): "" if v is None else str(v) for k, v in raw.items()}
-    out = {}
-    for item in raw or []:
-        k, _, v = str(item).partition("=")
-        out[k] = v
-    return out
-
-
-def _start_order(services: dict[str, dict]) -> list[str]:
-    """depends_on first (compose's order); a cycle is an error."""
-    order: list[str] = []
-    seen: set[str] = set()
-
-    def visit(n: str, stack: tuple[str, ...]) -> None:
-        if n in order:
-            return
-        if n in stack:
-            raise TaskFormatError(f"compose depends_on cycle: {' -> '.join(stack + (n,))}")
-        deps = services[n].get("depends_on") or []
-        for d in (deps if isinstance(deps, list) else list(deps)):
-            if d not in services:
-                raise TaskFormatError(f"services.{n}.depends_on names unknown service {d!r}")
-            visit(d, stack + (n,))
-        seen.add(n)
-        order.append(n)
-
-    for n in services:
-        visit(n, ())
-    return order

@@ -236,7 +236,9 @@ def _load_steps(root: Path, cfg: TaskConfig) -> list[Step]:
     dirs = {p.name: p for p in (root / "steps").iterdir() if p.is_dir()}
     # an explicit [[steps]] list fixes the order; otherwise directory names in sorted order
     order = [s.name for s in cfg.steps] if cfg.steps else sorted(dirs)
-    timeouts = {s.name: s.timeout_sec for s in cfg.steps or []}
+    # Harbor's [steps.verifier].timeout_sec, or the older [[steps]].timeout_sec
+    timeouts = {s.name: s.timeout_sec or _float(_table((s.model_extra or {}).get("verifier")).get("timeout_sec"))
+                for s in cfg.steps or []}
     missing = [n for n in order if n not in dirs]
     if missing:
         raise TaskFormatError(f"{root}: task.toml steps {missing} have no steps/<name>/ directory")
@@ -248,11 +250,21 @@ def _load_steps(root: Path, cfg: TaskConfig) -> list[Step]:
         text = _read(d / "instruction.md") or (_read(root / "instruction.md") if n == order[0] else None)
         if not text or not text.strip():
             raise TaskFormatError(f"{root}: steps/{n}/instruction.md is missing or empty")
-        if not (d / "tests" / "test.sh").is_file():
-            raise TaskFormatError(f"{root}: steps/{n}/tests/test.sh is missing")
-        steps.append(Step(n, text, d / "tests", d / "solution" if (d / "solution").is_dir() else None,
+        # Harbor: a step without its own tests/test.sh is verified by the task's shared tests/
+        tests = d / "tests" if (d / "tests" / "test.sh").is_file() else root / "tests"
+        if not (tests / "test.sh").is_file():
+            raise TaskFormatError(f"{root}: steps/{n}/tests/test.sh is missing (and there is no shared tests/test.sh)")
+        steps.append(Step(n, text, tests, d / "solution" if (d / "solution").is_dir() else None,
                           timeouts.get(n)))
     return steps
+
+
+def _table(v: Any) -> dict:
+    return v if isinstance(v, dict) else {}
+
+
+def _float(v: Any) -> float | None:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) and v > 0 else None
 
 
 def _read(p: Path) -> str | None:

@@ -139,8 +139,11 @@ def run_trial(ctx: Context, spec: TrialSpec, out: Path) -> dict:
     tdir = out / spec.name
     shutil.rmtree(tdir, ignore_errors=True)
     (tdir / "agent").mkdir(parents=True)
+    from swe_envs.terminal.environment import network_decision
+
     result = {"trial": spec.name, "task": task.name, "task_path": str(task.path), "agent": spec.agent,
-              "reward": None, "rewards": {}, "steps": [], "error": None, "agent_error": None, "timings": {}}
+              "reward": None, "rewards": {}, "steps": [], "error": None, "agent_error": None, "timings": {},
+              "network": network_decision(task, cfg.runner)}
     t0 = time.monotonic()
     try:
         built = ctx.build(task)

@@ -20,11 +20,11 @@ from collections.abc import Iterable, Iterator
 from datatrove.data import Document
 from datatrove.pipeline.base import PipelineStep
 from datatrove.pipeline.filters.base_filter import BaseFilter
-from pydantic import BaseModel
+from pydantic import BaseModel, model_serializer
 
 from core.errors import StepError
 from core.records import REJECT_DETAIL_KEY, get_reject, mark_reject, truncate_for_reject
-from pipelines.readers import READ_STAGE
+from pipelines.readers import READ_FLAGS, READ_STAGE
 
 FILTER_REASON = "filter_reason"  # where datatrove filters (and ours) put the reason of a drop
 
@@ -36,14 +36,28 @@ class StageCounts(BaseModel):
     kept: int = 0
     rejected: int = 0
     reasons: dict[str, int] = {}
+    # documents a stage marked without rejecting them (the reader's ``read_flags`` metadata, e.g.
+    # digest_mismatch); shown only when there are some
+    flags: dict[str, int] = {}
+
+    @model_serializer(mode="wrap")
+    def _without_empty_flags(self, handler):
+        data = handler(self)
+        if not data.get("flags"):
+            data.pop("flags", None)
+        return data
 
     def merge(self, other: StageCounts) -> None:
         self.docs_in += other.docs_in
         self.kept += other.kept
         self.rejected += other.rejected
-        merged = Counter(self.reasons)
-        merged.update(other.reasons)
-        self.reasons = dict(sorted(merged.items()))
+        for mine, theirs in (("reasons", other.reasons), ("flags", other.flags)):
+            merged = Counter(getattr(self, mine))
+            merged.update(theirs)
+            setattr(self, mine, dict(sorted(merged.items())))
+
+    def flag(self, name: str) -> None:
+        self.flags = {**self.flags, name: self.flags.get(name, 0) + 1}
 
     def reject(self, reason: str) -> None:
         self.docs_in += 1
@@ -163,6 +177,8 @@ class StepChain:
 
     def _entry(self, docs: Iterable[Document], out: deque) -> Iterator[Document]:
         for doc in _named_reader_errors(docs):
+            for flag in doc.metadata.get(READ_FLAGS) or ():
+                self.counts[READ_STAGE].flag(str(flag))
             mark = get_reject(doc)
             if mark is not None:  # rejected upstream (the reader): straight to the output
                 self._emit_reject(doc, mark[0], mark[1], out)

@@ -8,6 +8,7 @@ The readers that turn these files into documents are in ``pipelines.readers``.
 from __future__ import annotations
 
 import fnmatch
+import glob
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -33,6 +34,11 @@ _SUFFIXES: dict[str, Format] = {
     ".txt.gz": "text",
     ".warc": "warc",
     ".warc.gz": "warc",
+    # WET (extracted text, conversion records) and ARC (the format before WARC): the same reader
+    ".wet": "warc",
+    ".wet.gz": "warc",
+    ".arc": "warc",
+    ".arc.gz": "warc",
 }
 
 
@@ -66,6 +72,10 @@ class ReadLimits(StrictModel):
     max_doc_bytes: int = Field(default=20 * 2**20, gt=0)
     # Rejected documents keep at most this many characters of their text.
     reject_text_chars: int = Field(default=20_000, ge=0)
+    # A web-archive record whose payload digest does not match: "keep" it (flagged
+    # digest_mismatch, counted in the read stage) or "reject" it with that reason. Some crawls
+    # (ClueWeb) carry digests that never match, so rejecting is opt-in.
+    on_digest_mismatch: Literal["keep", "reject"] = "keep"
 
 
 class InputFile(StrictModel):
@@ -87,52 +97,83 @@ def _detect_format(name: str) -> Format | None:
     return None
 
 
+def _file_candidate(path: Path, rel: str, spec: InputSpec) -> tuple[Path, str, Format]:
+    fmt = spec.format if spec.format != "auto" else _detect_format(path.name)
+    if fmt is None:
+        raise InputError(f"{path}: unknown document format; use one of {sorted(_SUFFIXES)} or set format")
+    return path, rel, fmt
+
+
+def _dir_candidates(root: Path, spec: InputSpec, base: Path) -> list[tuple[Path, str, Format]]:
+    """The document files under ``root``, their relative paths taken from ``base``."""
+    candidates = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for fn in sorted(filenames):
+            # auto: only known document suffixes (images, css, js… beside them are not
+            # documents); a forced format takes every non-hidden file
+            fmt = _detect_format(fn) if spec.format == "auto" else spec.format
+            if spec.format == "documents" and not fn.endswith(".parquet"):
+                continue  # Spark's _SUCCESS and .crc files beside the parts
+            if fmt is None or fn.startswith((".", "_")):
+                continue
+            p = Path(dirpath) / fn
+            if spec.glob and not fnmatch.fnmatch(str(p.relative_to(root)), spec.glob):
+                continue
+            candidates.append((p, str(p.relative_to(base)), fmt))
+    return candidates
+
+
+def _glob_base(pattern: str) -> Path:
+    """The directory part of a glob before its first wildcard (``crawl/*/x.warc.gz`` -> crawl)."""
+    fixed: list[str] = []
+    for part in Path(pattern).parts:
+        if _is_magic(part):
+            break
+        fixed.append(part)
+    return Path(*fixed) if fixed else Path(".")
+
+
+def _is_magic(text: str) -> bool:
+    return any(c in text for c in "*?[")
+
+
+def _spec_candidates(spec: InputSpec) -> tuple[str, list[tuple[Path, str, Format]]]:
+    """(default source, candidate files) of one spec: a file, a directory, or a glob pattern."""
+    root = Path(spec.path).expanduser()
+    if not root.exists() and _is_magic(spec.path):
+        base = _glob_base(str(root))
+        matches = sorted(Path(m) for m in glob.glob(str(root), recursive=True))
+        candidates = []
+        for m in matches:
+            if m.is_dir():
+                candidates += _dir_candidates(m, spec, base)
+            elif spec.format != "auto" or _detect_format(m.name) is not None:
+                candidates.append(_file_candidate(m, str(m.relative_to(base)), spec))
+        if not candidates:
+            raise InputError(f"{spec.path}: the pattern matches no document files (looked for {sorted(_SUFFIXES)})")
+        return _default_source(base.absolute()), candidates
+    if not root.exists():
+        raise InputError(f"input path does not exist: {root}")
+    if root.is_file():
+        return _default_source(root), [_file_candidate(root, root.name, spec)]
+    candidates = _dir_candidates(root, spec, root)
+    if not candidates:
+        raise InputError(f"{root}: no document files found (looked for {sorted(_SUFFIXES)})")
+    return _default_source(root), candidates
+
+
 def list_input_files(specs: Iterable[InputSpec]) -> list[InputFile]:
-    """Expand input specs into a sorted, de-duplicated list of files; error on missing paths."""
+    """Expand input specs (files, directories, glob patterns such as ``crawl/*.warc.gz``) into a
+    sorted, de-duplicated list of files; error on missing paths and patterns matching nothing."""
     files: list[InputFile] = []
     for spec in specs:
-        root = Path(spec.path)
-        if not root.exists():
-            raise InputError(f"input path does not exist: {root}")
-        source = spec.source or _default_source(root)
-        if root.is_file():
-            fmt = spec.format if spec.format != "auto" else _detect_format(root.name)
-            if fmt is None:
-                raise InputError(
-                    f"{root}: unknown document format; use one of {sorted(_SUFFIXES)} or set format"
-                )
-            candidates = [(root, root.name, fmt)]
-        else:
-            candidates = []
-            for dirpath, dirnames, filenames in os.walk(root):
-                dirnames.sort()
-                for fn in sorted(filenames):
-                    # auto: only known document suffixes (images, css, js… beside them are not
-                    # documents); a forced format takes every non-hidden file
-                    fmt = _detect_format(fn) if spec.format == "auto" else spec.format
-                    if spec.format == "documents" and not fn.endswith(".parquet"):
-                        continue  # Spark's _SUCCESS and .crc files beside the parts
-                    if fmt is None or fn.startswith((".", "_")):
-                        continue
-                    p = Path(dirpath) / fn
-                    if spec.glob and not fnmatch.fnmatch(str(p.relative_to(root)), spec.glob):
-                        continue
-                    candidates.append((p, str(p.relative_to(root)), fmt))
-            if spec.max_files is not None:
-                candidates = candidates[: spec.max_files]
-            if not candidates:
-                raise InputError(f"{root}: no document files found (looked for {sorted(_SUFFIXES)})")
+        default_source, candidates = _spec_candidates(spec)
+        if spec.max_files is not None:
+            candidates = candidates[: spec.max_files]
         for p, rel, fmt in candidates:
-            files.append(
-                InputFile(
-                    path=str(p),
-                    relpath=rel,
-                    source=source,
-                    format=fmt,
-                    text_key=spec.text_key,
-                    id_key=spec.id_key,
-                )
-            )
+            files.append(InputFile(path=str(p), relpath=rel, source=spec.source or default_source, format=fmt,
+                                   text_key=spec.text_key, id_key=spec.id_key))
     seen: set[str] = set()
     unique = []
     for f in files:

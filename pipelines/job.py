@@ -32,6 +32,7 @@ from core.errors import UserError
 from core.io import atomic_write_text
 from pipelines.chain import StageCounts, StepChain, check_balanced, describe_step
 from pipelines.inputs import InputFile, InputSpec, ReadLimits
+from pipelines.readers import READ_FLAGS
 
 DOCUMENTS, REJECTS, JOB_JSON, FINGERPRINT = "documents", "rejects", "job.json", "fingerprint.json"
 
@@ -174,7 +175,21 @@ def counts_from_outputs(layout: Layout, stages: list[str]) -> dict[str, StageCou
             reasons=dict(sorted(rejected[s].items())),
         )
         remaining -= n_rej
+    if stages:
+        counts[stages[0]].flags = _read_flags(con, layout)
     return counts
+
+
+def _read_flags(con, layout: Layout) -> dict[str, int]:
+    """How many documents, kept or rejected anywhere, carry each reader flag (``read_flags``).
+    The LIKE spares parsing the metadata of the (usual) rows without one."""
+    sources = ", ".join(f"'{d}/*.parquet'" for d in (layout.documents, layout.rejects))
+    rows = con.execute(
+        f"SELECT flag, count(*) FROM (SELECT unnest(CAST(json_extract(metadata, '$.{READ_FLAGS}') AS VARCHAR[])) "
+        f"AS flag FROM read_parquet([{sources}], union_by_name=true) WHERE metadata LIKE '%\"{READ_FLAGS}\"%') "
+        "GROUP BY 1 ORDER BY 1"
+    ).fetchall()
+    return {flag: n for flag, n in rows}
 
 
 def finish(job: DocJob, engine: str, layout: Layout, stages: list[str], live: dict[str, StageCounts] | None,

@@ -15,7 +15,6 @@ import gzip
 import io
 import json
 import os
-import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -32,9 +31,13 @@ from core.records import (
     scrub_surrogates,
     truncate_for_reject,
 )
+from pipelines.charset import decode_page
 from pipelines.inputs import InputFile, ReadLimits
 
 READ_STAGE = "read"
+# metadata: what a reader noticed about a record it kept (["digest_mismatch"]); the read stage
+# counts them (``StageCounts.flags``), so a kept-but-suspect record is visible in job.json
+READ_FLAGS = "read_flags"
 
 
 # -- per-format readers ------------------------------------------------------------------------
@@ -48,47 +51,6 @@ def _reject(doc_id: str, text: str, f: InputFile, reason: str, detail: str, limi
     doc = Document(text=scrub_surrogates(text), id=scrub_surrogates(doc_id), metadata=meta)
     truncate_for_reject(doc, limits.reject_text_chars)
     return mark_reject(doc, READ_STAGE, reason, detail)
-
-
-_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
-# cchardet's confidence on real single-byte-encoded pages is typically 0.8+; below this we
-# would rather reject (with the bytes kept for inspection) than store mojibake
-MIN_CHARSET_CONFIDENCE = 0.75
-
-
-def _decode_as(raw: bytes, charset: str) -> str | None:
-    """``raw`` in ``charset``, or None when it does not decode to valid text: codecs such as
-    utf-7 or unicode_escape (a page may declare anything) can produce lone surrogates."""
-    try:
-        text = raw.decode(charset)
-    except (UnicodeDecodeError, LookupError):
-        return None
-    return None if find_lone_surrogate(text) else text
-
-
-def _decode(raw: bytes) -> tuple[str | None, str | None]:
-    """UTF-8; else the page's declared <meta charset>; else a confidently detected charset."""
-    try:
-        return raw.decode("utf-8"), "utf-8"
-    except UnicodeDecodeError:
-        pass
-    declared = _META_CHARSET.search(raw[:4096])
-    if declared:
-        charset = declared.group(1).decode("ascii")
-        text = _decode_as(raw, charset)
-        if text is not None:
-            return text, charset.lower()
-    try:
-        import cchardet  # from faust-cchardet (datatrove[io])
-
-        guess = cchardet.detect(raw[: 1 << 20])
-    except ImportError:  # pragma: no cover - datatrove[io] installs it
-        guess = None
-    if guess and guess.get("encoding") and (guess.get("confidence") or 0) >= MIN_CHARSET_CONFIDENCE:
-        text = _decode_as(raw, guess["encoding"])
-        if text is not None:
-            return text, guess["encoding"].lower()
-    return None, None
 
 
 def _open_bytes(path: str) -> bytes:
@@ -112,19 +74,21 @@ def _read_whole_file(f: InputFile, limits: ReadLimits, content_type: str) -> Ite
             doc_id, prefix, f, "too_large", f"{len(raw)} bytes > max_doc_bytes={limits.max_doc_bytes}", limits
         )
         return
-    text, encoding = _decode(raw)
+    decoded = decode_page(raw, html=content_type == "text/html")
+    text = decoded.text
+    if text is not None and find_lone_surrogate(text):  # a detector's exotic codec, even so
+        text = None
     if text is None:
         shown = raw.decode("utf-8", errors="replace")
-        yield _reject(
-            doc_id, shown, f, "undecodable", f"{f.path}: not UTF-8 and no confident charset", limits
-        )
+        yield _reject(doc_id, shown, f, "undecodable", f"{f.path}: no declared or detected charset decodes it",
+                      limits)
         return
     if not text.strip():
         yield _reject(doc_id, text, f, "empty_text", f"{f.path} has no text", limits)
         return
     meta = {"source": f.source, "file": f.relpath, "content_type": content_type}
-    if encoding != "utf-8":
-        meta["encoding"] = encoding
+    if decoded.encoding != "utf-8":
+        meta.update(decoded.metadata())
     yield Document(text=text, id=doc_id, metadata=meta)
 
 
@@ -290,7 +254,7 @@ def read_file(f: InputFile, limits: ReadLimits) -> Iterator[Document]:
     if f.format == "warc":
         from pipelines.warc_reader import read_warc
 
-        yield from read_warc(f, limits, _decode, _reject)
+        yield from read_warc(f, limits, _reject)
     elif f.format == "documents":
         yield from _read_documents(f, limits)
     elif f.format == "jsonl":

@@ -1,119 +1,133 @@
-"""WARC input (Common Crawl style): each HTTP response record with an HTML payload becomes a
-document (``url``, ``warc_date``, ``warc_record_id`` in metadata, ``content_type`` text/html
-so the extraction step picks it up).
+"""Web archives (WARC, WET, ARC; gzipped per record or as one stream) -> documents and rejects.
 
-Request/metadata records are not documents and are skipped. A response that is not HTML is
-a counted reject (``not_html``); an undecodable payload, an oversized one or a corrupt or
-truncated archive becomes a reject with its reason — the archive is read up to the damage.
-warcio itself is lenient: it yields records whose headers were cut off and stops silently at
-bytes it cannot parse, so both are checked here (``_cut_short``, the final offset).
+Each record becomes exactly one document or reject (``pipelines.warc_records`` decides which);
+this module walks an archive with warcio and notices what warcio lets pass quietly:
+
+- a record whose headers were cut off (no Content-Length, which WARC requires) or whose body
+  ends early (warcio's length-limited stream still owes bytes after it is drained): the
+  archive was truncated inside it — that record is ``corrupt_file``, the ones before it stand;
+- bytes after the last record that are not a record (warcio stops there silently), an empty
+  file, or an archive warcio cannot go on reading: one ``corrupt_file`` reject for the rest;
+- a gzip that is one member over all records (``gzip file.warc``, not per record): warcio
+  refuses it after the first record; it is read again as one decompressed stream.
+
+Digests are checked, never enforced: a mismatch is recorded on the record (see warc_records).
+Completeness is the WARC record's own length; an HTTP Content-Length that differs is not
+damage (crawlers truncate long payloads and say so in WARC-Truncated, or store them decoded).
 """
 
 from __future__ import annotations
 
-import re
+import gzip
 from collections.abc import Iterator
 
 from datatrove.data import Document
 
-from core.records import find_lone_surrogate
+from pipelines.warc_records import WarcRecord, is_page_type, record_outcome
 
-_CHARSET = re.compile(r"charset=([\w.:-]+)", re.IGNORECASE)
-
-
-def _truncated(record, payload: bytes) -> bool:
-    """warcio stops quietly at the end of a truncated archive; a record whose payload digest
-    was announced but could not be verified, or that is shorter than its declared length,
-    was cut short."""
-    if record.rec_headers.get_header("WARC-Payload-Digest"):
-        checker = getattr(record, "digest_checker", None)
-        if checker is not None and checker.passed is not True:
-            return True
-    http = record.http_headers
-    if http is not None and not http.get_header("Content-Encoding"):
-        declared = http.get_header("Content-Length")
-        if declared and declared.isdigit() and int(declared) != len(payload):
-            return True
-    return False
+_DRAIN = 1 << 16
 
 
-def _cut_short(record) -> str | None:
-    """Why a record is incomplete, or None. warcio yields a record whose headers were cut off
-    (no Content-Length, which WARC requires) and quietly stops inside a cut payload."""
-    if not record.rec_headers.get_header("Content-Length"):
-        return "record headers cut short (no Content-Length)"
-    raw = getattr(record, "raw_stream", None)
-    if getattr(raw, "limit", 0) > 0:
-        record.content_stream().read()  # the parser may still be holding the rest
-        if getattr(raw, "limit", 0) > 0:
-            return f"record body cut short ({raw.limit} of {record.length} bytes missing)"
-    return None
+def _drain(stream) -> None:
+    while stream.read(_DRAIN):
+        pass
 
 
-def read_warc(f, limits, decode, reject) -> Iterator[Document]:
-    """``decode(bytes) -> (text, encoding)`` and ``reject(id, text, file, reason, detail, limits, meta)``
-    come from the readers module, so WARC pages are decoded and rejected like every input."""
+def _from_warcio(n: int, record, limits) -> WarcRecord:
+    h = record.rec_headers
+    rec = WarcRecord(n, record.rec_type or "unknown", h.get_header("WARC-Record-ID"),
+                     h.get_header("WARC-Target-URI") or "", h.get_header("WARC-Date"),
+                     truncated=h.get_header("WARC-Truncated"))
+    length = h.get_header("Content-Length")
+    if length is None:
+        rec.cut = "record headers cut short (no Content-Length)"
+        return rec
+    if not length.strip().isdigit():
+        rec.malformed = f"record length {length!r} is not a byte count"
+        return rec
+    if rec.rec_type == "response":
+        rec.content_type = (record.http_headers.get_header("Content-Type") if record.http_headers else "") or ""
+    else:
+        rec.content_type = h.get_header("Content-Type") or ""
+    raw = record.raw_stream
+    if is_page_type(rec.rec_type, rec.content_type):
+        try:
+            payload = record.content_stream().read(limits.max_doc_bytes + 1)
+        except Exception as err:  # noqa: BLE001 - a bad chunked/gzip body is this record's
+            rec.malformed = f"payload not decodable as sent: {type(err).__name__}: {err}"
+            payload = b""
+        rec.too_large = len(payload) > limits.max_doc_bytes
+        rec.payload = payload
+    _drain(raw)
+    missing = getattr(raw, "limit", 0)
+    if missing > 0:
+        rec.cut = f"record body cut short ({missing} of {length.strip()} bytes missing)"
+    checker = getattr(record, "digest_checker", None)
+    if checker is not None and checker.passed is not None and rec.payload is not None and not rec.too_large:
+        rec.digest_ok = bool(checker.passed)
+        rec.digest_detail = "; ".join(str(p) for p in checker.problems)
+    return rec
+
+
+def _outcome(rec: WarcRecord, f, limits, reject) -> Document:
+    try:
+        return record_outcome(rec, f, limits, reject)
+    except Exception as err:  # noqa: BLE001 - a record our rules did not foresee is still one reject
+        return reject(f"{f.source}/{f.relpath}#{rec.n}", "", f, "unreadable_record",
+                      f"{f.path}: record {rec.n}: {type(err).__name__}: {err}", limits)
+
+
+def _walk(stream, f, limits, reject, skip: int = 0) -> Iterator[Document | int]:
+    """Documents of the records after the first ``skip``; finally warcio's end offset (an int)."""
     from warcio.archiveiterator import ArchiveIterator
 
+    records = ArchiveIterator(stream, check_digests=True, arc2warc=True)
+    for n, record in enumerate(records, start=1):
+        if n <= skip:
+            _drain(record.raw_stream)
+            continue
+        yield _outcome(_from_warcio(n, record, limits), f, limits, reject)
+    yield records.offset
+
+
+def read_warc(f, limits, reject) -> Iterator[Document]:
+    """``reject(id, text, file, reason, detail, limits, meta)`` is the readers module's, so
+    archive records are rejected like every input."""
+    from warcio.exceptions import ArchiveLoadFailed
+
     n = 0
+    whole_gzip = False
     try:
         with open(f.path, "rb") as fh:
-            records = ArchiveIterator(fh, check_digests="raise")
-            for n, record in enumerate(records, start=1):  # noqa: B007
-                url = record.rec_headers.get_header("WARC-Target-URI") or ""
-                rid = record.rec_headers.get_header("WARC-Record-ID") or f"{f.relpath}#{n}"
-                doc_id = f"{f.source}/{rid.strip('<>')}"
-                meta = {"source": f.source, "file": f.relpath, "url": url,
-                        "warc_date": record.rec_headers.get_header("WARC-Date"), "warc_record_id": rid}
-                if record.rec_type != "response":
-                    cut = _cut_short(record)
-                    if cut:  # the archive ends inside a record we cannot even classify
-                        yield reject(doc_id, "", f, "corrupt_file", f"{f.path}: record {n}: {cut}", limits, meta)
-                    continue
-                ctype = (record.http_headers.get_header("Content-Type") if record.http_headers else "") or ""
-                cut = _cut_short(record) if "html" not in ctype.lower() else None
-                if cut:
-                    yield reject(doc_id, "", f, "corrupt_file", f"{f.path}: record {n}: {cut}", limits, meta)
-                    continue
-                if "html" not in ctype.lower():
-                    yield reject(doc_id, "", f, "not_html", f"content type {ctype or 'missing'!r}", limits, meta)
-                    continue
-                payload = record.content_stream().read(limits.max_doc_bytes + 1)
-                if len(payload) > limits.max_doc_bytes:
-                    yield reject(doc_id, payload[: limits.reject_text_chars].decode("utf-8", "replace"), f,
-                                 "too_large", f"{url}: payload over max_doc_bytes={limits.max_doc_bytes}", limits, meta)
-                    continue
-                if _truncated(record, payload) or (len(payload) <= limits.max_doc_bytes and _cut_short(record)):
-                    yield reject(doc_id, payload[: limits.reject_text_chars].decode("utf-8", "replace"), f,
-                                 "corrupt_file", f"{url}: record cut short ({len(payload)} bytes read)", limits, meta)
-                    continue
-                m = _CHARSET.search(ctype)
-                text, encoding = None, None
-                if m:
-                    try:
-                        text, encoding = payload.decode(m.group(1)), m.group(1).lower()
-                    except (LookupError, UnicodeDecodeError):
-                        pass
-                    if text is not None and find_lone_surrogate(text):  # utf-7, unicode_escape, …
-                        text, encoding = None, None
-                if text is None:
-                    text, encoding = decode(payload)
-                if text is None:
-                    yield reject(doc_id, payload.decode("utf-8", "replace"), f, "undecodable",
-                                 f"{url}: no usable charset", limits, meta)
-                    continue
-                if not text.strip():
-                    yield reject(doc_id, text, f, "empty_text", f"{url}: empty payload", limits, meta)
-                    continue
-                meta.update(content_type="text/html", encoding=encoding)
-                yield Document(text=text, id=doc_id, metadata=meta)
             size = fh.seek(0, 2)
+            fh.seek(0)
             if size == 0:  # an archive holds at least one record: this is a write cut short
                 yield reject(f"{f.source}/{f.relpath}", "", f, "corrupt_file", f"{f.path}: empty file", limits)
-            elif records.offset != size:  # warcio stops quietly at bytes it cannot parse as a record
-                yield reject(f"{f.source}/{f.relpath}#after-{n}", "", f, "corrupt_file",
-                             f"{f.path}: {size - records.offset} bytes after record {n} are not a WARC record",
-                             limits)
+                return
+            end = None
+            try:
+                for item in _walk(fh, f, limits, reject):
+                    if isinstance(item, int):
+                        end = item
+                    else:
+                        n += 1
+                        yield item
+            except ArchiveLoadFailed as err:
+                if "non-chunked gzip" not in str(err):
+                    raise
+                whole_gzip = True
+        if whole_gzip:
+            with gzip.open(f.path, "rb") as gz:
+                for item in _walk(gz, f, limits, reject, skip=n):
+                    if isinstance(item, int):
+                        end = item
+                    else:
+                        n += 1
+                        yield item
+                size = gz.seek(0, 2)  # the decompressed size (raises on a truncated stream)
+        if end != size:  # warcio stops quietly at bytes it cannot parse as a record
+            yield reject(f"{f.source}/{f.relpath}#after-{n}", "", f, "corrupt_file",
+                         f"{f.path}: {size - (end or 0)} bytes after record {n} are not a WARC record", limits)
     except Exception as err:  # warcio raises assorted errors on truncated/corrupt archives
         yield reject(f"{f.source}/{f.relpath}#after-{n}", "", f, "corrupt_file",
                      f"{f.path}: after record {n}: {type(err).__name__}: {err}", limits)

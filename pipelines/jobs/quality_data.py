@@ -3,7 +3,7 @@
 DCLM: positives are high-quality explanatory passages (files the user passes — the demo's
 novels — plus passages of documents that passed the heuristic phase, i.e. documentation
 prose); negatives are boilerplate (files the user passes, plus the navigation/chrome regions
-of the input HTML pages, which are boilerplate by construction).
+of the input HTML pages — files or web-archive records — which are boilerplate by construction).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class DclmTrainData(StrictModel):
     positives: list[str] = []  # .jsonl (text field) or text files of high-quality prose
     use_kept_documents: bool = True  # passages of documents that passed the heuristics
     negatives: list[str] = []
-    use_html_boilerplate: bool = True  # navigation/chrome text of the input HTML pages
+    use_html_boilerplate: bool = True  # navigation/chrome text of the input HTML pages (files and WARC records)
     passage_words: int = Field(default=120, ge=10)
     max_per_class: int = Field(default=3000, gt=0)
     # the scarcer class (usually the boilerplate: one example per page) caps the other at
@@ -69,14 +69,26 @@ def _kept_texts(documents_dir: Path) -> Iterator[str]:
     return (text for rows in iter_documents(documents_dir, 256) for _, text, _ in rows)
 
 
-def _boilerplate(files: list[InputFile], limits: ReadLimits) -> Iterator[str]:
+HTML_SOURCES = ("html", "warc")  # input formats whose pages have chrome: HTML files, web archives
+
+
+def boilerplate_negatives(files: list[InputFile], limits: ReadLimits, limit: int | None = None) -> Iterator[str]:
+    """The chrome text of each HTML page of the input — HTML files and the HTML records of
+    WARC/ARC archives alike — one negative per page with at least 10 words of it; at most
+    ``limit`` (files are read in order and reading stops there: a crawl need not be read twice)."""
+    found = 0
     for f in files:
-        if f.format != "html":
+        if f.format not in HTML_SOURCES:
             continue
         for doc in read_file(f, limits):
-            text = boilerplate_text(doc.text) if get_reject(doc) is None else ""
+            if get_reject(doc) is not None or doc.metadata.get("content_type") != "text/html":
+                continue
+            text = boilerplate_text(doc.text)
             if len(text.split()) >= 10:
                 yield text
+                found += 1
+                if limit is not None and found >= limit:
+                    return
 
 
 def build_dclm_examples(cfg: DclmTrainData, kept_dir: Path | None, html_files: list[InputFile],
@@ -89,7 +101,7 @@ def build_dclm_examples(cfg: DclmTrainData, kept_dir: Path | None, html_files: l
     neg = [x for src in neg_texts for x in passages(src, cfg.passage_words)]
     if cfg.use_html_boilerplate:
         # chrome regions are short: each page's chrome is one example, not cut into passages
-        neg += list(_boilerplate(html_files, limits))
+        neg += list(boilerplate_negatives(html_files, limits, cfg.max_per_class))
     rng = random.Random(cfg.seed)
     rng.shuffle(pos)
     rng.shuffle(neg)

@@ -54,7 +54,12 @@ from pipelines.corpus import MinhashClusters, cluster_summary
 from pipelines.engine import Engine
 from pipelines.inputs import InputSpec, ReadLimits, list_input_files
 from pipelines.job import DocJob, JobResult, Layout
-from pipelines.jobs.quality_data import MIN_CLASS_EXAMPLES, DclmTrainData, build_dclm_examples
+from pipelines.jobs.quality_data import (
+    MIN_CLASS_EXAMPLES,
+    DclmTrainData,
+    boilerplate_negatives,
+    build_dclm_examples,
+)
 from pipelines.local import LocalEngineConfig
 from pipelines.preflight import absolute, probe_endpoint, require_file
 from pipelines.report.stats import stage_table
@@ -274,14 +279,18 @@ class WebJob:
                 require_file(f"dclm_data.positives[{i}]", path, hint)
             for i, path in enumerate(cfg.dclm_data.negatives):
                 require_file(f"dclm_data.negatives[{i}]", path)
-            # without negative files, each HTML page's chrome is one negative: too few pages
-            # would only be found after the first phase
-            pages = sum(f.format == "html" for f in files) if cfg.dclm_data.use_html_boilerplate else 0
+            # without negative files, each HTML page's chrome (HTML files and WARC/ARC records
+            # alike) is one negative: too few would only be found after the first phase, so
+            # they are counted here, reading only until there are enough
+            pages = 0
+            if cfg.dclm_data.use_html_boilerplate and not cfg.dclm_data.negatives:
+                pages = sum(1 for _ in boilerplate_negatives(files, cfg.read, MIN_CLASS_EXAMPLES))
             if not cfg.dclm_data.negatives and pages < MIN_CLASS_EXAMPLES:
                 raise ConfigError(
                     f"dclm_data.negatives: empty, and the input has {pages} HTML pages to take boilerplate "
-                    f"negatives from (DCLM training needs >= {MIN_CLASS_EXAMPLES}); list negative files "
-                    "or set dclm.model_path")
+                    f"negatives from (HTML files and WARC/ARC records with >= 10 words of navigation/chrome; "
+                    f"DCLM training needs >= {MIN_CLASS_EXAMPLES}): the corpus is too small to train the "
+                    "classifier here; list negative files in dclm_data.negatives or set dclm.model_path")
         if cfg.edu.llm_sample_docs:
             require_file("edu.score.tokenizer_path", cfg.edu.score.tokenizer_path)
             if cfg.edu.serve_local_model:

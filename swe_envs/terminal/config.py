@@ -74,6 +74,9 @@ class ImagesConfig(StrictModel):
     # uv locks for every platform: pytest's marker-only dependencies (colorama on Windows,
     # exceptiongroup/tomli before Python 3.11) must be in the wheelhouse too
     wheel_extras: list[str] = Field(default_factory=lambda: ["colorama", "exceptiongroup", "tomli"])
+    # a test script's `curl .../uv/<version>/install.sh | sh`: false = the uv the substitute image provisions
+    # answers it; true = the pinned version from its PyPI wheel (a ~40 MB layer in every task image)
+    uv_pinned: bool = False
 
 
 class RunnerConfig(StrictModel):

@@ -164,7 +164,8 @@ def _warm_main(task: HarborTask, tag: str, ctx: Path, images: Images, subst: Sub
         return ptag
 
     try:
-        py = pywarm.plan(images.client, tag, tests_dirs, CURL_SHIM, subst.cfg.wheel_extras, build_python=python_layer)
+        py = pywarm.plan(images.client, tag, tests_dirs, CURL_SHIM, subst.cfg.wheel_extras, build_python=python_layer,
+                         uv_pinned=subst.cfg.uv_pinned)
     except (pywarm.WarmError, docker.errors.DockerException) as err:
         out.substitutions.append({"upstream": "test-time Python installs", "local": None, "real": False,
                                   "error": str(err)})

@@ -15,6 +15,9 @@ from swe_envs.terminal.warm import GRADLE_SERVED, cargo_added, test_scripts
 PATTERNS = [
     ("uv installer (curl | sh)", r"/uv/[^\s]*install\.sh", True),
     ("uv add/pip from an index at test time", r"\buv (?:add|pip install)\b", True),
+    # Harbor's standard verifier: served by wheels fetched on the host into the warm layer (pywarm.py)
+    ("uvx / uv run --with packages from an index at test time", r"\buvx\b|\buv (?:tool )?run\b[^\n]*--with\b", True),
+    ("pip install of packages at test time", r"\bpip3? install\b", True),
     ("rustup installer", r"rustup\.rs|rustup-init", True),
     ("Go release tarball", r"/go\d[\w.]*\.linux-", True),
     ("nodesource setup script", r"nodesource\.com/setup_", True),

@@ -13,11 +13,13 @@ pytest-json-ctrf==0.3.5 pytest ...``; with the network off neither works. The po
   offline environment points uv and pip (``UV_FIND_LINKS``/``PIP_FIND_LINKS`` with
   ``UV_OFFLINE``/``PIP_NO_INDEX``). The verifier stays offline: no route to the index is opened
   at test time (a verifier allowed to reach the index could fetch anything the index serves).
-- **uv from its PyPI wheel.** The uv version the installer URL pins (the newest when unpinned) is
-  downloaded as PyPI's wheel on the host; its ``uv``/``uvx`` binaries go to
-  ``/opt/provision/uv/bin`` and the image's curl shim answers the installer URL with a script that
+- **uv from its PyPI wheel.** An image built from a substitute already has uv (installed from PyPI
+  when the substitute was built) and a curl shim answering uv's installer URL; that uv serves the
+  tests unless ``images.uv_pinned`` asks for the version the URL pins. Otherwise the pinned version
+  (the newest when unpinned) is downloaded as PyPI's wheel on the host; its ``uv``/``uvx`` binaries
+  go to ``/opt/provision/uv/bin`` and the curl shim answers the installer URL with a script that
   links them where uv's installer puts them (``$HOME/.local/bin`` + its ``env`` file). An image
-  without the shim (not built from a substitute) gets it.
+  without the shim gets it.
 - **An interpreter where the image has none.** uvx needs a Python; online it would fetch a managed
   build from outside any package registry. An image without ``python3`` gets Debian's (apt, during
   the build) and the wheels are fetched for that version.
@@ -43,7 +45,8 @@ from swe_envs.terminal.pyreqs import PyInstalls, python_installs
 
 PROBE = ("command -v python3 >/dev/null 2>&1 && python3 -c 'import sys; print(\"py\", \"%d.%d\" % sys.version_info[:2])';"
          " echo machine $(uname -m); echo libc $(getconf GNU_LIBC_VERSION 2>/dev/null);"
-         " [ -e /opt/provision/bin/curl ] && echo shim yes; true")
+         " [ -e /opt/provision/bin/curl ] && echo shim yes;"
+         " [ -x /opt/provision/venv/bin/uv ] && echo uv $(/opt/provision/venv/bin/uv --version 2>/dev/null); true")
 
 
 class WarmError(Exception):
@@ -56,6 +59,7 @@ class PyTarget:
     machine: str  # uname -m
     glibc: str | None  # "2.36"
     has_shim: bool = False
+    uv: str | None = None  # the uv a substitute image provisions ("uv 0.9.5"), answered by its curl shim
 
     def pip_args(self, python: str) -> list[str]:
         arch = {"arm64": "aarch64"}.get(self.machine, self.machine)
@@ -107,7 +111,8 @@ def probe(client, image: str) -> PyTarget:
     found = dict(line.split(" ", 1) for line in raw.decode("utf-8", "replace").splitlines() if " " in line)
     glibc = (found.get("libc") or "").split()
     return PyTarget(found.get("py"), found.get("machine", "x86_64").strip(),
-                    glibc[-1] if glibc and re.fullmatch(r"\d+\.\d+", glibc[-1]) else None, "shim" in found)
+                    glibc[-1] if glibc and re.fullmatch(r"\d+\.\d+", glibc[-1]) else None, "shim" in found,
+                    found.get("uv") or None)
 
 
 def _pip_download(args: list[str], dest: Path, timeout_s: float = 900) -> None:
@@ -173,7 +178,7 @@ echo "uv {version} provisioned offline (PyPI wheel)"
 
 
 def plan(client, image: str, tests_dirs: list[Path | None], curl_shim: str, extras: list[str],
-         root: Path | None = None, build_python=None) -> PyWarm | None:
+         root: Path | None = None, build_python=None, uv_pinned: bool = False) -> PyWarm | None:
     """The warm-layer lines serving the tests' Python installs; None when the tests install nothing.
 
     ``build_python(lines) -> image``: builds an interpreter layer for an image without python3 and
@@ -210,7 +215,12 @@ def plan(client, image: str, tests_dirs: list[Path | None], curl_shim: str, extr
                         f"{', '.join(installs.requirements)})",
             "local": f"{len(wheels)} wheels for Python {python} {target.machine} fetched on the host, "
                      "in /opt/provision/wheels", "real": False, "error": ""})
-    if installs.uv_installer:
+    if installs.uv_installer and target.uv and target.has_shim and not uv_pinned:
+        # the substitute's own uv answers the installer: one uv per substitute image, not ~40 MB per task
+        warm.substitutions.append({"upstream": f"uv installer (curl | sh) {installs.uv_version or 'unpinned'}",
+                                   "local": f"the image's provisioned {target.uv} (images.uv_pinned: false)",
+                                   "real": False, "error": ""})
+    elif installs.uv_installer:
         version, bins = download_uv(installs.uv_version, target, root)
         warm.context.update({f"provision-uv/bin/{k}": v for k, v in bins.items()})
         warm.context["provision-uv/install.sh"] = UV_SH.format(version=version).encode()

@@ -53,6 +53,9 @@ def megatron_fields(cfg: ModelConfig) -> dict[str, Any]:
         "add_qkv_bias": c.add_qkv_bias,
         "qk_layernorm": c.qk_layernorm,
         "multi_latent_attention": c.multi_latent_attention,
+        # our model has no dropout; Megatron's defaults (0.1 each) would make training differ
+        "hidden_dropout": 0.0,
+        "attention_dropout": 0.0,
     }
     if c.multi_latent_attention:
         kw.update(
@@ -178,13 +181,15 @@ def to_megatron_state_dict(
     return out
 
 
-def build_megatron_model(cfg: ModelConfig, spec: Spec = "local", **parallel: Any):
+def build_megatron_model(cfg: ModelConfig, spec: Spec = "local", core_attention: Any = None, **parallel: Any):
     """Megatron GPTModel for ``cfg`` (call after ``parallel_state.initialize_model_parallel``).
 
     ``spec="local"``: Megatron's own modules with ``training/tools/megatron_local.py``'s substitutions
     (no Transformer Engine needed; DSA supported). ``spec="te"``: Megatron's Transformer-Engine
-    specs (TE must be installed; no DSA in 0.16.1). ``parallel`` passes through Megatron config
-    fields (``use_cpu_initialization``, ``moe_token_dispatcher_type``, ``bf16``, ...)."""
+    specs (TE must be installed; no DSA in 0.16.1). ``core_attention`` (local spec, not DSA)
+    replaces the causal stand-in, e.g. ``training.megatron.attention``'s document-masked one.
+    ``parallel`` passes through Megatron config fields (``use_cpu_initialization``,
+    ``moe_token_dispatcher_type``, ``bf16``, ...)."""
     from megatron.core.models.gpt import GPTModel
     from megatron.core.models.gpt.gpt_layer_specs import get_gpt_decoder_block_spec, get_gpt_mtp_block_spec
 
@@ -203,6 +208,11 @@ def build_megatron_model(cfg: ModelConfig, spec: Spec = "local", **parallel: Any
         megatron_local.patch_megatron_without_te()
         mcfg.moe_grouped_gemm = False  # local spec: SequentialMLP experts (local_experts.N)
         block = megatron_local.local_block_spec(mcfg, dsa)
+        if core_attention is not None:
+            if dsa:
+                raise NotImplementedError("core_attention: DSA layers keep Megatron's DSAttention")
+            for layer in block.layer_specs:  # the MTP layer below is built from the last one
+                layer.submodules.self_attention.submodules.core_attention = core_attention
     mtp = (
         get_gpt_mtp_block_spec(mcfg, block.layer_specs[-1], use_transformer_engine=spec == "te")
         if cfg.mtp_depths

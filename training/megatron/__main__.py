@@ -1,0 +1,48 @@
+"""``python -m training.megatron``: train with Megatron-core from our shards and YAML (see ``train.py``)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+
+from core.cli import user_errors
+from training.megatron.train import load_megatron_config, train
+
+app = typer.Typer(add_completion=False, help="Train the GLM-5-shaped model with Megatron-core on Arrow shards.")
+
+
+@app.command()
+@user_errors
+def main(
+    config: Path = typer.Option(Path("configs/train_tiny.yaml"), help="trainer YAML (the one our trainer reads)"),
+    shards: Path = typer.Option(None, help="shard directory (one stage); default: the config's stages"),
+    steps: int = typer.Option(None, help="optimizer steps when training one shard directory"),
+    metrics: Path = typer.Option(None, help="write one JSON object per step here"),
+    checkpoint_dir: Path = typer.Option(None, help="save Megatron dist checkpoints here (overrides checkpoint.dir)"),
+    resume: bool = typer.Option(False, help="continue from the latest checkpoint in the checkpoint dir"),
+    stop_after: int = typer.Option(None, help="train at most this many steps in this call, then checkpoint and exit"),
+    override: list[str] = typer.Option(
+        [], "--set", help="override a config key, e.g. --set parallel.tensor_model_parallel_size=2"
+    ),
+) -> None:
+    cfg = load_megatron_config(config, override)
+    if steps is not None:
+        cfg.steps = steps
+    if checkpoint_dir is not None:
+        cfg.checkpoint.dir = str(checkpoint_dir)
+    result = train(cfg, shards, metrics, resume=resume, stop_after=stop_after)
+    if os.environ.get("RANK", "0") != "0":
+        return
+    if not result.metrics:
+        typer.echo(f"nothing left to train: the checkpoint is at step {result.step}")
+        return
+    first, last = result.metrics[0]["loss"], result.metrics[-1]["loss"]
+    typer.echo(f"trained {len(result.metrics)} steps with Megatron-core: loss {first:.4f} -> {last:.4f}")
+    if result.checkpoint:
+        typer.echo(f"checkpoint: {result.checkpoint}")
+
+
+if __name__ == "__main__":
+    app()

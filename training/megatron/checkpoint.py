@@ -1,0 +1,68 @@
+"""Megatron ``dist_checkpointing`` save and resume for the Megatron trainer.
+
+A checkpoint is a directory ``step-00000012/`` in Megatron's distributed format (torch_dist:
+each rank writes its shards of the model's ``sharded_state_dict`` and of the optimizer's,
+built by Megatron's ``FP32Optimizer.sharded_state_dict`` against the model's), so it reloads
+on another tensor-parallel layout. Beside the tensors, the "common" state (written once by
+rank 0) holds what a run needs to continue bit-exactly: the step, the loader position, torch's
+RNG state and the producing config. Written under a temporary name and renamed
+(``training.checkpoint.publish``), so a listed checkpoint is complete; ``latest_checkpoint`` is
+our trainer's.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from core.errors import InputError
+from training.checkpoint import PREFIX, latest_checkpoint, publish
+
+__all__ = ["latest_checkpoint", "load", "save"]
+
+
+def _sharded(model, optimizer, is_loading: bool) -> dict[str, Any]:
+    model_sd = model.sharded_state_dict(prefix="model.")
+    return {"model": model_sd, "optimizer": optimizer.sharded_state_dict(model_sd, is_loading=is_loading)}
+
+
+def save(root: str | Path, step: int, model, optimizer, extra: dict[str, Any]) -> Path:
+    """All ranks call this (collective). ``model`` is the unwrapped GPTModel."""
+    from megatron.core import dist_checkpointing
+
+    root = Path(root)
+    final = root / f"{PREFIX}{step:08d}"
+    tmp = root / f".{final.name}.tmp"
+    if dist.get_rank() == 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+    dist.barrier()
+    state = _sharded(model, optimizer, is_loading=False)
+    state["trainer"] = {"step": step, "rng": torch.get_rng_state(), **extra}
+    dist_checkpointing.save(state, str(tmp))
+    dist.barrier()
+    if dist.get_rank() == 0:
+        publish(tmp, final)
+    dist.barrier()
+    return final
+
+
+def load(path: str | Path, model, optimizer) -> dict[str, Any]:
+    """Load weights, optimizer state and RNG state in place; return the trainer state."""
+    from megatron.core import dist_checkpointing
+
+    path = Path(path)
+    if not dist_checkpointing.check_is_distributed_checkpoint(str(path)):
+        raise InputError(f"{path}: not a Megatron distributed checkpoint")
+    state = _sharded(model, optimizer, is_loading=True)
+    state["trainer"] = {}  # common state: filled from the checkpoint
+    loaded = dist_checkpointing.load(state, str(path))
+    model.load_state_dict(loaded["model"])
+    optimizer.load_state_dict(loaded["optimizer"])
+    trainer = dict(loaded["trainer"])
+    torch.set_rng_state(trainer.pop("rng"))
+    return trainer

@@ -1,0 +1,144 @@
+"""Optimizers for the Megatron path: Megatron's own for AdamW, our (Split)Muon for the matrices.
+
+* ``adamw``: ``megatron.core.optimizer.get_megatron_optimizer`` over the DDP-wrapped model:
+  Megatron's param groups (no weight decay on 1-D parameters and biases, as ours), its
+  ``FP32Optimizer`` wrapper (main-grad copy, grad-norm clipping across model-parallel ranks)
+  over torch's ``AdamW`` (Megatron's fallback without Apex / Transformer Engine fused Adam).
+* ``muon`` / ``muon_split``: our ``training.optim.muon.Muon`` over Megatron's parameters, routed
+  like ours (``training/optim/optimizers.py``) by Megatron's names, inside the same
+  ``FP32Optimizer`` wrapper (so clipping, checkpoints and the schedule's calls are Megatron's).
+  MuonSplit's per-head blocks come from our model's ``up_proj_blocks`` with the head count
+  divided by the tensor-parallel size: a TP rank holds whole heads of ``linear_q_up_proj`` /
+  ``linear_kv_up_proj`` and orthogonalises exactly those. Any other tensor-parallel matrix is
+  orthogonalised whole: its slices are all-gathered over the TP group, Newton-Schulz runs on
+  the full matrix (as one process would) and each rank keeps its slice. Megatron's local spec
+  holds experts as one 2-D matrix each (``SequentialMLP``), which is what ours does per expert.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from training.megatron.weights import full_from_slices, is_glu_fc1, is_tp_sharded, local_slice
+from training.model.config import ModelConfig
+from training.optim.muon import Muon, orthogonal_update
+from training.optim.optimizers import EMBEDDING_NAMES, OptimizerConfig
+from training.tools.megatron_bridge import megatron_names
+
+
+def megatron_optimizer_config(cfg: OptimizerConfig, grad_clip: float):
+    from megatron.core.optimizer import OptimizerConfig as MegatronOptimizerConfig
+
+    return MegatronOptimizerConfig(
+        optimizer="adam", lr=cfg.lr, weight_decay=cfg.weight_decay, adam_beta1=cfg.betas[0],
+        adam_beta2=cfg.betas[1], adam_eps=cfg.eps, clip_grad=grad_clip, bf16=False, fp16=False,
+    )  # fmt: skip
+
+
+def split_blocks(model_cfg: ModelConfig, up_proj_blocks: dict[str, tuple[int, list[int]]], tp: int) -> dict[str, Any]:
+    """Megatron parameter name -> (local heads, row blocks) for MuonSplit on a TP rank."""
+    out = {}
+    for ours, targets in megatron_names(model_cfg, list(up_proj_blocks), "local").items():
+        heads, rows = up_proj_blocks[ours]
+        if heads % tp:
+            raise ValueError(f"{ours}: {heads} heads do not split over tensor_model_parallel_size {tp}")
+        for name, _ in targets:
+            out[name] = (heads // tp, list(rows))
+    return out
+
+
+def route(name: str, p: torch.Tensor, cfg: OptimizerConfig, split: dict[str, Any]) -> str:
+    if p.ndim < 2:
+        return "adamw_no_wd"
+    if cfg.name == "adamw" or name in EMBEDDING_NAMES:
+        return "adamw"
+    if name in split:
+        return "muon_split"
+    return "muon"
+
+
+class TPMuon(Muon):
+    """``Muon`` whose TP-sharded, non-split matrices are orthogonalised whole (see module doc).
+    Muon parameters also count a ``step``, so Megatron's ``FP32Optimizer`` checkpoint finds one
+    common step for every parameter (it refuses per-parameter steps)."""
+
+    def __init__(self, param_groups, tp_groups: dict[int, Any], **kw):
+        super().__init__(param_groups, **kw)
+        self.tp_groups = tp_groups  # id(param) -> process group holding its slices
+
+    def _update(self, p: torch.Tensor, u: torch.Tensor, spec, name: str, args) -> torch.Tensor:
+        group = self.tp_groups.get(id(p))
+        if spec is not None or group is None or dist.get_world_size(group) == 1:
+            return orthogonal_update(u, spec, *args)
+        size, rank = dist.get_world_size(group), dist.get_rank(group)
+        parts = [torch.empty_like(u) for _ in range(size)]
+        dist.all_gather(parts, u.contiguous(), group=group)
+        glu = is_glu_fc1(name, True)
+        full = orthogonal_update(full_from_slices(parts, p.partition_dim, glu), None, *args)
+        return local_slice(full, p.partition_dim, rank, size, glu)
+
+    def _muon(self, g: dict[str, Any]) -> None:
+        lr, wd, mu = g["lr"], g["weight_decay"], g["momentum"]
+        for p, spec, name in zip(g["params"], g["blocks"], g["names"], strict=True):
+            if p.grad is None:
+                continue
+            state = self.state[p]
+            if "momentum_buffer" not in state:
+                state["momentum_buffer"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                state["step"] = torch.zeros((), dtype=torch.float32)
+            state["step"] += 1
+            buf = state["momentum_buffer"]
+            buf.mul_(mu).add_(p.grad)
+            u = p.grad.add(buf, alpha=mu) if g["nesterov"] else buf
+            spec = None if spec is None else (int(spec[0]), [int(r) for r in spec[1]])
+            args = (g["ns_steps"], g["ns_coefficients"], g["rms_scale"], self.ns_dtype)
+            p.mul_(1 - lr * wd).add_(self._update(p, u, spec, name, args).to(p.dtype), alpha=-lr)
+
+    @torch.no_grad()
+    def init_state(self) -> None:
+        super().init_state()
+        for g in self.param_groups:
+            if g["use_muon"]:
+                for p in g["params"]:
+                    self.state[p].setdefault("step", torch.zeros((), dtype=torch.float32))
+
+
+def build_optimizer(ddp_model, model_cfg: ModelConfig, up_proj_blocks, cfg: OptimizerConfig, grad_clip: float):
+    """Megatron optimizer wrapper for ``ddp_model`` (Megatron's DDP around a GPTModel)."""
+    from megatron.core import parallel_state as ps
+    from megatron.core.optimizer import get_megatron_optimizer
+    from megatron.core.optimizer.optimizer import FP32Optimizer
+
+    mcfg = megatron_optimizer_config(cfg, grad_clip)
+    if cfg.qk_clip_tau:
+        raise ValueError("optimizer.qk_clip_tau: QK-clip is not wired into the Megatron trainer")
+    if cfg.name == "adamw":
+        return get_megatron_optimizer(mcfg, [ddp_model])
+    tp = ps.get_tensor_model_parallel_world_size()
+    split = split_blocks(model_cfg, up_proj_blocks, tp) if cfg.name == "muon_split" else {}
+    named = [(n, p) for n, p in ddp_model.module.named_parameters() if p.requires_grad]
+    routes = {n: route(n, p, cfg, split) for n, p in named}
+    params = dict(named)
+    tp_groups = {}
+    for _, p in named:
+        if is_tp_sharded(p):
+            expert = not getattr(p, "allreduce", True)
+            tp_groups[id(p)] = ps.get_expert_tensor_parallel_group() if expert else ps.get_tensor_model_parallel_group()
+    muon = [n for n, r in routes.items() if r in ("muon", "muon_split")]
+    groups = [
+        {"params": [params[n] for n in muon], "names": muon, "use_muon": True,
+         "blocks": [split[n] if routes[n] == "muon_split" else None for n in muon]},
+        {"params": [params[n] for n, r in routes.items() if r == "adamw"],
+         "names": [n for n, r in routes.items() if r == "adamw"]},
+        {"params": [params[n] for n, r in routes.items() if r == "adamw_no_wd"], "weight_decay": 0.0,
+         "names": [n for n, r in routes.items() if r == "adamw_no_wd"]},
+    ]  # fmt: skip
+    inner = TPMuon(
+        [g for g in groups if g["params"]], tp_groups, lr=cfg.lr, weight_decay=cfg.weight_decay,
+        momentum=cfg.momentum, nesterov=cfg.nesterov, ns_steps=cfg.ns_steps, ns_coefficients=cfg.ns_coefficients,
+        rms_scale=cfg.rms_scale, betas=cfg.betas, eps=cfg.eps, ns_dtype=getattr(torch, cfg.ns_dtype),
+    )  # fmt: skip
+    return FP32Optimizer(inner, mcfg, lambda opt, _cfg: opt.init_state())

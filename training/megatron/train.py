@@ -1,0 +1,303 @@
+"""The Megatron-core trainer: our shards and config, Megatron's model, schedule, DDP, optimizer, checkpoints.
+
+Per step: the global batch from our ``ShardLoader`` (data-parallel ranks read their share, as in
+our trainer) is cut into ``megatron.micro_batches`` micro-batches and run by Megatron's
+``get_forward_backward_func()`` schedule over Megatron's ``DistributedDataParallel``-wrapped
+``GPTModel`` (local spec); Megatron's ``finalize_model_grads`` all-reduces the gradients and
+moves the aux-loss-free expert bias; Megatron's optimizer wrapper clips and steps (see
+``optim.py``); the learning rate is ours (``lr_at``, a pure function of the step). The initial
+weights are our trainer's (``training.trainer.build_model``, same seed) converted by
+``megatron_bridge``, so both trainers start from the same point.
+
+Logged per step as our trainer does: ``loss`` (= ``lm_loss`` + ``mtp_loss_scaling_factor`` x
+``mtp_loss``), ``lm_loss`` (token mean over the global batch), ``mtp_loss`` (Megatron's MTP
+tracker, mean over depths), ``lr``, ``grad_norm``, ``tokens``, ``tokens_per_s``. With more than
+one micro-batch the loss Megatron differentiates is the mean of micro-batch means (its
+default, ``calculate_per_token_loss=False``); the logged ``lm_loss`` stays the token mean.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+import torch.distributed as dist
+from pydantic import Field
+
+from core.config import StrictModel, load_config
+from core.errors import ConfigError
+from training.loader import ShardLoader
+from training.megatron import checkpoint
+from training.megatron.batches import to_microbatch
+from training.megatron.cpu import cpu_stand_ins
+from training.metrics_log import MetricsSink
+from training.optim.schedules import lr_at
+from training.trainer import TrainerConfig, build_model, resolve_stages, stage_at
+
+
+class MegatronOptions(StrictModel):
+    """Megatron-only settings (our trainer has no use for them)."""
+
+    micro_batches: int = Field(default=1, gt=0)  # per optimizer step and data-parallel rank
+    # allgather runs on CPU; alltoall needs CUDA (it creates a torch.cuda.Stream)
+    token_dispatcher: Literal["auto", "allgather", "alltoall"] = "auto"
+    document_masks: bool = True  # block-diagonal attention per document (see batches.py)
+
+
+class MegatronTrainerConfig(TrainerConfig):
+    megatron: MegatronOptions = MegatronOptions()
+
+
+def load_megatron_config(path: str | Path, overrides: list[str] | None = None) -> MegatronTrainerConfig:
+    from training.trainer import load_trainer_config
+
+    load_trainer_config(path, [o for o in overrides or [] if not o.startswith("megatron.")])  # our checks
+    return load_config(MegatronTrainerConfig, path, overrides)
+
+
+@dataclass
+class MegatronResult:
+    step: int
+    metrics: list[dict[str, Any]]
+    model: Any  # the unwrapped Megatron GPTModel
+    checkpoint: Path | None = None
+
+
+def check_supported(cfg: MegatronTrainerConfig) -> None:
+    """Refuse, with the reason, what this trainer does not do (rather than train something else)."""
+    p, m = cfg.parallel, cfg.model
+    if p.pipeline_model_parallel_size > 1 or p.virtual_pipeline_model_parallel_size:
+        raise ConfigError("parallel.pipeline_model_parallel_size: pipeline stages are not wired into the Megatron trainer yet")
+    if p.expert_model_parallel_size > 1:
+        raise ConfigError("parallel.expert_model_parallel_size: expert parallelism is not wired into the Megatron trainer yet")
+    if m.dsa_indexer_n_heads:
+        raise ConfigError("model.dsa_indexer_n_heads: Megatron's DSAttention has no document masks or dense "
+                          "warm-up here; train DSA with our trainer")  # fmt: skip
+    if cfg.optimizer.qk_clip_tau:
+        raise ConfigError("optimizer.qk_clip_tau: QK-clip is not wired into the Megatron trainer")
+    if cfg.precision == "bf16" and not torch.cuda.is_available():
+        raise ConfigError("precision: bf16 in Megatron's schedule is torch.autocast('cuda'): needs CUDA")
+    if not m.multi_latent_attention:
+        raise ConfigError("model.multi_latent_attention: the Megatron trainer's local spec is built for MLA")
+
+
+class _World:
+    """torch.distributed + Megatron's parallel_state for this run (a gloo world of 1 when not under torchrun)."""
+
+    def __init__(self, cfg: MegatronTrainerConfig):
+        from megatron.core import parallel_state as ps
+
+        self.created = not dist.is_initialized()
+        if self.created:
+            backend = "nccl" if torch.cuda.is_available() else "gloo"
+            if "WORLD_SIZE" in os.environ:  # torchrun
+                dist.init_process_group(backend)
+            else:  # one process: a world of 1 on loopback
+                dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{_free_port()}", rank=0, world_size=1)
+        p = cfg.parallel
+        ps.initialize_model_parallel(p.tensor_model_parallel_size, p.pipeline_model_parallel_size,
+                                     expert_model_parallel_size=p.expert_model_parallel_size)  # fmt: skip
+        if torch.cuda.is_available():
+            from megatron.core.tensor_parallel.random import model_parallel_cuda_manual_seed
+
+            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
+            model_parallel_cuda_manual_seed(cfg.seed)
+        self.ps = ps
+        self.dp_rank, self.dp_size = ps.get_data_parallel_rank(), ps.get_data_parallel_world_size()
+        self.tp_rank, self.tp_size = ps.get_tensor_model_parallel_rank(), ps.get_tensor_model_parallel_world_size()
+        self.rank = dist.get_rank()
+        self.device = torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
+
+    def close(self) -> None:
+        self.ps.destroy_model_parallel()
+        if self.created:
+            dist.destroy_process_group()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _build(cfg: MegatronTrainerConfig, stages, world: _World):
+    from megatron.core.distributed import DistributedDataParallel, DistributedDataParallelConfig
+    from megatron.core.distributed.finalize_model_grads import finalize_model_grads
+
+    from training.megatron.attention import document_masked_attention_class
+    from training.megatron.optim import build_optimizer
+    from training.megatron.weights import load_our_weights
+    from training.tools.megatron_bridge import build_megatron_model
+
+    ours = build_model(cfg, stages)  # our trainer's initial weights (same seed, same vocab rule)
+    dispatcher = cfg.megatron.token_dispatcher
+    if dispatcher == "auto":
+        dispatcher = "alltoall" if torch.cuda.is_available() else "allgather"
+    cpu = world.device.type == "cpu"
+    meg = build_megatron_model(
+        ours.cfg, core_attention=document_masked_attention_class(), use_cpu_initialization=cpu,
+        perform_initialization=False, moe_token_dispatcher_type=dispatcher,
+        tensor_model_parallel_size=world.tp_size, bf16=cfg.precision == "bf16",
+    )  # fmt: skip
+    load_our_weights(meg, ours.cfg, ours.state_dict(), world.tp_rank, world.tp_size)
+    meg = meg.to(world.device)
+    ddp = DistributedDataParallel(meg.config, DistributedDataParallelConfig(), meg)
+    meg.config.finalize_model_grads_func = finalize_model_grads
+    meg.config.no_sync_func = ddp.no_sync
+    opt = build_optimizer(ddp, ours.cfg, ours.up_proj_blocks(), cfg.optimizer, cfg.grad_clip)
+    return ours.cfg, meg, ddp, opt
+
+
+def train(
+    cfg: MegatronTrainerConfig,
+    shards: str | Path | None = None,
+    metrics_path: str | Path | None = None,
+    log: Callable[[str], None] = print,
+    stop_after: int | None = None,
+    resume: bool = True,
+) -> MegatronResult:
+    """Train until the last stage ends (or ``stop_after`` steps in this call, then checkpoint);
+    with ``resume`` and a checkpoint in ``checkpoint.dir``, continue from the latest one."""
+    check_supported(cfg)
+    threads = torch.get_num_threads()
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    try:
+        with cpu_stand_ins():
+            world = _World(cfg)
+            try:
+                return _train(cfg, shards, metrics_path, log, stop_after, resume, world)
+            finally:
+                world.close()
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train(cfg, shards, metrics_path, log, stop_after, resume, world: _World) -> MegatronResult:
+    from megatron.core.pipeline_parallel import get_forward_backward_func
+    from megatron.core.transformer.multi_token_prediction import MTPLossLoggingHelper
+
+    stages = resolve_stages(cfg, shards)
+    total = sum(s.steps for s in stages)
+    model_cfg, meg, ddp, opt = _build(cfg, stages, world)
+    if world.rank != 0:
+        log = _quiet
+    step, loader_state = 0, None
+    ckpt_dir = Path(cfg.checkpoint.dir) if cfg.checkpoint.dir else None
+    found = checkpoint.latest_checkpoint(ckpt_dir) if (ckpt_dir and resume) else None
+    if found is not None:
+        saved = checkpoint.load(found, meg, opt)
+        step, loader_state = saved["step"], saved.get("loader")
+        log(f"resumed from {found} at step {step}")
+    sink = MetricsSink(metrics_path if world.rank == 0 else None, append=step > 0, from_step=step,
+                       tensorboard_dir=cfg.tensorboard_dir if world.rank == 0 else None, log=log)  # fmt: skip
+    forward_backward = get_forward_backward_func()
+    k = cfg.megatron.micro_batches
+    depths = model_cfg.mtp_depths
+    metrics: list[dict[str, Any]] = []
+    done_here, last_ckpt, idx, loader = 0, None, 0, None
+    ddp.train()
+    try:
+        while step < total and (stop_after is None or done_here < stop_after):
+            idx, start = stage_at(stages, step)
+            stage = stages[idx]
+            global_batch = stage.batch_size or cfg.loader.batch_size
+            if global_batch % (world.dp_size * k):
+                raise ConfigError(f"loader.batch_size: {global_batch} does not split into {world.dp_size} "
+                                  f"data-parallel ranks x {k} micro-batches")  # fmt: skip
+            loader = ShardLoader(stage.shards, cfg.loader.model_copy(update={"batch_size": global_batch // world.dp_size}),
+                                 world.dp_rank, world.dp_size)  # fmt: skip
+            if loader_state is not None and loader_state.get("stage") == idx:
+                loader.load_state_dict(loader_state["state"])
+            batches = iter(loader)
+            while step < start + stage.steps and (stop_after is None or done_here < stop_after):
+                t0 = time.perf_counter()
+                batch = next(batches)
+                lr = lr_at(step, total, cfg.schedule, cfg.optimizer.lr)
+                for group in opt.param_groups:
+                    group["lr"] = lr * group.get("lr_mult", 1.0)
+                    if "wd_mult" in group:  # Megatron's groups: its scheduler's rule (no decay on 1-D, biases)
+                        group["weight_decay"] = cfg.optimizer.weight_decay * group["wd_mult"]
+                mb = to_microbatch(batch, world.device, cfg.megatron.document_masks)
+                micro = [_slice(mb, i, k) for i in range(k)]
+                ddp.zero_grad_buffer()
+                opt.zero_grad()
+                stats = forward_backward(
+                    forward_step_func=_forward_step, data_iterator=iter(micro), model=[ddp], num_microbatches=k,
+                    seq_length=loader.seq_len, micro_batch_size=mb.tokens.shape[0] // k, forward_only=False,
+                )  # fmt: skip
+                _, grad_norm, _ = opt.step()
+                sums = torch.stack([sum(s["lm_sum"] for s in stats), sum(s["tokens"] for s in stats).float()])
+                mtp = None
+                if depths:
+                    mtp = MTPLossLoggingHelper.tracker["values"].detach().clone() / k
+                    MTPLossLoggingHelper.clean_loss_in_tracker()
+                    sums = torch.cat([sums, mtp])
+                if world.dp_size > 1:  # gloo has no AVG: sum, then divide
+                    dist.all_reduce(sums, group=world.ps.get_data_parallel_group())
+                lm = float(sums[0] / sums[1])
+                rec: dict[str, Any] = {"step": step, "lm_loss": round(lm, 6)}
+                loss = lm
+                if depths:
+                    mtp_loss = float(sums[2:].mean()) / world.dp_size
+                    rec["mtp_loss"] = round(mtp_loss, 6)
+                    loss += model_cfg.mtp_loss_scaling_factor * mtp_loss
+                dt = time.perf_counter() - t0
+                ntok = int(batch.tokens.numel()) * world.dp_size
+                rec = {"step": step, "loss": round(loss, 6), **{k2: v for k2, v in rec.items() if k2 != "step"},
+                       "lr": lr, "grad_norm": None if grad_norm is None else round(float(grad_norm), 6),
+                       "stage": stage.name, "seq_len": loader.seq_len, "epoch": loader.epoch, "tokens": ntok,
+                       "tokens_per_s": round(ntok / dt, 1), "backend": "megatron"}  # fmt: skip
+                metrics.append(rec)
+                sink.write(rec)
+                log(f"step {step:5d}  [{stage.name}, L={loader.seq_len}]  loss {rec['loss']:.4f}  "
+                    f"lm {rec['lm_loss']:.4f}  lr {lr:.2e}  {rec['tokens_per_s']:.0f} tok/s (megatron)")  # fmt: skip
+                step += 1
+                done_here += 1
+                loader_state = {"stage": idx, "state": loader.state_dict()}
+                if ckpt_dir and cfg.checkpoint.every and step % cfg.checkpoint.every == 0:
+                    last_ckpt = _save(ckpt_dir, step, meg, opt, loader_state, cfg)
+            loader_state = None
+        if ckpt_dir and done_here and (last_ckpt is None or not last_ckpt.name.endswith(f"{step:08d}")):
+            last_ckpt = _save(ckpt_dir, step, meg, opt, {"stage": idx, "state": loader.state_dict()}, cfg)
+    finally:
+        sink.close()
+    return MegatronResult(step, metrics, meg, last_ckpt)
+
+
+def _slice(mb, i: int, k: int):
+    if k == 1:
+        return mb
+    from dataclasses import fields, replace
+
+    b = mb.tokens.shape[0] // k
+    return replace(mb, **{f.name: None if getattr(mb, f.name) is None else getattr(mb, f.name)[i * b : (i + 1) * b]
+                          for f in fields(mb)})  # fmt: skip
+
+
+def _forward_step(data_iterator, model):
+    mb = next(data_iterator)
+    per_token = model(mb.tokens, mb.position_ids, mb.attention_mask, labels=mb.labels, loss_mask=mb.mtp_loss_mask)
+
+    def loss_func(out: torch.Tensor):
+        lm_sum = (out.float() * mb.loss_mask).sum()
+        n = mb.loss_mask.sum().int()
+        # clones: the schedule divides the returned loss in place
+        return lm_sum, n, {"lm_sum": lm_sum.detach().clone(), "tokens": n.detach().clone()}
+
+    return per_token, loss_func
+
+
+def _save(ckpt_dir: Path, step: int, meg, opt, loader_state, cfg) -> Path:
+    return checkpoint.save(ckpt_dir, step, meg, opt, {"loader": loader_state, "config": cfg.model_dump(mode="json")})
+
+
+def _quiet(msg: str) -> None:
+    """Log sink of ranks other than 0 (rank 0 speaks for the run)."""

@@ -1,0 +1,65 @@
+"""Our model's weights into a Megatron ``GPTModel``, on any tensor-parallel rank.
+
+``megatron_bridge.to_megatron_state_dict`` renames our full tensors to Megatron's names. A
+tensor-parallel rank holds a slice of each tensor-parallel parameter: Megatron marks those
+with ``tensor_model_parallel`` and ``partition_dim``, and the slice is the rank's contiguous
+chunk along that dim (heads for the MLA up-projections, so every rank holds whole heads),
+except SwiGLU's ``linear_fc1``, whose local weight is [gate chunk; up chunk]. The same
+parameters are how ``optim.TPMuon`` reassembles a full matrix.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from training.model.config import ModelConfig
+from training.tools.megatron_bridge import to_megatron_state_dict
+
+
+def is_tp_sharded(p: torch.Tensor) -> bool:
+    return bool(getattr(p, "tensor_model_parallel", False)) and getattr(p, "partition_dim", -1) >= 0
+
+
+def is_glu_fc1(name: str, cfg_gated: bool) -> bool:
+    return cfg_gated and name.endswith("linear_fc1.weight")
+
+
+def local_slice(full: torch.Tensor, dim: int, rank: int, size: int, glu: bool) -> torch.Tensor:
+    """This rank's part of a full tensor (Megatron's column/row/vocab-parallel layouts)."""
+    if size == 1:
+        return full
+    if glu:  # [gate; up] -> [gate_r; up_r]
+        gate, up = full.chunk(2, dim=dim)
+        return torch.cat([gate.chunk(size, dim=dim)[rank], up.chunk(size, dim=dim)[rank]], dim=dim)
+    return full.chunk(size, dim=dim)[rank]
+
+
+def full_from_slices(parts: list[torch.Tensor], dim: int, glu: bool) -> torch.Tensor:
+    """Inverse of ``local_slice`` over all ranks' parts (rank order)."""
+    if not glu:
+        return torch.cat(parts, dim=dim)
+    halves = [p.chunk(2, dim=dim) for p in parts]
+    return torch.cat([h[0] for h in halves] + [h[1] for h in halves], dim=dim)
+
+
+@torch.no_grad()
+def load_our_weights(meg: torch.nn.Module, cfg: ModelConfig, ours: dict[str, torch.Tensor],
+                     tp_rank: int = 0, tp_size: int = 1) -> None:  # fmt: skip
+    """Copy our full state dict into ``meg`` (this TP rank's slices); every Megatron
+    parameter and buffer must be written (``_extra_state`` aside), every tensor of ours used."""
+    sd = to_megatron_state_dict(cfg, ours, "local")
+    targets = dict(meg.named_parameters()) | dict(meg.named_buffers())
+    # _extra_state: TE/fp8 metadata; local_tokens_per_expert: the step's load counter (zero at start)
+    missing = [k for k in targets if k not in sd and not k.endswith(("_extra_state", "local_tokens_per_expert"))]
+    unused = [k for k in sd if k not in targets]
+    if missing or unused:
+        raise ValueError(f"Megatron model and converted weights disagree: missing {missing[:5]}, unused {unused[:5]}")
+    for name, t in targets.items():
+        if name not in sd:
+            continue
+        src = sd[name]
+        if is_tp_sharded(t):
+            src = local_slice(src, t.partition_dim, tp_rank, tp_size, is_glu_fc1(name, True))
+        if src.shape != t.shape:
+            raise ValueError(f"{name}: converted {tuple(src.shape)} vs Megatron's {tuple(t.shape)} (tp {tp_size})")
+        t.copy_(src.to(t.dtype))

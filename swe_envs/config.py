@@ -79,6 +79,8 @@ class SandboxConfig(StrictModel):
     # grow past max_file_mb (a hostile or broken suite printing or writing gigabytes)
     max_log_mb: int = Field(default=64, ge=1)
     max_file_mb: int = Field(default=2048, ge=16)
+    # the test container's writable layer in all (many files, each under max_file_mb): swe_envs/disk_guard.py
+    disk_mb: int = Field(default=10240, ge=64)
 
 
 class BuildConfig(StrictModel):

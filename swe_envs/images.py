@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import docker
 import docker.errors
 
+from swe_envs import untrusted_network
 from swe_envs.config import BuildConfig, ToolchainConfig
 from swe_envs.registry import HostAccess, host_access
 from swe_envs.repos import tar_with
@@ -200,7 +201,9 @@ class Images:
         try:
             stream = api.build(fileobj=io.BytesIO(ctx), custom_context=True, tag=tag, rm=True, forcerm=True,
                                pull=False, decode=True, labels=labels or {}, nocache=self.cfg.no_cache,
-                               container_limits={"memory": self.cfg.memory_mb * 2**20})
+                               container_limits={"memory": self.cfg.memory_mb * 2**20},
+                               # RUN steps reach the registries, never the host's services
+                               network_mode=untrusted_network.network(self.client))
             for chunk in stream:
                 if "stream" in chunk:
                     lines.append(chunk["stream"])

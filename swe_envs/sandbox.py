@@ -25,9 +25,10 @@ from pathlib import Path
 
 import docker
 import docker.errors
-import docker.types
 
+from swe_envs import untrusted_network
 from swe_envs.config import SandboxConfig
+from swe_envs.disk_guard import DiskGuard, fsize_ulimit
 
 LABEL = "swe_envs.owner"
 PATCH_FAILED_RC = 97
@@ -122,13 +123,12 @@ class Sandbox:
         try:
             container = self.client.containers.create(
                 image, ["sh", "/task/run.sh"], user=self.cfg.user, working_dir="/testbed",
-                network_mode=network, nano_cpus=int(self.cfg.cpus * 1e9),
+                network_mode=untrusted_network.network(self.client) if network == "bridge" else network, nano_cpus=int(self.cfg.cpus * 1e9),
                 mem_limit=f"{self.cfg.memory_mb}m", memswap_limit=f"{self.cfg.memory_mb}m",
                 pids_limit=self.cfg.pids, cap_drop=["ALL"], security_opt=["no-new-privileges"],
                 volumes={str(task): {"bind": "/task", "mode": "ro"}}, init=True,
                 # no file above max_file_mb: a suite cannot fill the host's disk with one file
-                ulimits=[docker.types.Ulimit(name="fsize", soft=self.cfg.max_file_mb * 2**20,
-                                             hard=self.cfg.max_file_mb * 2**20)],
+                ulimits=[fsize_ulimit(self.cfg.max_file_mb)],
                 labels={LABEL: owner(), "swe_envs.run": uuid.uuid4().hex}, detach=True,
                 environment={"HOME": "/home/swe", "CI": "true"},
             )
@@ -139,6 +139,8 @@ class Sandbox:
                 res.error = "sandbox closed (the batch was interrupted)"
                 return res
             container.start()
+            guard = DiskGuard(self.client.api, self.cfg.disk_mb)  # many files, each under max_file_mb
+            guard.watch(container.id)
             try:
                 status = container.wait(timeout=wall_s)
                 res.container_rc = int(status.get("StatusCode", -1))
@@ -146,6 +148,10 @@ class Sandbox:
                 res.killed = True
                 _quiet(container.kill)
                 _quiet(lambda: container.wait(timeout=30))
+            finally:
+                guard.stop()
+            if guard.exceeded:
+                res.killed, res.error = True, guard.exceeded
             files = _read_dir(container, "/tmp/swe-out", self.cfg.max_log_mb * 2**20)
             res.patch_failed = files.get("patch_failed", "").strip()
             if res.patch_failed:

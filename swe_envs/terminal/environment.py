@@ -29,6 +29,7 @@ from pathlib import Path
 import docker
 import docker.errors
 
+from swe_envs import untrusted_network
 from swe_envs.disk_guard import DiskGuard, fsize_ulimit
 from swe_envs.images import Images, sha, slug
 from swe_envs.repos import tar_with
@@ -242,6 +243,8 @@ class Environment:
                                                        labels={LABEL: owner()})
         elif self.offline:
             net_mode = "none"
+        else:  # online: the registries and the internet, never the host's own services
+            net_mode = untrusted_network.network(self.client)
         order = start_order(services)
         for name in order:
             svc = services[name]

@@ -27,7 +27,7 @@ from tests.reliability.ledger import LEDGER
 pytestmark = pytest.mark.docker
 AREA = "containment: SWE sandbox"
 CFG = SandboxConfig(cpus=1, memory_mb=256, pids=64, test_timeout_s=8, container_margin_s=20, max_log_mb=1,
-                    max_file_mb=32)
+                    max_file_mb=32, disk_mb=128)
 
 
 @pytest.fixture(scope="module")
@@ -161,6 +161,32 @@ def test_filling_the_disk_is_bounded_per_file(sandbox):
     LEDGER.add(AREA, tried=1, faults=1, escapes=int(size is None or size > 32 * 2**20))
     assert size is not None and size <= 32 * 2**20, r.log[-500:]
     assert "File size limit exceeded" in r.log
+
+
+def test_filling_the_disk_with_many_files_is_stopped_at_the_disk_limit(sandbox):
+    """Each file under max_file_mb, 60 of them: the disk guard stops the container near disk_mb."""
+    sb, image, client = sandbox
+    peak, stop = [0], threading.Event()
+
+    def watch():  # the host's own view of the writable layer
+        while not stop.wait(0.3):
+            for row in client.api.containers(all=True, size=True, filters={"label": f"{LABEL}={owner()}"}):
+                peak[0] = max(peak[0], int(row.get("SizeRw") or 0))
+
+    th = threading.Thread(target=watch, daemon=True)
+    th.start()
+    try:
+        res = sb.run(image, "for i in $(seq 1 60); do dd if=/dev/zero of=/tmp/f$i bs=1M count=30 2>/dev/null; done; "
+                     "sleep 30", [], runs=1, timeout_s=60)
+    finally:
+        stop.set()
+        th.join(5)
+    bound = (CFG.disk_mb + 512) * 2**20  # the limit plus one polling interval's writes
+    contained = "disk limit" in res.error and res.killed and peak[0] <= bound
+    LEDGER.attempt(AREA, "fill the disk with many files under the per-file limit", contained,
+                   f"{res.error or 'not stopped'}; peak writable layer {peak[0] // 2**20} MB")
+    assert contained, (res.error, peak[0] // 2**20)
+    assert sb.live == set()
 
 
 def test_sleep_forever_and_leftover_processes_do_not_survive(sandbox):

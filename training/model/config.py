@@ -41,6 +41,9 @@ class ModelConfig(StrictModel):
     qk_pos_emb_head_dim: int = Field(default=16, gt=0)  # decoupled RoPE dims (shared key)
     v_head_dim: int = Field(default=32, gt=0)
     qk_layernorm: bool = True  # MLA: RMSNorm on the q and kv latents; GQA: per-head q/k norm
+    # ours: eps of those q/k norms; None = layernorm_epsilon (Megatron). DeepSeek-V3 and GLM-5's
+    # reference code (transformers) fixes 1e-6 for the MLA latent norms (training/hf/)
+    qk_layernorm_epsilon: float | None = Field(default=None, gt=0)
     # GQA only (GLM-4.5): Megatron's names
     num_query_groups: int | None = Field(default=None, gt=0)
     kv_channels: int | None = Field(default=None, gt=0)
@@ -55,6 +58,8 @@ class ModelConfig(StrictModel):
     dsa_indexer_topk: int | None = Field(default=None, gt=0)
     dsa_indexer_loss_coeff: float = Field(default=0.0, ge=0)  # Megatron: None = 0
     dsa_indexer_use_sparse_loss: bool = False  # KL over the selected keys only (sparse stage)
+    # ours: eps of the indexer key LayerNorm; None = layernorm_epsilon. GLM-5's reference: 1e-6
+    dsa_indexer_layernorm_epsilon: float | None = Field(default=None, gt=0)
 
     # -- MoE --------------------------------------------------------------------------------
     num_moe_experts: int | None = Field(default=8, gt=0)  # None = dense model
@@ -101,6 +106,10 @@ class ModelConfig(StrictModel):
     @property
     def q_head_dim(self) -> int:
         return self.qk_head_dim + self.qk_pos_emb_head_dim
+
+    @property
+    def qk_norm_eps(self) -> float:
+        return self.qk_layernorm_epsilon or self.layernorm_epsilon
 
     @property
     def gqa_head_dim(self) -> int:
@@ -204,6 +213,7 @@ class ModelConfig(StrictModel):
         groups = [
             (gqa_only, self.multi_latent_attention, "multi_latent_attention is true (GQA-only field)"),
             (mla_only, not self.multi_latent_attention, "multi_latent_attention is false (MLA-only field)"),
+            (["qk_layernorm_epsilon"], not self.qk_layernorm, "qk_layernorm is false (no q/k norms)"),
             (
                 [f for f in type(self).model_fields if f.startswith("dsa_") and f != "dsa_indexer_n_heads"],
                 self.dsa_indexer_n_heads is None,

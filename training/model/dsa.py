@@ -46,7 +46,7 @@ class Indexer(nn.Module):
         self.topk = cfg.dsa_indexer_topk
         self.linear_wq_b = nn.Linear(cfg.q_lora_rank or cfg.hidden_size, nh * hd, bias=False)
         self.linear_wk = nn.Linear(cfg.hidden_size, hd, bias=False)
-        self.k_norm = nn.LayerNorm(hd, eps=cfg.layernorm_epsilon)
+        self.k_norm = nn.LayerNorm(hd, eps=cfg.dsa_indexer_layernorm_epsilon or cfg.layernorm_epsilon)
         self.linear_weights_proj = nn.Linear(cfg.hidden_size, nh, bias=False)
 
     def _rope(self, x: torch.Tensor, rotate: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:

@@ -27,7 +27,7 @@ class GQA(nn.Module):
         self.rot = int(self.head_dim * cfg.rotary_percent)
         rows = (self.num_heads + 2 * self.groups) * self.head_dim
         self.linear_qkv = nn.Linear(cfg.hidden_size, rows, bias=cfg.add_qkv_bias)
-        eps = cfg.layernorm_epsilon
+        eps = cfg.qk_norm_eps
         self.q_layernorm = nn.RMSNorm(self.head_dim, eps=eps) if cfg.qk_layernorm else nn.Identity()
         self.k_layernorm = nn.RMSNorm(self.head_dim, eps=eps) if cfg.qk_layernorm else nn.Identity()
         self.linear_proj = nn.Linear(self.num_heads * self.head_dim, cfg.hidden_size, bias=False)

@@ -97,7 +97,7 @@ class MLA(nn.Module):
         self.cfg = cfg
         H, qk, rope, v = cfg.num_attention_heads, cfg.qk_head_dim, cfg.qk_pos_emb_head_dim, cfg.v_head_dim
         self.num_heads, self.qk, self.rope, self.v = H, qk, rope, v
-        eps = cfg.layernorm_epsilon
+        eps = cfg.qk_norm_eps
         if cfg.q_lora_rank is None:
             self.linear_q_proj = nn.Linear(cfg.hidden_size, H * (qk + rope), bias=False)
         else:

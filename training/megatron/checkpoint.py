@@ -26,7 +26,7 @@ __all__ = ["latest_checkpoint", "load", "save"]
 
 
 def _sharded(model, optimizer, is_loading: bool) -> dict[str, Any]:
-    model_sd = model.sharded_state_dict(prefix="model.")
+    model_sd = model.sharded_state_dict()
     return {"model": model_sd, "optimizer": optimizer.sharded_state_dict(model_sd, is_loading=is_loading)}
 
 

@@ -10,11 +10,14 @@ GPU outright. Measured on this machine (CPU-only torch 2.x, gloo), each raises
   device='cuda')`` (the loss scale of an fp32 run, always 1);
 * ``optimizer/clip_grads.py`` ``clip_grad_by_total_norm_fp32``: ``assert param.grad.type() ==
   'torch.cuda.FloatTensor'`` (a bare ``AssertionError``) and a ``device='cuda'`` overflow buffer;
+* ``dist_checkpointing/strategies/filesystem_async.py`` ``preload_tensors`` (every torch_dist
+  save): ``torch.cuda.synchronize()`` after the device-to-host copies;
 * ``RotaryEmbedding``, the DDP grad buffers (``param_and_grad_buffer.py``), the MTP and MoE
   loss trackers: ``device=torch.cuda.current_device()``.
 
-Three stand-ins cover all of them, active only inside ``cpu_stand_ins()`` and only where CUDA
-is absent: ``torch.cuda.current_device()`` answers ``"cpu"``; a ``TorchFunctionMode`` turns a
+Four stand-ins cover all of them, active only inside ``cpu_stand_ins()`` and only where CUDA
+is absent: ``torch.cuda.current_device()`` answers ``"cpu"``; ``torch.cuda.synchronize()`` is a
+no-op (there is no device queue to wait for); a ``TorchFunctionMode`` turns a
 literal ``device="cuda"`` given to a tensor factory (``zeros``/``ones``/``empty``/``tensor``/
 ``full``/``arange``) into the CPU; and the optimizer's ``clip_grad_by_total_norm_fp32`` is
 ``clip_grads_fp32_on_cpu`` below (the same scaling, ``max_norm / (total_norm + 1e-6)`` when
@@ -71,6 +74,10 @@ def clip_grads_fp32_on_cpu(parameters, max_norm, total_norm, use_decoupled_grad:
         torch._foreach_mul_(grads, clip_coeff)
 
 
+def _no_device_queue(device=None) -> None:
+    """``torch.cuda.synchronize`` without CUDA: CPU work is already done when it returns."""
+
+
 @contextlib.contextmanager
 def cpu_stand_ins() -> Iterator[bool]:
     """Run Megatron on the CPU (yields True) or, with CUDA present, unchanged (yields False)."""
@@ -79,12 +86,14 @@ def cpu_stand_ins() -> Iterator[bool]:
         return
     import megatron.core.optimizer.optimizer as megatron_optimizer
 
-    real, real_clip = torch.cuda.current_device, megatron_optimizer.clip_grad_by_total_norm_fp32
+    real, real_sync = torch.cuda.current_device, torch.cuda.synchronize
+    real_clip = megatron_optimizer.clip_grad_by_total_norm_fp32
     torch.cuda.current_device = lambda: "cpu"
+    torch.cuda.synchronize = _no_device_queue
     megatron_optimizer.clip_grad_by_total_norm_fp32 = clip_grads_fp32_on_cpu
     try:
         with _CudaFactoriesOnCpu():
             yield True
     finally:
-        torch.cuda.current_device = real
+        torch.cuda.current_device, torch.cuda.synchronize = real, real_sync
         megatron_optimizer.clip_grad_by_total_norm_fp32 = real_clip

@@ -141,4 +141,24 @@ def build_optimizer(ddp_model, model_cfg: ModelConfig, up_proj_blocks, cfg: Opti
         momentum=cfg.momentum, nesterov=cfg.nesterov, ns_steps=cfg.ns_steps, ns_coefficients=cfg.ns_coefficients,
         rms_scale=cfg.rms_scale, betas=cfg.betas, eps=cfg.eps, ns_dtype=getattr(torch, cfg.ns_dtype),
     )  # fmt: skip
-    return FP32Optimizer(inner, mcfg, lambda opt, _cfg: opt.init_state())
+    return _muon_wrapper(FP32Optimizer)(inner, mcfg, lambda opt, _cfg: opt.init_state())
+
+
+def _muon_wrapper(fp32_optimizer_cls):
+    class MuonFP32Optimizer(fp32_optimizer_cls):
+        """Megatron's FP32Optimizer around our Muon. Megatron matches a checkpoint's param groups
+        to the live ones by (wd_mult, lr_mult, is_expert_parallel, is_decoupled_lr), keys its own
+        ``_get_param_groups`` writes; our groups (Muon / AdamW / AdamW without decay) are told
+        apart by the parameter names they hold instead."""
+
+        def _filter_and_reorder_param_groups(self, current_groups, state_dict_groups):
+            saved = {tuple(g["names"]): g for g in state_dict_groups}
+            out = []
+            for g in current_groups:
+                key = tuple(g["names"])
+                if key not in saved:
+                    raise ValueError(f"checkpoint has no optimizer group for {len(key)} parameters starting {key[:3]}")
+                out.append(saved[key])
+            return out
+
+    return MuonFP32Optimizer

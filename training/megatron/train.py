@@ -86,7 +86,7 @@ def check_supported(cfg: MegatronTrainerConfig) -> None:
         raise ConfigError("model.multi_latent_attention: the Megatron trainer's local spec is built for MLA")
 
 
-class _World:
+class World:
     """torch.distributed + Megatron's parallel_state for this run (a gloo world of 1 when not under torchrun)."""
 
     def __init__(self, cfg: MegatronTrainerConfig):
@@ -127,7 +127,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _build(cfg: MegatronTrainerConfig, stages, world: _World):
+def build(cfg: MegatronTrainerConfig, stages, world: World):
     from megatron.core.distributed import DistributedDataParallel, DistributedDataParallelConfig
     from megatron.core.distributed.finalize_model_grads import finalize_model_grads
 
@@ -171,7 +171,7 @@ def train(
         torch.set_num_threads(cfg.threads)
     try:
         with cpu_stand_ins():
-            world = _World(cfg)
+            world = World(cfg)
             try:
                 return _train(cfg, shards, metrics_path, log, stop_after, resume, world)
             finally:
@@ -180,13 +180,13 @@ def train(
         torch.set_num_threads(threads)
 
 
-def _train(cfg, shards, metrics_path, log, stop_after, resume, world: _World) -> MegatronResult:
+def _train(cfg, shards, metrics_path, log, stop_after, resume, world: World) -> MegatronResult:
     from megatron.core.pipeline_parallel import get_forward_backward_func
     from megatron.core.transformer.multi_token_prediction import MTPLossLoggingHelper
 
     stages = resolve_stages(cfg, shards)
     total = sum(s.steps for s in stages)
-    model_cfg, meg, ddp, opt = _build(cfg, stages, world)
+    model_cfg, meg, ddp, opt = build(cfg, stages, world)
     if world.rank != 0:
         log = _quiet
     step, loader_state = 0, None

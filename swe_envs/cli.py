@@ -127,6 +127,9 @@ def make_parser(
                                                        "for its id, e.g. 'make check TEST={test}'"),
     test: list[str] = typer.Option(None, help="with --image: a test id of the (first) log to run alone (repeat; "
                                               "include failing and passing ones)"),
+    counts: str = typer.Option(None, help="with --image: the runner's own summary counts for the (first) log, as "
+                                          "JSON, e.g. '{\"passed\": 230, \"failed\": 3, \"skipped\": 1}': the "
+                                          "single runs are then a sample of a suite of any size"),
     endpoint: str = typer.Option(..., help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8008/v1"),
     model: str = typer.Option("default", help="model name sent to the endpoint"),
     out: Path = typer.Option(..., help="where to write the accepted parser (.py)"),
@@ -165,7 +168,9 @@ def make_parser(
                                            full.llm_parser.single_test_timeout_s)
         finally:
             sandbox.close()
-        typer.echo(f"truth from single-test exit codes: {json.dumps(known)}")
+        known.counts = summary_counts(counts) if counts else None
+        typer.echo(f"truth from single-test exit codes: {json.dumps(known)}"
+                   + (f"; the runner's counts {known.counts}" if known.counts else ""))
         cases.append((logs[0], known))
     else:
         raise UserError("give --truth per --log, or --image with --single-test-command and --test ids")
@@ -178,6 +183,18 @@ def make_parser(
         raise UserError(f"no parser accepted: {res.error}")
     save_parser(res, out)
     typer.echo(f"parser written to {out}; use it with --runner file:{out}")
+
+
+def summary_counts(text: str) -> dict[str, int]:
+    """``--counts``: a JSON object of passed/failed/skipped/error totals."""
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise UserError(f"--counts: not JSON: {err}") from None
+    bad = [k for k in raw if k not in ("passed", "failed", "skipped", "error")] if isinstance(raw, dict) else [raw]
+    if bad or not all(isinstance(v, int) and v >= 0 for v in raw.values()):
+        raise UserError(f"--counts: give passed/failed/skipped/error as counts, e.g. '{{\"passed\": 3}}' (got {text})")
+    return raw
 
 
 @app.command()

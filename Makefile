@@ -204,9 +204,10 @@ load: setup
 	RELIABILITY_LONG=1 RELIABILITY_TABLE=out/reliability/load.json $(PY) -m pytest -q -s tests/reliability/test_load.py
 
 # every benchmarks/*.py, one at a time (BENCH="minhash,sampler" for some), each writing
-# out/bench/<script>.json; then one table of all; exits 0 whether or not goals hold
+# out/bench/<script>.json; then one table of all, also written into README.md's benchmark table
+# (benchmarks/_report.py --markdown); exits 0 whether or not goals hold
 bench: setup
-	$(PY) benchmarks/run_all.py $(if $(BENCH),--only '$(BENCH)')
+	$(PY) benchmarks/run_all.py --readme README.md $(if $(BENCH),--only '$(BENCH)')
 
 # the Triton MoE kernels at GLM-5 shapes (needs CUDA; exits 2 with a "skipped" JSON without it)
 bench-gpu: setup

@@ -13,15 +13,25 @@ headline row answers the benchmark's question; ``also`` holds the secondary meas
 same run, each a row of the same shape. A script that could not run writes
 ``{"name", "status": "skipped"|"failed", "reason"}`` instead (see ``write_status``).
 
+Every file also records where and when it was measured (``provenance``): the UTC time, the commit
+(``+dirty`` when the tree had uncommitted changes), the 1-minute load average and the core count.
+
 `python benchmarks/_report.py [DIR]` prints the table of every JSON in DIR (default out/bench),
 with the previous run's ratio next to each row when ``DIR/previous/`` holds one.
+`python benchmarks/_report.py --markdown [DIR] [--readme README.md]` prints the Markdown table the
+README shows (each row with its date, commit and load; a row is marked stale when its script changed
+after the commit it was measured at, when it has no provenance, or when it is older than 30 days;
+scripts without a result are listed as not run) and, with ``--readme``, writes it between the
+README's ``<!-- bench-table -->`` markers.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 import os
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,6 +83,22 @@ class Result:
         }
 
 
+def _git(*args: str) -> str:
+    try:
+        return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+def provenance() -> dict[str, Any]:
+    """When, at which commit and under what load a result was measured (the README prints all three)."""
+    commit = _git("rev-parse", "--short=10", "HEAD")
+    dirty = bool(_git("status", "--porcelain", "--untracked-files=no"))
+    return {"measured_at": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "commit": (commit + ("+dirty" if dirty else "")) or "unknown",
+            "load_avg_1m": round(os.getloadavg()[0], 2), "cores": os.cpu_count()}
+
+
 def _path(script: str, out_dir: Path | None) -> Path:
     d = Path(out_dir) if out_dir is not None else OUT_DIR
     d.mkdir(parents=True, exist_ok=True)
@@ -89,7 +115,7 @@ def write(
 ) -> Path:
     """Write ``out/bench/<script stem>.json`` (``script`` is the caller's ``__file__``) and print
     the headline line every benchmark ends with."""
-    obj = {**headline.row(), "inputs": inputs, "also": [r.row() for r in also]}
+    obj = {**headline.row(), "inputs": inputs, "also": [r.row() for r in also], "provenance": provenance()}
     path = _write(_path(script, out_dir), obj)
     goal = f" (goal >= {headline.goal:g})" if headline.goal is not None else ""
     print(f"{headline.name}: ratio {_fmt(obj['ratio'])}{goal} -> {path}")
@@ -99,7 +125,8 @@ def write(
 def write_status(script: str, status: str, reason: str, out_dir: Path | None = None) -> Path:
     """Record that a benchmark did not produce numbers this run (no GPU, no Docker, it failed)."""
     name = Path(script).stem
-    return _write(_path(script, out_dir), {"name": name, "status": status, "reason": reason})
+    return _write(_path(script, out_dir), {"name": name, "status": status, "reason": reason,
+                                           "provenance": provenance()})
 
 
 # -- the table --------------------------------------------------------------------------------
@@ -155,13 +182,92 @@ def table(rows: list[dict[str, Any]], previous: list[dict[str, Any]] = ()) -> st
     return "\n".join(out)
 
 
+STALE_DAYS = 30
+MARK_START, MARK_END = "<!-- bench-table -->", "<!-- /bench-table -->"
+
+
+def staleness(r: dict[str, Any], now: dt.datetime | None = None) -> str:
+    """Why a result no longer describes the code ('' when it still does)."""
+    prov = r.get("provenance")
+    if not isinstance(prov, dict) or not prov.get("commit") or prov["commit"] == "unknown":
+        return "stale: no provenance"
+    commit = prov["commit"].removesuffix("+dirty")
+    changed = _git("log", "--format=%h", f"{commit}..HEAD", "--", f"benchmarks/{r['_file']}.py")
+    if changed:
+        return f"stale: the script changed after {commit}"
+    when = dt.datetime.strptime(prov["measured_at"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC)
+    if ((now or dt.datetime.now(dt.UTC)) - when).days > STALE_DAYS:
+        return f"stale: older than {STALE_DAYS} days"
+    return ""
+
+
+def _md_cells(r: dict[str, Any], script: str, prov: dict[str, Any], stale: str) -> list[str]:
+    when = f"{prov.get('measured_at', '?')[:10]} `{prov.get('commit', '?')}` load {prov.get('load_avg_1m', '?')}"
+    when += f"/{prov.get('cores', '?')} cores"
+    if "ours" not in r or "ratio" not in r:
+        return [script, r["name"], "", "", r.get("status", "no ratio") + ": " + str(r.get("reason", ""))[:80], "", when,
+                stale]
+    goal = r.get("goal")
+    met = "" if goal is None else (" (met)" if r.get("goal_met") else " (**not met**)")
+    figure = f"{_fmt(r['ours'])} vs {_fmt(r['baseline'])} {r.get('unit', '')}".strip()
+    label = f"{r.get('ours_label') or 'ours'} vs {r.get('baseline_label') or 'baseline'}"
+    return [script, r["name"], label[:120], figure, f"**{_fmt(r['ratio'])}**",
+            "-" if goal is None else f">= {goal:g}{met}", when, stale]
+
+
+def markdown(rows: list[dict[str, Any]], scripts: list[str]) -> str:
+    """The README's table: one line per headline and secondary row, each with its provenance."""
+    lines = ["| script | benchmark | ours vs baseline | figures | ratio | goal | measured (date, commit, load/cores) | |",
+             "|---|---|---|---|---:|---|---|---|"]
+    seen = set()
+    for r in rows:
+        seen.add(r["_file"])
+        prov, stale = r.get("provenance") or {}, staleness(r)
+        for i, sub in enumerate([r, *r.get("also", [])]):
+            cells = _md_cells(sub, f"`{r['_file']}.py`" if i == 0 else "", prov, stale)
+            lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
+    for name in scripts:
+        if name not in seen:
+            lines.append(f"| `{name}.py` | | | | | | not run into this out/bench | |")
+    return "\n".join(lines)
+
+
+def update_readme(readme: Path, table_md: str) -> bool:
+    """Replace the text between the README's markers; False when it has none."""
+    text = readme.read_text(encoding="utf-8")
+    if MARK_START not in text or MARK_END not in text:
+        return False
+    head, rest = text.split(MARK_START, 1)
+    _, tail = rest.split(MARK_END, 1)
+    atomic_write_text(readme, f"{head}{MARK_START}\n{table_md}\n{MARK_END}{tail}")
+    return True
+
+
+def _scripts() -> list[str]:
+    return sorted(p.stem for p in Path(__file__).resolve().parent.glob("*.py")
+                  if not p.stem.startswith("_") and p.stem != "run_all")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args and args[0] in ("-h", "--help"):
         print(__doc__)
         return 0
+    md = "--markdown" in args
+    readme = None
+    if "--readme" in args:
+        i = args.index("--readme")
+        readme, args = Path(args[i + 1]), args[:i] + args[i + 2:]
+    args = [a for a in args if a != "--markdown"]
     out_dir = Path(args[0]) if args else OUT_DIR
     rows = collect(out_dir)
+    if md:
+        table_md = markdown(rows, _scripts())
+        print(table_md)
+        if readme is not None and not update_readme(readme, table_md):
+            print(f"error: {readme} has no {MARK_START} ... {MARK_END} markers", file=sys.stderr)
+            return 2
+        return 0
     if not rows:
         print(f"no benchmark results in {out_dir}")
         return 0

@@ -79,9 +79,11 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=3600, help="seconds per script before it is killed")
     ap.add_argument("--out", type=Path, default=_report.OUT_DIR, help="where the JSON files go")
     ap.add_argument("--list", action="store_true", help="print the scripts that would run and exit")
+    ap.add_argument("--readme", type=Path, default=None,
+                    help="a README whose <!-- bench-table --> block is regenerated from --out (make bench: README.md)")
     ap.add_argument("--scripts", type=Path, default=HERE, help=argparse.SUPPRESS)  # tests: another folder
     a = ap.parse_args()
-    names = scripts(a.scripts)
+    names = names_all = scripts(a.scripts)
     unknown = [n for n in (a.only + "," + a.skip).split(",") if n and n not in names]
     if unknown:
         print(f"error: unknown benchmark(s) {', '.join(unknown)} (have: {', '.join(names)})", file=sys.stderr)
@@ -100,6 +102,8 @@ def main() -> int:
     took = {n: run_one(n, out, a.timeout, a.scripts) for n in names}
     print("\n=== benchmark run:", ", ".join(f"{n} {s} ({t:.0f}s)" for n, (s, t) in took.items()))
     print(_report.table(_report.collect(out), _report.collect(out / "previous")))
+    if a.readme is not None and _report.update_readme(a.readme, _report.markdown(_report.collect(out), names_all)):
+        print(f"the benchmark table in {a.readme} now shows {out}")
     return 0
 
 

@@ -82,3 +82,31 @@ def test_run_all_tabulates_every_script_and_exits_0(scripts, tmp_path):
     bad = subprocess.run([*cmd, "--only", "nope"], capture_output=True, text=True)
     assert bad.returncode == 2 and "unknown benchmark" in bad.stderr
 
+
+
+def test_markdown_table_carries_provenance_marks_stale_rows_and_fills_the_readme(tmp_path):
+    path = _report.write("benchmarks/minhash.py", Result("sig", 8.0, 2.0, "MB/s", goal=4.0), {}, out_dir=tmp_path)
+    prov = json.loads(path.read_text())["provenance"]
+    assert prov["commit"] != "unknown" and prov["cores"] >= 1 and prov["measured_at"].endswith("Z")
+    assert isinstance(prov["load_avg_1m"], float)
+    # the same script measured at the repository's first commit: benchmarks/minhash.py changed since
+    first = _report._git("rev-list", "--max-parents=0", "HEAD").split()[-1][:10]
+    old = dict(json.loads(path.read_text()), provenance=dict(prov, commit=first))
+    (tmp_path / "sampler.json").write_text(json.dumps(old | {"name": "old"}))
+    (tmp_path / "engines.json").write_text(json.dumps({"name": "engines", "ours": 1.0, "baseline": 1.0, "ratio": 1.0}))
+    rows = _report.collect(tmp_path)
+    by = {r["_file"]: r for r in rows}
+    assert _report.staleness(by["minhash"]) == ""
+    assert _report.staleness(by["sampler"]).startswith("stale: the script changed after")
+    assert _report.staleness(by["engines"]) == "stale: no provenance"
+    md = _report.markdown(rows, ["engines", "minhash", "sampler", "swe_real"])
+    line = next(ln for ln in md.splitlines() if ln.startswith("| `minhash.py`"))
+    assert "**4**" in line and ">= 4 (met)" in line and prov["commit"] in line and "load" in line
+    assert "| `swe_real.py` |" in md and "not run" in md
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\nbefore\n{_report.MARK_START}\nold table\n{_report.MARK_END}\nafter\n")
+    assert _report.update_readme(readme, md)
+    text = readme.read_text()
+    assert "old table" not in text and md in text and text.startswith("# x\nbefore\n") and text.endswith("after\n")
+    (tmp_path / "none.md").write_text("no markers\n")
+    assert not _report.update_readme(tmp_path / "none.md", md)

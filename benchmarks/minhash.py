@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -31,6 +33,8 @@ from datatrove.data import Document
 from filters.minhash import MinhashConfig, Signer, shingle_hash32, shingle_hashes, words
 from pipelines.jobs.quality_data import passages
 from samples.corpus import SampleConfig, obtain_sample
+
+ROUNDS = 3  # interleaved local[1]/local[2] rounds of the Spark scaling measurement
 
 
 def best_of(fn, repeats: int = 3) -> float:
@@ -144,23 +148,33 @@ def spark_scaling(texts: list[str], cfg: MinhashConfig, mb: float, copies: int) 
             chunk = spark_texts[part::8]
             pq.write_table(pa.table({"id": [f"p{part}-{i}" for i in range(len(chunk))], "text": chunk,
                                      "metadata": ["{}"] * len(chunk)}), d / f"{part:05d}.parquet")
-        times = {}
-        for master in ("local[1]", "local[2]"):
-            spark = spark_session(SparkConfig(master=master, shuffle_partitions=8))
-            df = spark.read.parquet(str(d))
-            clusters_spark(df, cfg)  # warm the Python workers
-            keys = df.select("id", "text").mapInArrow(lambda it: _key_rows(it, cfg), "id string, key bigint")
-            times[master, "keys"] = best_of(lambda keys=keys: keys.count(), 2)
-            times[master, "all"] = best_of(lambda df=df: clusters_spark(df, cfg), 2)
-            spark.stop()
+        # rounds interleave the two masters, so load from other jobs falls on both alike; the figure is
+        # the medians of the rounds (a single pair once gave 2.39x on 2 cores: faster than linear)
+        times: dict[tuple[str, str], list[float]] = {}
+        for _ in range(ROUNDS):
+            for master in ("local[1]", "local[2]"):
+                spark = spark_session(SparkConfig(master=master, shuffle_partitions=8))
+                df = spark.read.parquet(str(d))
+                clusters_spark(df, cfg)  # warm the Python workers
+                keys = df.select("id", "text").mapInArrow(lambda it: _key_rows(it, cfg), "id string, key bigint")
+                times.setdefault((master, "keys"), []).append(best_of(lambda keys=keys: keys.count(), 1))
+                times.setdefault((master, "all"), []).append(best_of(lambda df=df: clusters_spark(df, cfg), 1))
+                spark.stop()
     total = mb * copies
-    print(f"Spark corpus: {len(spark_texts)} passages, {total:.0f} MB")
+    print(f"Spark corpus: {len(spark_texts)} passages, {total:.0f} MB; {os.cpu_count()} cores, {ROUNDS} rounds")
     out = []
     for part, what in (("keys", "band keys (mapInArrow)"), ("all", "whole dedup (keys, joins, components)")):
-        one, two = times["local[1]", part], times["local[2]", part]
-        print(f"{what} on Spark: local[1] {one:.1f}s, local[2] {two:.1f}s; ratio {one / two:.2f} (goal >= 1.7)")
-        out.append(Result(f"spark {what.split(' (')[0]} local[2]/local[1]", total / two, total / one, "MB/s",
-                          goal=1.7, ours_label="local[2]", baseline_label="local[1]"))  # fmt: skip
+        ones, twos = times["local[1]", part], times["local[2]", part]
+        ratios = sorted(a / b for a, b in zip(ones, twos, strict=True))
+        mid = statistics.median(ratios)
+        one, two = statistics.median(ones), statistics.median(twos)
+        print(f"{what} on Spark: local[1] {one:.1f}s, local[2] {two:.1f}s (medians); ratios per round "
+              f"{', '.join(f'{r:.2f}' for r in ratios)}; median {mid:.2f} (goal >= 1.7)")
+        res = Result(f"spark {what.split(' (')[0]} local[2]/local[1]", total / two, total / one, "MB/s",
+                     goal=1.7, ours_label="local[2]", baseline_label="local[1]",
+                     notes=f"median of {ROUNDS} interleaved rounds on {os.cpu_count()} cores",
+                     extra={"round_ratios": [round(r, 3) for r in ratios], "cores": os.cpu_count()})
+        out.append(res)  # ratio: of the median rates; each round's own ratio is kept beside it
     return out
 
 

@@ -35,6 +35,7 @@ def export_cmd(
     dtype: str = typer.Option("float32", help="float32 | bfloat16 | float16"),
     max_shard_gb: float = typer.Option(5.0, help="safetensors shard size; larger models get an index"),
 ) -> None:
+    """Our checkpoint -> a Hugging Face model directory (config.json, safetensors, tokenizer)."""
     from training.hf.convert import export_checkpoint
 
     export_checkpoint(checkpoint, out, arch, dtype, int(max_shard_gb * 2**30))
@@ -46,6 +47,7 @@ def import_cmd(
     hf: Path = typer.Option(..., help="Hugging Face model directory (config.json + safetensors)"),
     out: Path = typer.Option(..., help="checkpoint directory to write (step-00000000 inside)"),
 ) -> None:
+    """A Hugging Face model directory -> our checkpoint (OUT/step-00000000), ready to train or serve."""
     from training.hf.convert import import_hf
 
     import_hf(hf, out)
@@ -59,6 +61,7 @@ def config_cmd(
     arch: str = typer.Option(None, help="glm_moe_dsa | glm4_moe | deepseek_v3 (default: from the model)"),
     dtype: str = typer.Option("bfloat16", help="the dtype config.json names"),
 ) -> None:
+    """A trainer YAML's model -> the Hugging Face config.json (no weights)."""
     from training.hf.convert import hf_config_json
     from training.trainer import load_trainer_config
 
@@ -78,6 +81,7 @@ def logits_cmd(
     input_ids: Path = typer.Option(..., help="JSON list of token ids (one sequence)"),
     out: Path = typer.Option(Path("logits.npy"), help="float32 [len(ids), vocab] .npy to write"),
 ) -> None:
+    """float32 logits (len(ids) x vocab) of one sequence, no MTP -> .npy."""
     import numpy as np
 
     from training.hf.convert import logits

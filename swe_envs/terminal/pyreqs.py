@@ -76,15 +76,27 @@ def _words(scripts: str) -> list[list[str]]:
     return out
 
 
+_REDIRECT = re.compile(r"^(\d*|&)(>>?|<)(&\d*)?(.*)$")
+
+
 def _commands(words: list[str]) -> list[list[str]]:
-    cmds, cur = [], []
-    for w in words:
+    cmds, cur, i = [], [], 0
+    while i < len(words):
+        w = words[i]
+        m = _REDIRECT.match(w)
+        if m:  # 2>/dev/null, >>log, `> /dev/null`, 2>&1 (split by the lexer as 2> & 1): never arguments
+            if not m.group(3) and not m.group(4):
+                i += 3 if i + 1 < len(words) and words[i + 1] == "&" else 2
+            else:
+                i += 1
+            continue
         if w in _SEPARATORS or set(w) <= set(";&|()"):
             if cur:
                 cmds.append(cur)
             cur = []
         else:
             cur.append(w)
+        i += 1
     if cur:
         cmds.append(cur)
     return cmds
@@ -177,7 +189,7 @@ class _Reader:
     def command(self, cmd: list[str]) -> None:
         self.group = []
         self._command(cmd)
-        if self.group:
+        if self.group and self.group not in self.found.groups:
             self.found.groups.append(self.group)
         self.group = None
 

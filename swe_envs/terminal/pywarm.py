@@ -106,7 +106,8 @@ def scripts_installs(tests_dirs: list[Path | None]) -> PyInstalls:
 
 def probe(client, image: str) -> PyTarget:
     """The task image's Python, machine and glibc, read by running it offline."""
-    raw = client.containers.run(image, ["sh", "-c", PROBE], entrypoint="", network_mode="none", remove=True,
+    # the image's own ENTRYPOINT is replaced: a server image would otherwise start its server
+    raw = client.containers.run(image, entrypoint=["sh", "-c", PROBE], network_mode="none", remove=True,
                                 user="0", labels={LABEL: owner()})
     found = dict(line.split(" ", 1) for line in raw.decode("utf-8", "replace").splitlines() if " " in line)
     glibc = (found.get("libc") or "").split()

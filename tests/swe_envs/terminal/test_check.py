@@ -48,3 +48,14 @@ def test_a_task_not_readable_on_the_executor_runs_from_its_shipped_copy(tmp_path
     assert value["row"]["reason"].startswith(f"task: {copy}") and "timeout_sec" in value["row"]["reason"]
     assert (copy / "task.toml").read_text() == toml.read_text()
     assert os.access(copy / "solution" / "solve.sh", os.X_OK) == os.access(task / "solution" / "solve.sh", os.X_OK)
+
+
+def test_every_row_carries_the_network_decision():
+    from swe_envs.terminal.check import summarize
+
+    net = {"asked": "public", "declared_by": "allow_internet", "phases": {}, "run": "offline", "reason": "r"}
+    passed = check_row("a", {**_trial(1.0), "network": net}, _trial(0.0))
+    unbuilt = check_row("b", {**_trial(None, built=False, error="build: x"), "network": net}, None)
+    unread = check_row("c", None, None, "task: bad toml")  # a task that never loaded has no decision
+    assert passed["network"] == unbuilt["network"] == net and unread["network"] is None
+    assert summarize([passed, unbuilt, unread])["network"] == {"public -> offline": 2, "unknown": 1}

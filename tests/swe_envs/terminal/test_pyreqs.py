@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from swe_envs.terminal.pywarm import PyTarget, scripts_installs
 from swe_envs.terminal.pyreqs import python_installs
+from swe_envs.terminal.pywarm import PyTarget, scripts_installs
 
 FIXTURES = Path(__file__).parent / "fixtures" / "harbor_native"
 
@@ -39,10 +39,11 @@ sudo UV_SYSTEM_PYTHON=1 uv pip install --system 'pandas>=2' \
     -r /tests/missing.txt
 uv run --with 'rich>=13' python -c 'print(1)'   # comment: pip install nothing
 pip3 install https://example.invalid/x.whl
+pip install -q pytest 2>/dev/null || pip install pytest > /dev/null 2>&1
 """
     found = python_installs(script, tmp_path)
     assert found.groups == [["ruff==0.6.0"], ["httpie==3.2.4"], ["numpy", "black"], ["requests==2.32.3"],
-                            ["pandas>=2"], ["rich>=13"]]
+                            ["pandas>=2"], ["rich>=13"], ["pytest"]]
     why = " | ".join(found.unresolved)
     assert "./local_pkg: a path or URL" in why and "$EXTRA: a shell expansion" in why
     assert "-r /tests/missing.txt: not a file" in why and "https://example.invalid/x.whl" in why

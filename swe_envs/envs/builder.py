@@ -24,7 +24,7 @@ from pathlib import Path
 
 from core.llm import LLMClient, LLMError
 from swe_envs.config import SweEnvsConfig
-from swe_envs.envs import era, languages
+from swe_envs.envs import era, languages, own_runners
 from swe_envs.envs.build_rules import RULES_VERSION, rule_fix
 from swe_envs.envs.network_needs import network_needed
 from swe_envs.envs.parsers import parse_log
@@ -58,6 +58,8 @@ class Environment:
     test_command: str = ""
     runner: str = ""
     custom_command: bool = False  # configured per repository, not derived from the language
+    # the repository's own test runner (swe_envs.envs.own_runners kind) where pytest collected nothing
+    own_runner: str = ""
     recipe: list[str] = field(default_factory=list)
     attempts: list[Attempt] = field(default_factory=list)
     reason: str = ""
@@ -151,17 +153,30 @@ class EnvBuilder:
             env.seconds = time.monotonic() - t0
         return env
 
-    def instance_image(self, env: Environment, path: Path, base_commit: str, instance_id: str) -> tuple[str, str]:
-        """(image, error): ``env``'s image set up again at ``base_commit`` (built once, tagged by content)."""
+    def instance_image(self, env: Environment, path: Path, base_commit: str,
+                       instance_id: str) -> tuple[str, str, dict]:
+        """(image, error, refine record): ``env``'s image set up again at ``base_commit`` (built once,
+        tagged by content). The base commit's files may want what the environment's did not (an
+        older setup.py, other pins): a failed build gets the environment's own rule-based refine,
+        up to ``refine_rounds`` builds; the record says which rules ran and the recipe that built."""
         snap = Snapshot(path, base_commit)
-        dockerfile = instance_dockerfile(env.image, env.recipe)
-        tag = f"swe-envs/inst-{slug(env.repo)}:{sha(env.image_id, dockerfile, snap.tree)[:16]}"
-        built = self.images.build(tag, dockerfile, snap.archive(),
-                                  labels={"swe_envs.repo": env.repo, "swe_envs.instance": instance_id})
-        if built.ok:
-            return tag, ""
-        log = self._save_log(env, f"instance-{slug(instance_id)}", dockerfile + "\n" + built.log)
-        return "", f"setting up {base_commit[:12]} on the environment image failed: {built.error} (log: {log})"
+        recipe, rules, log = list(env.recipe), [], ""
+        for rnd in range(1, self.cfg.build.refine_rounds + 1):
+            dockerfile = instance_dockerfile(env.image, recipe)
+            tag = f"swe-envs/inst-{slug(env.repo)}:{sha(env.image_id, dockerfile, snap.tree)[:16]}"
+            built = self.images.build(tag, dockerfile, snap.archive(),
+                                      labels={"swe_envs.repo": env.repo, "swe_envs.instance": instance_id})
+            if built.ok:
+                return tag, "", {"recipe": recipe, "rules": rules, "rounds": rnd}
+            log = self._save_log(env, f"instance-{slug(instance_id)}-round{rnd}", dockerfile + "\n" + built.log)
+            fixed = rule_fix(env.language, recipe, built.log, snap, (env.toolchain or {}).get("version"))
+            if fixed is None or fixed[0] == recipe:
+                break
+            recipe, rule = fixed
+            rules.append(rule)
+        return "", (f"setting up {base_commit[:12]} on the environment image failed: {built.error}"
+                    + (f" (after rules: {', '.join(rules)})" if rules else "") + f" (log: {log})"), \
+            {"recipe": recipe, "rules": rules}
 
     def _toolchain(self, env: Environment, choice: era.Choice, template: list[str]) -> tuple[object, str] | None:
         tc = self.images.toolchain(env.language, self.cfg.toolchain(env.language), choice.base_image)
@@ -177,12 +192,15 @@ class EnvBuilder:
         # changed rules or parsers too: RULES_VERSION)
         return tc, sha(env.repo, env.commit, tc.image_id, env.test_command, json.dumps(template), RULES_VERSION)[:24]
 
-    def _cached(self, env: Environment, tc, version: str) -> bool:
+    def _cached(self, env: Environment, tc, version: str, snap: Snapshot) -> bool:
         found = self.images.find_verified(version)
         if not found:
             return False
         env.ok, env.cached, env.image, env.image_id = True, True, found[0], found[1]
         env.recipe = json.loads(found[2])
+        kind = (self.images.client.images.get(found[1]).labels or {}).get(own_runners.LABEL, "")
+        if kind and not env.custom_command:  # verified with the repository's own runner
+            self._use_own_runner(env, snap, kind)
         env.attempts.append(Attempt(0, "cache", env.recipe, "ok", True, "cached"))
         return True
 
@@ -214,7 +232,7 @@ class EnvBuilder:
         failure, stage = "", ""
         rounds, rnd = self.cfg.build.refine_rounds, 0
         while not env.ok and rnd < rounds:
-            if self._cached(env, tc, version):
+            if self._cached(env, tc, version, snap):
                 break
             rnd += 1
             env.recipe = recipe
@@ -228,6 +246,12 @@ class EnvBuilder:
                                          collect_command)
             if env.ok or stage == "parser" or rnd == rounds:
                 break
+            kind = own_runners.find(snap) if stage == "collect" and env.runner.startswith("pytest") and \
+                not env.custom_command and not env.own_runner else None
+            if kind:  # pytest collected nothing: the repository's own runner, same recipe
+                collect_command = self._use_own_runner(env, snap, kind, collect)
+                source, rule = "rule", f"own test runner ({kind})"
+                continue
             # a removed stdlib name: an older interpreter (another toolchain), same recipe
             removed = era.older_wanted(failure) if choice.version else None
             newer = {v for v in tc_cfg.versions if choice.version and era.vkey(v) >= era.vkey(choice.version)}
@@ -264,13 +288,20 @@ class EnvBuilder:
                 env.needs_network = needs
                 env.reason = f"needs network ({needs!r} in the collect log); {env.reason}"
 
+    def _use_own_runner(self, env: Environment, snap: Snapshot, kind: str, collect: list[str] | None = None) -> str:
+        """Switch ``env`` to the repository's own runner; the collect command for ``collect`` files."""
+        plan = own_runners.plan(kind, snap)
+        env.own_runner, env.test_command, env.runner = kind, plan.command, plan.runner
+        return own_runners.plan(kind, snap, collect).command if collect else plan.command
+
     def _round(self, env: Environment, snap: Snapshot, tc, version: str, rnd: int, source: str, rule: str,
                recipe: list[str], dockerfile: str, tag: str, collect_command: str) -> tuple[str, str]:
         """One build + collect check; (failure log, stage) — stage "ok" when the image is verified."""
         candidate = tag + "-candidate"
         built = self.images.build(candidate, dockerfile, snap.archive(),
                                   labels={"swe_envs.repo": env.repo, "swe_envs.commit": env.commit,
-                                          "swe_envs.version": version, "swe_envs.recipe": json.dumps(recipe)})
+                                          "swe_envs.version": version, "swe_envs.recipe": json.dumps(recipe),
+                                          own_runners.LABEL: env.own_runner})
         if not built.ok:
             path = self._save_log(env, f"round{rnd}-build", dockerfile + "\n" + built.log)
             env.attempts.append(Attempt(rnd, source, recipe, "build", False, built.error, built.seconds, path, rule))

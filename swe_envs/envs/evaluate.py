@@ -30,6 +30,7 @@ from core.errors import InputError
 from core.io import atomic_write_text, parsed_lines
 from swe_envs.config import SweEnvsConfig
 from swe_envs.envs.parsers import PASSED, parse_log
+from swe_envs.envs.test_ids import map_ids, scheme_for
 from swe_envs.git import git
 from swe_envs.repos import find_repo
 
@@ -238,7 +239,9 @@ class Evaluator:
             return Outcome(iid, model, "error", "the test run hit its time limit", applied=True)
         (folder / "test_output.txt").write_text(res.runs[0].log, encoding="utf-8")
         try:
-            statuses = parse_log(env.runner, res.runs[0].log).statuses
+            # graded in the ids of the instance's lists (the dataset's scheme for its repository)
+            statuses = map_ids(scheme_for(inst["repo"], self.cfg.validation.id_schemes),
+                               parse_log(env.runner, res.runs[0].log))
         except Exception as err:
             return Outcome(iid, model, "error", f"log parser {env.runner} failed: {type(err).__name__}: {err}", applied=True)
         resolved, status = grade(statuses, *lists)

@@ -42,15 +42,17 @@ MANIFESTS = {  # strong evidence, checked at the repository root first
 
 
 def detect_language(snap: Snapshot) -> str | None:
-    """Root manifest first (C/C++ by CMake/Make + sources), then the most common source extension."""
+    """Root manifest first (C/C++ by CMake/Make + sources), then the most common source extension.
+    Among several root manifests, the language with the most source files: a Python project's
+    package.json for its JavaScript tooling (sphinx's karma tests) does not make it JavaScript."""
     counts: Counter = Counter()
     for f in snap.files:
         for lang, exts in EXTENSIONS.items():
             if f.endswith(exts):
                 counts[lang] += 1
-    for lang, names in MANIFESTS.items():
-        if any(snap.has(n) for n in names):
-            return lang
+    found = [lang for lang, names in MANIFESTS.items() if any(snap.has(n) for n in names)]
+    if found:
+        return max(found, key=lambda lang: (counts[lang], -found.index(lang)))
     if snap.has("CMakeLists.txt") or snap.has("Makefile") or snap.has("meson.build"):
         return "cpp" if counts["cpp"] >= counts["c"] and counts["cpp"] else "c"
     return counts.most_common(1)[0][0] if counts else None

@@ -13,6 +13,7 @@ from swe_envs.envs.parsers.base import ERROR, FAILED, PASSED, SKIPPED, STATUSES,
 from swe_envs.envs.parsers.js import parse_jest, parse_mocha, parse_tap, parse_vitest
 from swe_envs.envs.parsers.jvm import parse_gradle, parse_junit_xml, parse_surefire
 from swe_envs.envs.parsers.native import parse_cargo, parse_ctest, parse_go_test, parse_gtest
+from swe_envs.envs.parsers.project_runners import parse_django, parse_sympy
 from swe_envs.envs.parsers.python import parse_pytest, parse_pytest_swebench, parse_unittest
 from swe_envs.envs.parsers.scripting import parse_minitest, parse_phpunit, parse_rspec, parse_test_unit
 
@@ -36,6 +37,8 @@ RUNNERS: dict[str, Callable[[str], ParseResult]] = {
     "rspec": parse_rspec,
     "minitest": parse_minitest,
     "test-unit": parse_test_unit,
+    "sympy": parse_sympy,
+    "django": parse_django,
 }
 ALIASES = {"go": "go-test", "go-json": "go-test", "junit": "junit-xml", "maven": "surefire", "node": "tap",
            "node-test": "tap", "googletest": "gtest", "cargo-test": "cargo", "python-unittest": "unittest"}

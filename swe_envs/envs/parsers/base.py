@@ -24,6 +24,10 @@ class ParseResult:
     # where the ids follow another tool's convention (SWE-bench's truncated pytest ids), the
     # full parse of the same log that the fake-pass guards check instead
     guard: ParseResult | None = None
+    # skips the runner's summary lines report by location, not by test id (pytest's ``-rs``/``-rA``
+    # ``SKIPPED [3] tests/x.py:12: reason``, old pytest's ``SKIP [1] ...``): a module skipped at
+    # import has no test line, so the summary's skipped total may exceed the named skips by these
+    located_skips: int = 0
 
     def add(self, test_id: str, status: str) -> None:
         test_id = test_id.strip()

@@ -14,6 +14,12 @@ _PYTEST_V = re.compile(r"^(\S+::\S.*?) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)
 _PYTEST_R = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS) (\S+::.+?)(?: - .*)?$")
 _PYTEST_SUMMARY = re.compile(r"^=+ (.*\b(passed|failed|error|errors|skipped|deselected|xfailed|xpassed|no tests ran)\b.*) in [\d.]+(?:s\b| seconds)")  # pytest < 5.1 says "seconds"
 _COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected)")
+# a skip in the short summary, by location and count (every pytest era: "SKIP" before 3.x's
+# rename, "SKIPPED" since; -rs and -rA both print it, aggregated per location and reason)
+_PYTEST_SKIP_LINE = re.compile(r"^(?:SKIP|SKIPPED) \[(\d+)\] \S+?:\d+: ")
+# modules skipped at collection, in the header of every era ("collected 3 items / 1 skipped");
+# pytest 3.0's -rA prints no skip lines at all, only this
+_COLLECTED_SKIPS = re.compile(r"collected \d+ items? / (?:\d+ errors? / )?(\d+) skipped")
 
 
 # the sections after the progress lines; captured output (a pytester run's own report, say)
@@ -34,6 +40,10 @@ def parse_pytest(log: str) -> ParseResult:
         elif i > last_short and (m := _PYTEST_R.match(line)):
             # a collection error ("ERROR tests/x.py - ImportError") has no "::" and is no test
             res.add(m.group(2), _PYTEST_STATUS[m.group(1)])
+        elif i > last_short and (m := _PYTEST_SKIP_LINE.match(line)):
+            res.located_skips += int(m.group(1))
+        elif i < first_section and (m := _COLLECTED_SKIPS.search(line)):
+            res.located_skips += int(m.group(1))
         elif m := _PYTEST_SUMMARY.match(line):
             res.summary_seen = True
             counts = {"passed": 0, "failed": 0, "skipped": 0, "error": 0}

@@ -211,6 +211,37 @@ def _drop_requirements(recipe: list[str], log: str) -> list[str] | None:
     return out if len(out) < len(recipe) else None
 
 
+# documentation tooling a requirements file may pin to the era: never needed by a test suite (the
+# specs SWE-bench writes for such repositories install none of it)
+# (a name starting with sphinx, mkdocs, myst or readthedocs: their themes and extensions too)
+DOCS_PACKAGES = ("sphinx[A-Za-z0-9_.-]*", "mkdocs[A-Za-z0-9_.-]*", "myst[A-Za-z0-9_.-]*", "readthedocs[A-Za-z0-9_.-]*",
+                 "docutils", "alabaster", "furo", "recommonmark", "numpydoc", "pydata-sphinx-theme", "releases")
+_DOCS_NAMED = re.compile(r"`(sphinx[\w.-]*|docutils|alabaster|furo|myst[\w.-]*|recommonmark|numpydoc|mkdocs[\w.-]*|"
+                         r"readthedocs[\w.-]*|pydata-sphinx-theme|releases)`", re.I)
+NODOCS = "/tmp/swe-requirements-without-docs.txt"
+
+
+def _drop_docs_requirements(recipe: list[str], log: str) -> list[str] | None:
+    """A requirements file's install failed and uv names documentation tooling in it (requests 1.x:
+    ``sphinx`` pulls the era's jinja2 2.6, whose setup.py imports setuptools' removed Feature): the
+    file is installed without its docs lines, first, before rules that change the build tools;
+    what the tests need stays. (A file of docs alone installs nothing.)"""
+    failed = _FAILED_STEP.findall(log)
+    if not failed or not _DOCS_NAMED.search(log):
+        return None
+    names = "|".join(DOCS_PACKAGES)
+    out, changed = [], False
+    for line in recipe:
+        m = _REQUIREMENTS_LINE.match(line)
+        if m and line in failed and NODOCS not in line:
+            # sed's I flag: names are case-insensitive (Sphinx, Docutils); uv installs nothing
+            # from a file left empty
+            out.append(f"sed -E '/^[[:space:]]*({names})([^A-Za-z0-9_.-]|$)/Id' {m.group(1)} > {NODOCS}")
+            line, changed = line[: m.start(1)] + NODOCS, True
+        out.append(line)
+    return out if changed else None
+
+
 def _drop_exclude_newer(recipe: list[str], log: str) -> list[str] | None:
     """Pins newer than the era cut-off (or nothing that old for this interpreter): resolve without it."""
     if not _UNSOLVABLE.search(log) or not any("--exclude-newer" in line for line in recipe):
@@ -258,7 +289,8 @@ def python_rules(recipe: list[str], log: str, interpreter: str | None = None) ->
     fixed = _era_test_runner(recipe, log, interpreter)
     if fixed is not None:
         return fixed, "test runner of the interpreter's era"
-    for name, rule in (("compiler", _compiler), ("setuptools-scm version", _scm_version),
+    for name, rule in (("docs requirements left out", _drop_docs_requirements),
+                       ("compiler", _compiler), ("setuptools-scm version", _scm_version),
                        ("PEP 660 backend", _editable_backend), ("setuptools of the Python 2 era", _older_setuptools),
                        ("missing module", _python_missing), ("no build isolation", _no_build_isolation),
                        ("per-package cut-off", _package_cutoff), ("package of the interpreter's era",

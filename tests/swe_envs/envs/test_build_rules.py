@@ -30,6 +30,14 @@ def test_an_unbuildable_requirements_file_is_left_out_not_the_editable_install()
             "ImportError: cannot import name 'Feature' from 'setuptools'\n"
             "hint: `jinja2` (v2.6) was included because `sphinx` (v1.1.3) depends on `jinja2>=2.3`\n"
             "error: Failed to build `jinja2==2.6`")
+    # first the file's documentation pins go (uv names sphinx as what pulled jinja2 2.6 in)
+    nodocs, rule = rule_fix("python", RECIPE, _failed(RECIPE[0], body))
+    assert rule == "docs requirements left out" and nodocs[2:] == RECIPE[1:]
+    assert nodocs[0].startswith("sed -E ") and " requirements.txt > /tmp/" in nodocs[0]
+    assert nodocs[1] == RECIPE[0].replace("-r requirements.txt", "-r /tmp/swe-requirements-without-docs.txt")
+    assert rule_fix("python", nodocs, _failed(nodocs[1], body))[1] != "docs requirements left out"  # once
+    # a file whose failure names no docs tool: the build-tool rules, then the file goes
+    body = body.replace("`sphinx` (v1.1.3)", "`pytest-sugar` (v0.1)")
     older, rule = rule_fix("python", RECIPE, _failed(RECIPE[0], body))
     assert rule == "setuptools of the Python 2 era" and "setuptools=2019-12-31" in older[0]  # pins kept, first
     fixed, rule = rule_fix("python", older, _failed(older[0], body))  # still failing: then the file goes

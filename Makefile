@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-$(shell sha256sum pyproject.toml | cut -c1-16)
 MASTER ?=
 PYTEST_ARGS ?=
 
-.PHONY: help setup sysdeps demo quality-eval data-web spark-web data-swe data-swe-envs swe-real swe-langs data-terminal data-search data-longctx train train-dist gpu-check gpu-vendor sft rl-demo rl-async test fuzz chaos load bench bench-gpu lint clean distclean
+.PHONY: help setup sysdeps demo quality-eval data-web spark-web data-swe data-swe-envs swe-real swe-langs data-terminal data-search data-longctx train train-dist train-megatron gpu-check gpu-vendor sft rl-demo rl-async test fuzz chaos load bench bench-gpu lint clean distclean
 
 help:
 	@echo "make demo       install into .venv if needed, run the whole recipe on bounded samples -> out/demo (MASTER=local[2] for Spark)"
@@ -24,6 +24,7 @@ help:
 	@echo "make data-longctx  long-context mid-training shards per stage -> out/longctx/<stage>/"
 	@echo "make train      train the tiny GLM-5-shaped model on the demo shards -> out/train/"
 	@echo "make train-dist the same with torchrun on NPROC=2 ranks (FSDP2 data + expert parallel) -> out/train-dist/"
+	@echo "make train-megatron  the same model and shards trained by Megatron-core (GPTModel, schedules, dist ckpt) -> out/train-megatron/"
 	@echo "make gpu-check  on a CUDA machine: Megatron GPTModel vs ours + MoE kernels -> out/gpu-check/report.json"
 	@echo "make gpu-vendor download megatron-core + small deps (py3.12 wheels) into vendor/gpu-wheels for gpu-check"
 	@echo "make sft        SFT with the GLM-5 chat template on the sample conversations -> out/sft/"
@@ -126,12 +127,16 @@ data-terminal: setup
 	$(PY) -m swe_envs terminal check --tasks out/terminal/harbor --output out/terminal/check \
 	  --workers $(TERMINAL_WORKERS) --config configs/terminal.yaml --resume
 
-# deep-search tasks over the sample's Python documentation (HTML + links), graded with the BM25 solver
+# deep-search tasks over the sample's Python documentation (HTML + links), kept only when SmolLM2 fails them
+# closed-book; graded with the dense solver (independent of the checks that kept them), then the BM25 one
 data-search: setup
 	$(PY) -c "from samples.corpus import SampleConfig, obtain_sample as o; print(o(SampleConfig(), log=lambda m: None).html_dir)" > data/.docs_dir
 	$(PY) -m synth.search generate --corpus $$(cat data/.docs_dir) --n 20 --out out/search/tasks.jsonl \
 	  --config configs/terminal_search.yaml
-	$(PY) -m synth.search solve --tasks out/search/tasks.jsonl --corpus $$(cat data/.docs_dir) --out out/search/bm25.jsonl
+	$(PY) -m synth.search solve --tasks out/search/tasks.jsonl --corpus $$(cat data/.docs_dir) --out out/search/dense.jsonl
+	$(PY) -m synth.search grade --tasks out/search/tasks.jsonl --responses out/search/dense.jsonl
+	@echo "(the BM25 tool solver decided which tasks to keep; graded for reference, 1.0 by construction)"
+	$(PY) -m synth.search solve --solver bm25 --tasks out/search/tasks.jsonl --corpus $$(cat data/.docs_dir) --out out/search/bm25.jsonl
 	$(PY) -m synth.search grade --tasks out/search/tasks.jsonl --responses out/search/bm25.jsonl
 
 # long-context mid-training data: the demo's documents + tokenizer -> out/longctx/<stage>/
@@ -156,6 +161,13 @@ train-dist: setup
 	$(PY) -m torch.distributed.run --standalone --nproc-per-node $(NPROC) -m training.trainer \
 	  --config configs/train_dist.yaml --shards out/demo/shards \
 	  --metrics out/train-dist/metrics.jsonl --checkpoint-dir out/train-dist/ckpt
+
+# the same YAML and demo shards through Megatron-core (its GPTModel, schedule, DDP, optimizer wrapper,
+# dist_checkpointing; gloo on CPU) -> out/train-megatron/metrics.jsonl
+train-megatron: setup
+	@test -f out/demo/shards/manifest.json || $(MAKE) demo
+	$(PY) -m training.megatron --config configs/train_tiny.yaml --shards out/demo/shards \
+	  --metrics out/train-megatron/metrics.jsonl --checkpoint-dir out/train-megatron/ckpt
 
 # one call on a CUDA machine that reaches no registry (python3.12 + torch + triton there): Megatron's
 # GPTModel vs ours, then the MoE kernels -> out/gpu-check/report.json; exits 2 ("skipped") without CUDA.
@@ -196,6 +208,7 @@ chaos: setup
 	RELIABILITY_LONG=1 RELIABILITY_TABLE=out/reliability/chaos.json $(PY) -m pytest -q \
 	  tests/reliability/test_bad_records.py tests/reliability/test_chaos_llm.py \
 	  tests/reliability/test_containment.py tests/reliability/test_containment_parsers.py \
+	  tests/reliability/test_containment_terminal.py \
 	  tests/reliability/test_kill_resume*.py
 
 # load: the web job on 10x the sample's pages (edited copies), then `swe_envs validate` of 55

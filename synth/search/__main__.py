@@ -8,11 +8,13 @@ python -m synth.search solve --tasks tasks.jsonl --corpus DOCS --out R.jsonl   #
 from __future__ import annotations
 
 import json
+from contextlib import ExitStack
 from pathlib import Path
 
 import typer
 
 from core.cli import load_cli_config, user_errors
+from core.errors import UserError
 from core.io import atomic_write_text, read_jsonl, write_jsonl_atomic
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Deep-search (multi-hop retrieval) tasks.")
@@ -37,7 +39,20 @@ def generate(
     docs = load_corpus(corpus, max_docs or None)
     typer.echo(f"corpus: {len(docs)} documents, {sum(len(d.links) for d in docs.docs.values())} links "
                f"({len(docs.rejected)} pages skipped)")
-    res = Generator(docs, cfg).generate(n, log=typer.echo)
+    with ExitStack() as stack:
+        local = None
+        if cfg.closed_book_llm is None and cfg.closed_book_local:
+            from core.llm import LLMConfig
+            from core.llm_server import serve
+            from core.local_lm import obtain_smollm2
+
+            server = serve(obtain_smollm2(cfg.data_dir, log=typer.echo), "127.0.0.1", 0, name="smollm2", threads=1)
+            stack.callback(server.shutdown)
+            local = LLMConfig(base_url=f"http://127.0.0.1:{server.server_address[1]}/v1", model="smollm2",
+                              concurrency=1, cache_dir=str(Path(cfg.data_dir) / "llm_cache"))
+            typer.echo(f"closed-book check: SmolLM2-135M served on {local.base_url}, "
+                       f"{cfg.closed_book_k} samples per question")
+        res = Generator(docs, cfg, closed_book_llm=local).generate(n, log=typer.echo)
     write_jsonl_atomic(out, res.tasks)
     stats = {"tasks": len(res.tasks), "candidates": res.attempts, "rejects": dict(res.rejects.most_common()),
              "paraphrased": res.paraphrased, "corpus_docs": len(docs), "skipped_pages": len(docs.rejected)}
@@ -75,19 +90,30 @@ def solve(
     tasks: Path = typer.Option(..., help="tasks JSONL"),
     corpus: Path = typer.Option(..., help="the corpus the tasks were generated from"),
     out: Path = typer.Option(..., help="responses JSONL ({id, response})"),
-    depth: int = typer.Option(10, min=1, help="BM25 results the solver looks at"),
+    depth: int = typer.Option(10, min=1, help="BM25 results the bm25 solver looks at"),
+    solver: str = typer.Option("dense", help="dense: embedding retrieval + link following, independent of the "
+                                             "generator's checks (the headline); bm25: the tool solver that "
+                                             "decided which tasks to keep (1.0 by construction)"),
 ) -> None:
-    """Answer every task with the BM25 tool solver (a retrieval baseline for `grade`)."""
-    from synth.search.bm25 import BM25
+    """Answer every task with a retrieval solver (a baseline for `grade`)."""
     from synth.search.corpus import load_corpus
-    from synth.search.solvers import tool_solve
 
+    if solver not in ("dense", "bm25"):
+        raise UserError(f"--solver: dense or bm25, not {solver!r}")
     docs = load_corpus(corpus)
-    index = BM25(docs)
     rows = read_jsonl(tasks, "tasks")
-    write_jsonl_atomic(out, ({"id": t.get("id"), "response": tool_solve(t["question"], docs, index, depth) or ""}
-                             for t in rows))
-    typer.echo(f"{len(rows)} responses -> {out}")
+    if solver == "bm25":
+        from synth.search.bm25 import BM25
+        from synth.search.solvers import tool_solve
+
+        index = BM25(docs)
+        answer = lambda q: tool_solve(q, docs, index, depth)  # noqa: E731
+    else:
+        from synth.search.dense_solver import DenseSolver
+
+        answer = DenseSolver(docs).solve
+    write_jsonl_atomic(out, ({"id": t.get("id"), "response": answer(t["question"]) or ""} for t in rows))
+    typer.echo(f"{len(rows)} {solver} responses -> {out}")
 
 
 if __name__ == "__main__":

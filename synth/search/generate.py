@@ -53,6 +53,10 @@ class SearchConfig(StrictModel):
     search_depths: list[int] = Field(default_factory=lambda: [3, 10, 30])
     max_attempts_factor: int = Field(default=30, ge=1)  # give up after n * factor candidate chains
     closed_book_llm: LLMConfig | None = None
+    # no closed_book_llm: serve the local model (SmolLM2-135M, cached under data_dir) for the closed-book check,
+    # so a task is kept only when k closed-book samples of a real model all fail (the shipped config sets it)
+    closed_book_local: bool = False
+    data_dir: str = "data"
     closed_book_k: int = Field(default=4, ge=1)
     closed_book_temperature: float = Field(default=1.0, ge=0)
     paraphrase_llm: LLMConfig | None = None
@@ -138,10 +142,12 @@ def walk(clues: list[str], corpus: Corpus) -> list[list[str]]:
 
 
 class Generator:
-    def __init__(self, corpus: Corpus, cfg: SearchConfig):
+    def __init__(self, corpus: Corpus, cfg: SearchConfig, closed_book_llm: LLMConfig | None = None):
+        """``closed_book_llm``: the endpoint the caller serves (the CLI's local model) when the config names none."""
         self.corpus, self.cfg = corpus, cfg
         self.index = BM25(corpus)
-        self.closed = LLMClient(cfg.closed_book_llm) if cfg.closed_book_llm else None
+        closed = cfg.closed_book_llm or closed_book_llm
+        self.closed = LLMClient(closed) if closed else None
         self.para = LLMClient(cfg.paraphrase_llm) if cfg.paraphrase_llm else None
 
     def candidate(self, start: Doc, hops: int, rng: random.Random) -> tuple[list[Doc], list[str]] | str:

@@ -46,7 +46,9 @@ change of the model):
   layer applied ``mtp_num_layers`` times, sharing the main embedding and output layer; it travels
   in that layout (``num_nextn_predict_layers: 1``), the copies are written on export and checked
   equal on import (a checkpoint with several distinct NextN layers is refused). MTP logits cannot
-  be compared with transformers (no implementation there).
+  be compared with transformers (no implementation there); ours feeds the MTP layer the main
+  model's hidden state after its final norm (Megatron's convention), unverified against NextN
+  readers (vLLM, SGLang).
 * **Embeddings.** Ours are untied; a tied HF model imports with ``lm_head`` = ``embed_tokens``
   (they untie when trained). ``attention_bias`` (MLA), ``mlp_bias`` and activations other than
   SiLU do not exist in ours: refused.

@@ -78,6 +78,16 @@ def test_imported_checkpoint_trains_and_samples(small_shards, tmp_path):
     prompts = [[5, 6, 7, 8, 9, 10], [11], [12, 13, 14]]  # DSA top-k 4 < the lengths reached
     outs = sample(model, prompts, [SamplingParams(temperature=0, max_tokens=n) for n in (3, 7, 5)])
     assert [len(o.tokens) for o in outs] == [3, 7, 5]
+    # and the trainer-written checkpoint exports back (expert bias moved by training)
+    from transformers import AutoModelForCausalLM
+
+    res = cli("export", "--checkpoint", str(tmp_path / "ckpt"), "--out", str(tmp_path / "hf2"), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    back = AutoModelForCausalLM.from_pretrained(tmp_path / "hf2").eval()
+    ids = torch.tensor([list(range(40, 56))])
+    with torch.no_grad():
+        diff = (back(ids).logits[0] - model(ids, [torch.tensor([16])])[0]).abs().max().item()
+    assert diff <= 1e-4
 
 
 def test_unsupported_transformers_config_is_one_clear_error(tmp_path):

@@ -246,12 +246,6 @@ class EnvBuilder:
                                          collect_command)
             if env.ok or stage == "parser" or rnd == rounds:
                 break
-            kind = own_runners.find(snap) if stage == "collect" and env.runner.startswith("pytest") and \
-                not env.custom_command and not env.own_runner else None
-            if kind:  # pytest collected nothing: the repository's own runner, same recipe
-                collect_command = self._use_own_runner(env, snap, kind, collect)
-                source, rule = "rule", f"own test runner ({kind})"
-                continue
             # a removed stdlib name: an older interpreter (another toolchain), same recipe
             removed = era.older_wanted(failure) if choice.version else None
             newer = {v for v in tc_cfg.versions if choice.version and era.vkey(v) >= era.vkey(choice.version)}
@@ -268,6 +262,13 @@ class EnvBuilder:
             fixed = rule_fix(env.language, recipe, failure, snap, choice.version)
             if fixed is not None:
                 (recipe, rule), source = fixed, "rule"
+                continue
+            # no rule fixes what pytest could not collect: the repository's own runner, same recipe
+            kind = own_runners.find(snap) if stage == "collect" and env.runner.startswith("pytest") and \
+                not env.custom_command and not env.own_runner else None
+            if kind:
+                collect_command = self._use_own_runner(env, snap, kind, collect)
+                source, rule = "rule", f"own test runner ({kind})"
                 continue
             proposal = self._propose(env, snap, dockerfile, stage, failure) if self.llm is not None else None
             if proposal is None:

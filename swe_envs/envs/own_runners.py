@@ -94,9 +94,12 @@ def find(snap: Snapshot) -> str | None:
         return "django"
     if snap.has("runtests.py"):
         return "runtests.py"
-    if tox_testenv(snap):
+    # a tox or make target that runs pytest itself is no other runner: pytest failed already
+    tox = tox_testenv(snap)
+    if tox and not any(re.search(r"\b(py\.test|pytest)\b", c) for c in tox[1]):
         return "tox"
-    if re.search(r"^test:", snap.read("Makefile") or "", re.M):
+    make = re.search(r"^test:.*\n((?:\t.*\n?)*)", snap.read("Makefile") or "", re.M)
+    if make and not re.search(r"\b(py\.test|pytest)\b", make.group(1)):
         return "make"
     return None
 

@@ -119,15 +119,20 @@ def test_own_runner_found_in_real_trees(tmp_path):
     plan = own_runners.plan("django", snap, ["tests/model_fields/test_charfield.py", "tests/queries/tests.py"])
     assert plan == Plan(
         "cd tests && python runtests.py --verbosity 2 --parallel 1 model_fields.test_charfield queries.tests", "django")
-    # a tox [testenv] (sphinx 3.x's): its setenv and commands, {posargs} the chosen files
+    # a tox [testenv] that runs pytest (sphinx 3.x's) is no other runner: pytest failed already
     tox = ("[tox]\nenvlist = py39\n\n[testenv]\nextras =\n    test\nsetenv =\n    PYTHONWARNINGS = all\n"
            "    PYTEST_ADDOPTS = {env:PYTEST_ADDOPTS:} --color yes\ncommands=\n"
            "    du16: pip install docutils\n    python -X dev -m pytest --durations 25 {posargs}\n")
-    repo, head = make_git(tmp_path / "tox", {"tox.ini": tox, "setup.py": ""})
+    repo, head = make_git(tmp_path / "tox", {"tox.ini": tox, "setup.py": "", "Makefile": "test:\n\tpytest\n"})
+    assert own_runners.find(Snapshot(repo, head)) is None
+    # one that runs something else: its setenv and commands, {posargs} the chosen files
+    other = tox.replace("python -X dev -m pytest --durations 25 {posargs}", "python tests/run.py {posargs}")
+    repo, head = make_git(tmp_path / "tox2", {"tox.ini": other, "setup.py": ""})
     snap = Snapshot(repo, head)
     assert own_runners.find(snap) == "tox"
     assert own_runners.plan("tox", snap, ["tests/test_a.py"]).command == (
-        "export PYTHONWARNINGS=all; export PYTEST_ADDOPTS=' --color yes'; "
-        "python -X dev -m pytest --durations 25 tests/test_a.py")
+        "export PYTHONWARNINGS=all; export PYTEST_ADDOPTS=' --color yes'; python tests/run.py tests/test_a.py")
+    repo, head = make_git(tmp_path / "make", {"Makefile": "all:\n\techo\ntest:\n\tpython -m unittest\n"})
+    assert own_runners.find(Snapshot(repo, head)) == "make"
     repo, head = make_git(tmp_path / "none", {"setup.py": "", "tests/test_a.py": ""})
     assert own_runners.find(Snapshot(repo, head)) is None

@@ -42,6 +42,7 @@ from training import distributed
 from training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from training.dist_checkpoint import is_dcp_checkpoint, load_dcp, save_dcp
 from training.loader import LoaderConfig, ShardLoader
+from training.megatron.options import MegatronOptions
 from training.metrics_log import MetricsSink
 from training.model.config import ModelConfig
 from training.model.glm import GLMModel
@@ -72,6 +73,10 @@ class ParallelConfig(StrictModel):
 
 
 class TrainerConfig(StrictModel):
+    # which engine trains: ours (this module) or Megatron-core (training.megatron; its own
+    # settings in `megatron:`); one YAML drives both
+    backend: Literal["ours", "megatron"] = "ours"
+    megatron: MegatronOptions = MegatronOptions()
     seed: int = 0
     steps: int = Field(default=20, gt=0)  # used when there are no stages
     threads: int = Field(default=0, ge=0)  # torch intra-op threads; 0 = torch's default
@@ -327,7 +332,12 @@ def main(
         cfg.steps = steps
     if checkpoint_dir is not None:
         cfg.checkpoint.dir = str(checkpoint_dir)
-    result = train(cfg, shards, metrics, resume=resume, stop_after=stop_after)
+    if cfg.backend == "megatron":  # same YAML, Megatron-core's engine
+        from training.megatron.train import train as megatron_train
+
+        result = megatron_train(cfg, shards, metrics, resume=resume, stop_after=stop_after)
+    else:
+        result = train(cfg, shards, metrics, resume=resume, stop_after=stop_after)
     if os.environ.get("RANK", "0") != "0":  # under torchrun rank 0 reports for the run
         return
     if not result.metrics:  # resumed from a checkpoint at the last step (killed before it exited)

@@ -18,18 +18,17 @@ default, ``calculate_per_token_loss=False``); the logged ``lm_loss`` stays the t
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import torch
 import torch.distributed as dist
-from pydantic import Field
 
-from core.config import StrictModel, load_config
 from core.errors import ConfigError
 from training.loader import ShardLoader
 from training.megatron import checkpoint
@@ -40,24 +39,11 @@ from training.optim.schedules import lr_at
 from training.trainer import TrainerConfig, build_model, resolve_stages, stage_at
 
 
-class MegatronOptions(StrictModel):
-    """Megatron-only settings (our trainer has no use for them)."""
-
-    micro_batches: int = Field(default=1, gt=0)  # per optimizer step and data-parallel rank
-    # allgather runs on CPU; alltoall needs CUDA (it creates a torch.cuda.Stream)
-    token_dispatcher: Literal["auto", "allgather", "alltoall"] = "auto"
-    document_masks: bool = True  # block-diagonal attention per document (see batches.py)
-
-
-class MegatronTrainerConfig(TrainerConfig):
-    megatron: MegatronOptions = MegatronOptions()
-
-
-def load_megatron_config(path: str | Path, overrides: list[str] | None = None) -> MegatronTrainerConfig:
+def load_megatron_config(path: str | Path, overrides: list[str] | None = None) -> TrainerConfig:
+    """Our trainer's YAML (``megatron:`` holds this trainer's own settings)."""
     from training.trainer import load_trainer_config
 
-    load_trainer_config(path, [o for o in overrides or [] if not o.startswith("megatron.")])  # our checks
-    return load_config(MegatronTrainerConfig, path, overrides)
+    return load_trainer_config(path, overrides)
 
 
 @dataclass
@@ -68,7 +54,7 @@ class MegatronResult:
     checkpoint: Path | None = None
 
 
-def check_supported(cfg: MegatronTrainerConfig) -> None:
+def check_supported(cfg: TrainerConfig) -> None:
     """Refuse, with the reason, what this trainer does not do (rather than train something else)."""
     p, m = cfg.parallel, cfg.model
     if p.pipeline_model_parallel_size > 1 or p.virtual_pipeline_model_parallel_size:
@@ -82,6 +68,14 @@ def check_supported(cfg: MegatronTrainerConfig) -> None:
         raise ConfigError("optimizer.qk_clip_tau: QK-clip is not wired into the Megatron trainer")
     if cfg.precision == "bf16" and not torch.cuda.is_available():
         raise ConfigError("precision: bf16 in Megatron's schedule is torch.autocast('cuda'): needs CUDA")
+    if p.tensor_model_parallel_size > 1 and m.num_moe_experts and importlib.util.find_spec("apex") is None:
+        # Megatron 0.16.1: MoELayer refuses TP without sequence parallelism in training ("During
+        # training, performance may degrade if MoE and tensor parallelism are enabled without also
+        # enabling sequence parallelism."), and the local spec's norm without Apex refuses it
+        # (WrappedTorchNorm: "sequence parallel not supported by torch LayerNorm")
+        raise ConfigError("parallel.tensor_model_parallel_size: MoE + TP needs sequence parallelism, which "
+                          "Megatron's local-spec norm supports only with Apex (CUDA); without it TP "
+                          "runs for dense models (model.num_moe_experts: null)")  # fmt: skip
     if not m.multi_latent_attention:
         raise ConfigError("model.multi_latent_attention: the Megatron trainer's local spec is built for MLA")
 
@@ -89,7 +83,7 @@ def check_supported(cfg: MegatronTrainerConfig) -> None:
 class World:
     """torch.distributed + Megatron's parallel_state for this run (a gloo world of 1 when not under torchrun)."""
 
-    def __init__(self, cfg: MegatronTrainerConfig):
+    def __init__(self, cfg: TrainerConfig):
         from megatron.core import parallel_state as ps
 
         self.created = not dist.is_initialized()
@@ -127,7 +121,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def build(cfg: MegatronTrainerConfig, stages, world: World):
+def build(cfg: TrainerConfig, stages, world: World):
     from megatron.core.distributed import DistributedDataParallel, DistributedDataParallelConfig
     from megatron.core.distributed.finalize_model_grads import finalize_model_grads
 
@@ -143,8 +137,10 @@ def build(cfg: MegatronTrainerConfig, stages, world: World):
     cpu = world.device.type == "cpu"
     meg = build_megatron_model(
         ours.cfg, core_attention=document_masked_attention_class(), use_cpu_initialization=cpu,
-        perform_initialization=False, moe_token_dispatcher_type=dispatcher,
+        moe_token_dispatcher_type=dispatcher,  # perform_initialization stays on: it sets the TP attributes
         tensor_model_parallel_size=world.tp_size, bf16=cfg.precision == "bf16",
+        # Megatron refuses MoE + TP in training without it ("performance may degrade ...")
+        sequence_parallel=world.tp_size > 1 and bool(cfg.model.num_moe_experts),
     )  # fmt: skip
     load_our_weights(meg, ours.cfg, ours.state_dict(), world.tp_rank, world.tp_size)
     meg = meg.to(world.device)
@@ -156,7 +152,7 @@ def build(cfg: MegatronTrainerConfig, stages, world: World):
 
 
 def train(
-    cfg: MegatronTrainerConfig,
+    cfg: TrainerConfig,
     shards: str | Path | None = None,
     metrics_path: str | Path | None = None,
     log: Callable[[str], None] = print,

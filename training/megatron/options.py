@@ -1,0 +1,20 @@
+"""The Megatron trainer's own settings: the ``megatron:`` section of the trainer YAML.
+
+Kept apart from ``train.py`` (which imports Megatron-core and our trainer) so our trainer's
+config can carry the section without importing either.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from core.config import StrictModel
+
+
+class MegatronOptions(StrictModel):
+    micro_batches: int = Field(default=1, gt=0)  # per optimizer step and data-parallel rank
+    # allgather runs on CPU; alltoall needs CUDA (it creates a torch.cuda.Stream)
+    token_dispatcher: Literal["auto", "allgather", "alltoall"] = "auto"
+    document_masks: bool = True  # block-diagonal attention per document (see batches.py)

@@ -20,6 +20,10 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 from swe_envs.terminal.cli import app as _terminal_app  # noqa: E402
 
 app.add_typer(_terminal_app, name="terminal")
+# environment sessions (swe_envs/sessions): tool calls inside SWE instances and Harbor tasks
+from swe_envs.sessions.cli import app as _session_app  # noqa: E402
+
+app.add_typer(_session_app, name="session")
 
 
 

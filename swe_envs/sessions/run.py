@@ -1,0 +1,146 @@
+"""``python -m swe_envs session run``: drive a policy through sessions and write its trajectories.
+
+Policies (what acceptance and the RL stack compare against):
+
+- ``gold``: the known-good tool sequence. A SWE instance: the reference patch written with the editor
+  tool, then ``git apply`` through bash. A Harbor task: each solution file created with the editor,
+  then ``bash /solution/solve.sh`` through bash, step by step.
+- ``nop``: submits at once.
+- ``scripted:FILE.jsonl``: rows ``{"id", "tool_calls": [{"name", "arguments"}, ...]}`` replayed per
+  instance or task id (a recorded agent).
+
+``OUT/trajectories.jsonl``: one row per instance or task: ``id``, ``messages`` (the unified message list:
+user instruction, assistant ``tool_calls``, ``tool`` observations), ``reward``, ``turns``, ``verify``.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from core.errors import UserError
+from core.io import read_jsonl, write_jsonl_atomic
+from swe_envs.sessions.session import Session, SweSession, TerminalSession
+
+Call = tuple[str, dict[str, Any]]
+
+
+def gold_calls_swe(inst: dict[str, Any]) -> list[Call]:
+    patch = inst.get("patch") or ""
+    return [("str_replace_editor", {"command": "create", "path": "/tmp/gold.diff", "file_text": patch}),
+            ("bash", {"command": "git apply --whitespace=nowarn /tmp/gold.diff && git status --short"})]
+
+
+def gold_calls_terminal(session: TerminalSession) -> list[Call]:
+    step = session.task.steps[session.step_index]
+    if step.solution_dir is None:
+        return []
+    calls: list[Call] = []
+    for f in sorted(p for p in step.solution_dir.rglob("*") if p.is_file()):
+        rel = f.relative_to(step.solution_dir).as_posix()
+        calls.append(("str_replace_editor", {"command": "create", "path": f"/solution/{rel}",
+                                             "file_text": f.read_text(encoding="utf-8", errors="replace")}))
+    env = " ".join(f"{k}={json.dumps(v)}" for k, v in session.task.config.solution.env.items())
+    calls.append(("bash", {"command": f"{env + ' ' if env else ''}bash /solution/solve.sh",
+                           "timeout": session.task.config.agent.timeout_sec}))
+    return calls
+
+
+def _policy(spec: str) -> Callable[[Session], list[Call]]:
+    if spec == "nop":
+        return lambda s: []
+    if spec == "gold":
+        return lambda s: gold_calls_swe(s.inst) if isinstance(s, SweSession) else gold_calls_terminal(s)
+    if spec.startswith("scripted:"):
+        path = Path(spec.split(":", 1)[1])
+        rows = {str(r["id"]): r for r in read_jsonl(path, "scripted policy")}
+        return lambda s: [(c["name"], c.get("arguments") or {}) for c in rows.get(s.name, {}).get("tool_calls", [])]
+    raise UserError(f"--policy: gold, nop or scripted:FILE.jsonl, not {spec!r}")
+
+
+def episode(session: Session, calls_for: Callable[[Session], list[Call]]) -> dict[str, Any]:
+    """Run the policy's calls, submit, verify (every step of a multi-step task); the trajectory row."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": session.instruction}]
+    rewards, verdicts = [], []
+    while True:
+        for name, args in calls_for(session):
+            tc = f"call_{uuid.uuid4().hex[:8]}"
+            messages.append({"role": "assistant", "content": "", "tool_calls": [
+                {"id": tc, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]})
+            obs = session.step(name, args)
+            messages.append({"role": "tool", "tool_call_id": tc, "content": obs.text})
+        tc = f"call_{uuid.uuid4().hex[:8]}"
+        messages.append({"role": "assistant", "content": "", "tool_calls": [
+            {"id": tc, "type": "function", "function": {"name": "submit", "arguments": "{}"}}]})
+        session.step("submit", {})
+        reward, verdict = session.verify()
+        messages.append({"role": "tool", "tool_call_id": tc, "content": f"reward {reward:g}"})
+        rewards.append(reward)
+        verdicts.append(verdict)
+        if not isinstance(session, TerminalSession) or session.steps_left == 0:
+            break
+        messages.append({"role": "user", "content": session.instruction})
+    return {"id": session.name, "kind": session.kind, "messages": messages, "reward": sum(rewards) / len(rewards),
+            "turns": session.turns, "verify": verdicts}
+
+
+def _sessions(instances: Path | None, repos: Path | None, tasks: Path | None, out: Path,
+              config: Path | None) -> Iterator[Callable[[], Session] | tuple[str, str]]:
+    if tasks is not None:
+        from core.cli import load_cli_config
+        from swe_envs.terminal.config import TerminalConfig
+        from swe_envs.terminal.trial import Context
+
+        cfg = load_cli_config(TerminalConfig, config, None)
+        ctx = Context(cfg, log=lambda m: None)
+        dirs = [tasks] if (tasks / "task.toml").is_file() else sorted(p.parent for p in tasks.glob("*/task.toml"))
+        if not dirs:
+            raise UserError(f"no Harbor task (task.toml) under {tasks}")
+        for d in dirs:
+            yield (lambda d=d: TerminalSession(ctx, d, out / "verifier"))
+        return
+    from core.cli import load_cli_config
+    from swe_envs.config import SweEnvsConfig
+    from swe_envs.docker_setup import docker_client
+    from swe_envs.envs.evaluate import Evaluator
+    from swe_envs.envs.validate_job import make_builder, read_instances
+
+    rows, bad = read_instances(instances)
+    for b in bad:
+        yield ("bad", f"{b['instance_id']}: {b['reason']}")
+    cfg = load_cli_config(SweEnvsConfig, config, None)
+    (out / "evaluate").mkdir(parents=True, exist_ok=True)
+    builder = make_builder(docker_client(), cfg, out / "evaluate", print)
+    evaluator = Evaluator(cfg, builder, repos.absolute() if repos else None, out / "evaluate", log=print)
+    for inst in rows:
+        yield (lambda inst=inst: SweSession(evaluator, inst))
+
+
+def run(policy: str, out: Path, instances: Path | None = None, repos: Path | None = None, tasks: Path | None = None,
+        config: Path | None = None, log: Callable[[str], None] = print) -> list[dict[str, Any]]:
+    if (instances is None) == (tasks is None):
+        raise UserError("give --instances (with --repos) or --tasks")
+    calls_for = _policy(policy)
+    rows = []
+    for opener in _sessions(instances, repos, tasks, out, config):
+        if isinstance(opener, tuple):  # a malformed instance row: counted, with its reason
+            rows.append({"id": None, "messages": [], "reward": None, "turns": 0, "error": opener[1]})
+            continue
+        try:
+            session = opener()
+        except Exception as err:  # a build or environment that failed: a row with the reason, the run goes on
+            rows.append({"id": None, "messages": [], "reward": None, "turns": 0, "error": f"{type(err).__name__}: {err}"})
+            log(f"session failed to open: {err}")
+            continue
+        try:
+            row = episode(session, calls_for)
+        finally:
+            session.close()
+        rows.append(row)
+        log(f"{row['id']}: reward {row['reward']:g} in {row['turns']} tool call(s)")
+    out.mkdir(parents=True, exist_ok=True)
+    write_jsonl_atomic(out / "trajectories.jsonl", rows)
+    return rows

@@ -1,0 +1,217 @@
+"""Environment sessions: a SWE instance or a Harbor task opened as a container that tool calls run in.
+
+One API for both (``open`` in the constructor, ``step``, ``verify``, ``close``):
+
+- ``TerminalSession``: the task's image(s) built and started by the Harbor runner
+  (``swe_envs.terminal.environment``: offline, limits, no host mounts, no-new-privileges, disk guard);
+  ``verify`` runs the current step's ``tests/test.sh`` exactly as a trial does and reads the reward.
+- ``SweSession``: a container from the instance's verified image (the repo-version environment, set up
+  at the base commit), run as the image's non-root user with no network, every capability dropped,
+  ``no-new-privileges``, CPU/memory/pids/disk limits and no host mount; ``verify`` takes the container's
+  working-tree diff as the model patch and grades it with the evaluation harness (``Evaluator.run``: a
+  fresh sandbox, the instance's test patch, FAIL_TO_PASS ∪ PASS_TO_PASS).
+"""
+
+from __future__ import annotations
+
+import shlex
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from swe_envs.sandbox import LABEL, owner
+from swe_envs.sessions.tools import Observation, run_tool, write_file
+
+SESSION_LABEL = "swe_envs.session"
+
+
+class Session:
+    kind = ""
+
+    def __init__(self):
+        self.id = uuid.uuid4().hex[:12]
+        self.opened = self.last_used = time.monotonic()
+        self.turns = 0
+        self.submitted = False
+        self.closed = False
+
+    @property
+    def instruction(self) -> str:
+        raise NotImplementedError
+
+    def exec(self, command: str, timeout_s: float) -> tuple[int, str, bool]:
+        raise NotImplementedError
+
+    def container(self):
+        raise NotImplementedError
+
+    def step(self, name: str, arguments: str | dict) -> Observation:
+        self.last_used = time.monotonic()
+        self.turns += 1
+        obs = run_tool(self, name, arguments)
+        self.submitted = self.submitted or obs.done
+        return obs
+
+    def verify(self) -> tuple[float, dict[str, Any]]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class TerminalSession(Session):
+    kind = "terminal"
+
+    def __init__(self, ctx, task_dir: Path, out_dir: Path):
+        from swe_envs.terminal.environment import Environment
+        from swe_envs.terminal.task import load_task
+
+        super().__init__()
+        self.ctx, self.task, self.out_dir = ctx, load_task(task_dir), out_dir
+        built = ctx.build(self.task)
+        if not built.ok:
+            raise RuntimeError(f"build: {built.error}")
+        self.env = Environment(ctx.client, self.task, built, ctx.cfg.runner)
+        self.step_index = 0
+
+    @property
+    def name(self) -> str:
+        return self.task.name
+
+    @property
+    def instruction(self) -> str:
+        return self.task.steps[min(self.step_index, len(self.task.steps) - 1)].instruction
+
+    def exec(self, command: str, timeout_s: float) -> tuple[int, str, bool]:
+        res = self.env.exec(command, timeout_s=timeout_s)
+        return res.rc, res.output, res.timed_out
+
+    def container(self):
+        return self.env.main
+
+    def verify(self) -> tuple[float, dict[str, Any]]:
+        """The current step's verifier; a multi-step task moves on to its next step."""
+        from swe_envs.terminal.trial import _verify
+
+        step = self.task.steps[self.step_index]
+        value, fields, why = _verify(self.env, step, self.task, self.ctx.cfg, self.out_dir / self.id / step.name)
+        self.step_index = min(self.step_index + 1, len(self.task.steps))
+        return (value if value is not None else 0.0), {"step": step.name, "rewards": fields, "error": why or None}
+
+    @property
+    def steps_left(self) -> int:
+        return len(self.task.steps) - self.step_index
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.env.close()
+
+
+class SweSession(Session):
+    kind = "swe"
+
+    def __init__(self, evaluator, inst: dict[str, Any]):
+        import docker.errors
+
+        from swe_envs.disk_guard import DiskGuard, fsize_ulimit
+        from swe_envs.envs.validator import InstanceFailure, Validator
+
+        super().__init__()
+        self.evaluator, self.inst = evaluator, inst
+        env, path = evaluator.environment(inst, [inst])
+        if not env.ok:
+            raise RuntimeError(f"environment: {env.reason}")
+        spec = inst.get("environment") if isinstance(inst.get("environment"), dict) else {}
+        base: list[tuple[str, str]] = []
+        if spec.get("instance_image") and evaluator.builder.images.image_id(spec["instance_image"]):
+            image = spec["instance_image"]
+        elif path is not None:
+            validator = Validator(evaluator.builder.sandbox, 1, False, None, cfg=evaluator.cfg,
+                                  builder=evaluator.builder)
+            try:
+                image, base = validator.prepare(inst, env, path)
+            except InstanceFailure as err:
+                raise RuntimeError(f"{err.stage}: {err.reason}") from None
+        elif env.commit == inst["base_commit"]:
+            image = env.image
+        else:
+            raise RuntimeError("the environment's commit differs from the base commit (pass --repos DIR)")
+        cfg = evaluator.cfg.sandbox
+        client = evaluator.builder.sandbox.client
+        self._c = client.containers.run(
+            image, ["sleep", "infinity"], detach=True, user=cfg.user, working_dir="/testbed", network_mode="none",
+            nano_cpus=int(cfg.cpus * 1e9), mem_limit=f"{cfg.memory_mb}m", memswap_limit=f"{cfg.memory_mb}m",
+            pids_limit=cfg.pids, cap_drop=["ALL"], security_opt=["no-new-privileges"], init=True,
+            ulimits=[fsize_ulimit(cfg.max_file_mb)], environment={"HOME": "/home/swe", "CI": "true"},
+            labels={LABEL: owner(), SESSION_LABEL: self.id})
+        self.disk = DiskGuard(client.api, cfg.disk_mb)
+        self.disk.watch(self._c.id)
+        self._docker_errors = docker.errors
+        for name, text in base:  # the base commit's diff, when there is no instance image
+            write_file(self, f"/tmp/{name}.diff", text)
+            rc, out, _ = self.exec(f"git apply --whitespace=nowarn /tmp/{name}.diff", 300)
+            if rc != 0:
+                self.close()
+                raise RuntimeError(f"base patch did not apply: {out[-300:]}")
+
+    @property
+    def name(self) -> str:
+        return self.inst["instance_id"]
+
+    @property
+    def instruction(self) -> str:
+        return (f"The repository is checked out at /testbed. Resolve this issue:\n\n{self.inst['problem_statement']}\n\n"
+                "Edit the source (not the tests), then call submit.")
+
+    def container(self):
+        return self._c
+
+    def exec(self, command: str, timeout_s: float) -> tuple[int, str, bool]:
+        limit = max(1, int(timeout_s + 0.999))
+        box: dict = {}
+
+        def target():
+            try:
+                box["res"] = self._c.exec_run(["sh", "-c", f"timeout -k 5 {limit} bash -c {shlex.quote(command)}"],
+                                              workdir="/testbed")
+            except Exception as err:  # the container died or was removed under us
+                box["err"] = err
+
+        th = threading.Thread(target=target, daemon=True)
+        th.start()
+        th.join(timeout_s + 30)
+        if th.is_alive():
+            self.close()
+            return 124, "host: command exceeded its limit; session closed", True
+        if self.disk.exceeded:
+            return -1, f"host: {self.disk.exceeded}", False
+        if "err" in box:
+            return -1, f"exec failed: {box['err']}", False
+        res = box["res"]
+        rc = int(res.exit_code if res.exit_code is not None else -1)
+        return rc, (res.output or b"").decode("utf-8", "replace"), rc in (124, 137)
+
+    def diff(self) -> str:
+        """The working tree against the base commit, new files included: the model patch."""
+        rc, out, _ = self.exec("git add -A >/dev/null 2>&1; git -c core.quotepath=off diff --cached --no-color "
+                               "--binary HEAD", 300)
+        return out if rc == 0 else ""
+
+    def verify(self) -> tuple[float, dict[str, Any]]:
+        patch = self.diff()
+        if not patch.strip():
+            return 0.0, {"status": "empty_patch", "reason": "the working tree has no change"}
+        outcome = self.evaluator.run(self.inst, {"model_patch": patch, "model_name_or_path": "session"}, [self.inst])
+        return (1.0 if outcome.resolved else 0.0), {"status": outcome.outcome, "reason": outcome.reason}
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.disk.stop()
+            try:
+                self._c.remove(force=True)
+            except self._docker_errors.DockerException:
+                pass

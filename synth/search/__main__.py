@@ -48,8 +48,9 @@ def generate(
 
             server = serve(obtain_smollm2(cfg.data_dir, log=typer.echo), "127.0.0.1", 0, name="smollm2", threads=1)
             stack.callback(server.shutdown)
+            # one request at a time, and time enough for it on a busy CPU
             local = LLMConfig(base_url=f"http://127.0.0.1:{server.server_address[1]}/v1", model="smollm2",
-                              concurrency=1, cache_dir=str(Path(cfg.data_dir) / "llm_cache"))
+                              concurrency=1, timeout_s=600, cache_dir=str(Path(cfg.data_dir) / "llm_cache"))
             typer.echo(f"closed-book check: SmolLM2-135M served on {local.base_url}, "
                        f"{cfg.closed_book_k} samples per question")
         res = Generator(docs, cfg, closed_book_llm=local).generate(n, log=typer.echo)

@@ -59,6 +59,7 @@ class SearchConfig(StrictModel):
     data_dir: str = "data"
     closed_book_k: int = Field(default=4, ge=1)
     closed_book_temperature: float = Field(default=1.0, ge=0)
+    closed_book_max_tokens: int = Field(default=48, gt=0)  # an answer is a page title
     paraphrase_llm: LLMConfig | None = None
     max_tokens: int = Field(default=160, gt=0)
 
@@ -187,10 +188,13 @@ class Generator:
             return "last_clue_alone_finds_answer", checks
         if self.closed:
             right, samples = closed_book(self.closed, question, answers, self.cfg.closed_book_k,
-                                         self.cfg.max_tokens, self.cfg.closed_book_temperature)
+                                         self.cfg.closed_book_max_tokens, self.cfg.closed_book_temperature)
             checks["closed_book"] = {"k": self.cfg.closed_book_k, "right": right, "samples": samples}
             if right:
                 return "answerable_closed_book", checks
+            if any(s.startswith("<failure:") for s in samples):
+                # an unanswered sample is no evidence the model cannot answer: the check is inconclusive
+                return "closed_book_check_failed", checks
         else:
             checks["closed_book"] = "skipped (no closed_book_llm configured; question-only guesses checked)"
         tries = []

@@ -88,3 +88,17 @@ def test_paraphrase_kept_only_with_every_clue(docs_corpus):
     assert two and all(t["question"].startswith("Which page do you reach") for t in two)
     assert three and all(t["question"].startswith("Start at the page") for t in three)
     assert res.paraphrased == len(two) and res.rejects["paraphrase_rejected:paraphrase_dropped_clues"] == len(three)
+
+
+def test_a_closed_book_endpoint_that_fails_keeps_no_task(docs_corpus):
+    """Unanswered samples are no evidence that the model cannot answer: the candidate is rejected as
+    inconclusive, never kept (a timed-out local model used to make every candidate pass the check)."""
+    srv = ScriptedServer(responder=lambda body: Reply(status=500, body={"error": "overloaded"}))
+    url = srv.start()
+    try:
+        cfg = SearchConfig(seed=3, closed_book_k=2, max_attempts_factor=2,
+                           closed_book_llm=LLMConfig(base_url=url, cache_dir=None, max_retries=0))
+        res = Generator(docs_corpus, cfg).generate(2, log=lambda m: None)
+    finally:
+        srv.stop()
+    assert res.tasks == [] and res.rejects["closed_book_check_failed"] >= 1

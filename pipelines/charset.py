@@ -145,7 +145,10 @@ def header_charset(content_type: str | None) -> str | None:
 
 
 def meta_charset(raw: bytes) -> str | None:
-    m = _META_CHARSET.search(raw[:META_PRESCAN_BYTES])
+    head = raw[:META_PRESCAN_BYTES]
+    if b"charset" not in head.lower():  # the regex backtracks over every <meta>: skip it when it cannot match
+        return None
+    m = _META_CHARSET.search(head)
     return m.group(1).decode("ascii") if m else None
 
 

@@ -76,6 +76,9 @@ class ReadLimits(StrictModel):
     # digest_mismatch, counted in the read stage) or "reject" it with that reason. Some crawls
     # (ClueWeb) carry digests that never match, so rejecting is opt-in.
     on_digest_mismatch: Literal["keep", "reject"] = "keep"
+    # WARC framing: "fastwarc" (several times faster; warcio still reads ARC files and takes
+    # over where FastWARC stops) or "warcio" alone. Both give the same documents.
+    warc_reader: Literal["fastwarc", "warcio"] = "fastwarc"
 
 
 class InputFile(StrictModel):

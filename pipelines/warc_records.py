@@ -26,6 +26,7 @@ from datatrove.data import Document
 
 from core.records import find_lone_surrogate
 from pipelines.charset import decode_page
+from pipelines.http_payload import decode_body, payload_digest_ok
 from pipelines.readers import READ_FLAGS
 
 DIGEST_MISMATCH = "digest_mismatch"
@@ -34,19 +35,22 @@ PAGE_TYPES = frozenset({"response", "resource", "conversion"})
 
 @dataclass
 class WarcRecord:
+    """What a backend parsed of one record: framing and headers, and the payload as stored."""
+
     n: int  # position in the archive, from 1
     rec_type: str
     record_id: str | None
     url: str
     date: str | None
     content_type: str = ""  # the page's, charset included: HTTP header for responses, the record's otherwise
-    payload: bytes | None = None  # read only for pages of a type we take
-    too_large: bool = False
+    payload: bytes | None = None  # as stored, read only for pages of a type we take (at most max_doc_bytes + 1)
+    transfer_encoding: str | None = None
+    content_encoding: str | None = None
+    payload_digest: str | None = None  # WARC-Payload-Digest as declared
     cut: str | None = None  # why the record is incomplete (the archive ends inside it)
     malformed: str | None = None  # a header we cannot use (ARC length "abc")
-    digest_ok: bool | None = None  # None: no digest announced, or not checked
-    digest_detail: str = ""
     truncated: str | None = None  # the crawler's WARC-Truncated reason: a partial payload it kept
+    offset: int | None = None  # where the record starts in the file (its gzip member's start)
 
 
 def is_page_type(rec_type: str, content_type: str) -> bool:
@@ -77,14 +81,19 @@ def record_outcome(rec: WarcRecord, f, limits, reject: Callable[..., Document]) 
         return rej(f"{rec.rec_type}_record", f"{where}: a {rec.rec_type} record is not a page")
     if not is_page_type(rec.rec_type, rec.content_type):
         return rej("not_html", f"{rec.url}: content type {rec.content_type or 'missing'!r}")
-    payload = rec.payload or b""
-    if rec.too_large:
-        return rej("too_large", f"{rec.url}: payload over max_doc_bytes={limits.max_doc_bytes}", payload)
-    if rec.digest_ok is False:
+    stored = rec.payload or b""
+    if len(stored) > limits.max_doc_bytes:
+        return rej("too_large", f"{rec.url}: payload over max_doc_bytes={limits.max_doc_bytes}", stored)
+    digest_ok, digest_detail = payload_digest_ok(rec.payload_digest, stored)
+    if digest_ok is False:
         if limits.on_digest_mismatch == "reject":
-            return rej(DIGEST_MISMATCH, f"{rec.url}: {rec.digest_detail}", payload)
+            return rej(DIGEST_MISMATCH, f"{rec.url}: {digest_detail}", stored)
         meta[READ_FLAGS] = [DIGEST_MISMATCH]
-        meta["digest_detail"] = rec.digest_detail
+        meta["digest_detail"] = digest_detail
+    payload = decode_body(stored, rec.transfer_encoding, rec.content_encoding, limits.max_doc_bytes + 1)
+    if len(payload) > limits.max_doc_bytes:  # a compressed body can expand past the limit
+        return rej("too_large", f"{rec.url}: decoded payload over max_doc_bytes={limits.max_doc_bytes}",
+                   payload[: limits.reject_text_chars])
     if rec.truncated:
         meta["warc_truncated"] = rec.truncated
     html = rec.rec_type != "conversion"

@@ -30,3 +30,34 @@ def run(
     scored = [r["reward"] for r in rows if r.get("reward") is not None]
     typer.echo(f"{len(rows)} session(s), mean reward {sum(scored) / max(1, len(scored)):.3f} over {len(scored)} "
                f"verified -> {output / 'trajectories.jsonl'}")
+
+
+@app.command()
+@user_errors(sigterm_unwinds=True)
+def serve(
+    port: int = typer.Option(8010, help="port to listen on (0: any free one)"),
+    host: str = typer.Option("127.0.0.1", help="address to bind"),
+    instances: Path = typer.Option(None, help="SWE instances JSONL the clients may open, by instance_id"),
+    repos: Path = typer.Option(None, help="with --instances: clones or git bundles, as validate"),
+    tasks: Path = typer.Option(None, help="Harbor task directory (or a directory of them) the clients may open"),
+    output: Path = typer.Option(Path("out/sessions"), help="verifier logs and evaluation folders"),
+    config: Path = typer.Option(None, help="SweEnvsConfig YAML (--instances) or TerminalConfig YAML (--tasks)"),
+    max_sessions: int = typer.Option(8, min=1, help="sessions open at once on this host (429 past it)"),
+    idle_timeout: float = typer.Option(900.0, help="seconds without a call before a session is reaped"),
+    max_lifetime: float = typer.Option(7200.0, help="seconds a session may live at most"),
+) -> None:
+    """Serve sessions over HTTP: POST /sessions, /sessions/ID/step, /sessions/ID/verify; DELETE /sessions/ID."""
+    from swe_envs.sessions.run import openers
+    from swe_envs.sessions.service import SessionPool, make_server
+
+    opens, refused = openers(instances, repos, tasks, output.absolute(), config)
+    for why in refused:
+        typer.echo(f"refused: {why}", err=True)
+    pool = SessionPool(opens, max_sessions, idle_timeout, max_lifetime)
+    server = make_server(pool, host, port)
+    typer.echo(f"serving {len(opens)} task(s)/instance(s) on http://{host}:{server.server_address[1]}", err=True)
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
+        pool.shutdown()

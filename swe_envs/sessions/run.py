@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -87,11 +87,16 @@ def episode(session: Session, calls_for: Callable[[Session], list[Call]]) -> dic
             "turns": session.turns, "verify": verdicts}
 
 
-def _sessions(instances: Path | None, repos: Path | None, tasks: Path | None, out: Path,
-              config: Path | None) -> Iterator[Callable[[], Session] | tuple[str, str]]:
+def openers(instances: Path | None, repos: Path | None, tasks: Path | None, out: Path,
+            config: Path | None) -> tuple[dict[str, Callable[[], Session]], list[str]]:
+    """(what can be opened, by task name or instance id; the input rows that were refused, with why)."""
+    from core.cli import load_cli_config
+
+    if (instances is None) == (tasks is None):
+        raise UserError("give --instances (with --repos) or --tasks")
     if tasks is not None:
-        from core.cli import load_cli_config
         from swe_envs.terminal.config import TerminalConfig
+        from swe_envs.terminal.task import load_task
         from swe_envs.terminal.trial import Context
 
         cfg = load_cli_config(TerminalConfig, config, None)
@@ -99,40 +104,32 @@ def _sessions(instances: Path | None, repos: Path | None, tasks: Path | None, ou
         dirs = [tasks] if (tasks / "task.toml").is_file() else sorted(p.parent for p in tasks.glob("*/task.toml"))
         if not dirs:
             raise UserError(f"no Harbor task (task.toml) under {tasks}")
-        for d in dirs:
-            yield (lambda d=d: TerminalSession(ctx, d, out / "verifier"))
-        return
-    from core.cli import load_cli_config
+        return {load_task(d).name: (lambda d=d: TerminalSession(ctx, d, out / "verifier")) for d in dirs}, []
     from swe_envs.config import SweEnvsConfig
     from swe_envs.docker_setup import docker_client
     from swe_envs.envs.evaluate import Evaluator
     from swe_envs.envs.validate_job import make_builder, read_instances
 
     rows, bad = read_instances(instances)
-    for b in bad:
-        yield ("bad", f"{b['instance_id']}: {b['reason']}")
     cfg = load_cli_config(SweEnvsConfig, config, None)
     (out / "evaluate").mkdir(parents=True, exist_ok=True)
     builder = make_builder(docker_client(), cfg, out / "evaluate", print)
     evaluator = Evaluator(cfg, builder, repos.absolute() if repos else None, out / "evaluate", log=print)
-    for inst in rows:
-        yield (lambda inst=inst: SweSession(evaluator, inst))
+    return ({inst["instance_id"]: (lambda inst=inst: SweSession(evaluator, inst)) for inst in rows},
+            [f"{b['instance_id']}: {b['reason']}" for b in bad])
 
 
 def run(policy: str, out: Path, instances: Path | None = None, repos: Path | None = None, tasks: Path | None = None,
         config: Path | None = None, log: Callable[[str], None] = print) -> list[dict[str, Any]]:
-    if (instances is None) == (tasks is None):
-        raise UserError("give --instances (with --repos) or --tasks")
     calls_for = _policy(policy)
-    rows = []
-    for opener in _sessions(instances, repos, tasks, out, config):
-        if isinstance(opener, tuple):  # a malformed instance row: counted, with its reason
-            rows.append({"id": None, "messages": [], "reward": None, "turns": 0, "error": opener[1]})
-            continue
+    opens, refused = openers(instances, repos, tasks, out, config)
+    rows: list[dict[str, Any]] = [{"id": None, "messages": [], "reward": None, "turns": 0, "error": why}
+                                  for why in refused]  # malformed input rows: counted, with their reason
+    for name, opener in opens.items():
         try:
             session = opener()
         except Exception as err:  # a build or environment that failed: a row with the reason, the run goes on
-            rows.append({"id": None, "messages": [], "reward": None, "turns": 0, "error": f"{type(err).__name__}: {err}"})
+            rows.append({"id": name, "messages": [], "reward": None, "turns": 0, "error": f"{type(err).__name__}: {err}"})
             log(f"session failed to open: {err}")
             continue
         try:

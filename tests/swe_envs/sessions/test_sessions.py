@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -79,3 +80,56 @@ def test_session_run_cli_and_its_errors(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "swe_envs", "session", "run", "--policy", "magic", "--tasks",
                           str(tasks), "--output", str(tmp_path / "o2")], capture_output=True, text=True, cwd=tmp_path)
     assert bad.returncode == 2 and "--policy" in bad.stderr
+
+
+def _call(base: str, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
+    import urllib.error
+    import urllib.request
+
+    req = urllib.request.Request(base + path, method=method, data=json.dumps(body or {}).encode(),
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=300) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
+def test_the_http_service_opens_steps_verifies_bounds_and_reaps(tmp_path):
+    import threading
+
+    from swe_envs.sessions.run import openers
+    from swe_envs.sessions.service import SessionPool, make_server
+
+    tasks = tmp_path / "tasks"
+    tiny_task(tasks)
+    opens, _ = openers(None, None, tasks, tmp_path / "out", None)
+    pool = SessionPool(opens, max_sessions=1, idle_timeout_s=600)
+    server = make_server(pool)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        code, opened = _call(base, "POST", "/sessions", {"id": "tiny/answer"})
+        assert code == 200 and "42" in opened["instruction"] and {t["function"]["name"] for t in opened["tools"]} == {
+            "bash", "str_replace_editor", "submit"}
+        sid = opened["session_id"]
+        assert _call(base, "POST", "/sessions", {"id": "tiny/answer"})[0] == 429  # max_sessions=1
+        assert _call(base, "POST", "/sessions", {"id": "nope"})[0] == 404
+        code, step = _call(base, "POST", f"/sessions/{sid}/step", {"name": "bash",
+                                                                   "arguments": {"command": "echo 42 > /app/answer.txt"}})
+        assert code == 200 and "[exit code 0]" in step["observation"]
+        code, verdict = _call(base, "POST", f"/sessions/{sid}/verify")
+        assert code == 200 and verdict["reward"] == 1.0
+        assert _call(base, "GET", "/sessions")[1]["open"][0]["turns"] == 1
+        assert _call(base, "DELETE", f"/sessions/{sid}") == (200, {"closed": True})
+        # the reaper: a session idle past its limit is closed and its container removed
+        code, opened = _call(base, "POST", "/sessions", {"id": "tiny/answer"})
+        container = pool.get(opened["session_id"]).container()
+        assert pool.reap(now=time.monotonic() + 3600) == 1 and pool.sessions == {}
+        import docker.errors
+
+        with pytest.raises(docker.errors.NotFound):
+            container.reload()
+    finally:
+        server.shutdown()
+        pool.shutdown()

@@ -35,8 +35,9 @@ import json, sys, traceback, warnings
 from pathlib import Path
 from harbor.models.task.task import Task
 
-for d in sorted(p for p in Path("/tasks").iterdir() if p.is_dir()):
-    row = {"id": d.name}
+# /tasks/<index>/<the task dir's own name>: Harbor names a task without [task] after its directory
+for d in sorted(p for p in Path("/tasks").glob("*/*") if p.is_dir()):
+    row = {"id": d.parent.name}
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -91,7 +92,7 @@ def harbor_load(tasks: list[Path], images: Images, subst: Substituter, version: 
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
         for i, p in enumerate(tasks):
-            with tarfile.open(fileobj=io.BytesIO(tar_dir(Path(p), prefix=f"tasks/{i:05d}/"))) as one:
+            with tarfile.open(fileobj=io.BytesIO(tar_dir(Path(p), prefix=f"tasks/{i:05d}/{Path(p).name}/"))) as one:
                 for m in one.getmembers():
                     m.uid = m.gid = 65534
                     tar.addfile(m, one.extractfile(m) if m.isfile() else None)

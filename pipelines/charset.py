@@ -10,10 +10,10 @@ whose WHATWG decoder is GB18030's), ``iso-8859-1``/``latin1``/``ascii`` as windo
 standard does not know (``utf-7``, ``unicode_escape``, ``bogus``) is ignored, as browsers
 ignore it — which also keeps codecs that can produce lone surrogates out.
 
-A declared encoding that does not decode strictly is not trusted blindly: the detector is
-asked next, and only when it finds nothing is the declared encoding used with replacement
-characters, if they are rare (a few damaged bytes, as a browser would show them). Otherwise
-the page is undecodable, and that word then means it.
+A declared encoding that does not decode strictly is used with replacement characters when
+they are rare (a few damaged bytes, shown as a browser shows them); otherwise it is not
+trusted, and the detector is asked. Only when nothing decodes is the page undecodable, and that
+word then means it.
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ codecs.register_error("whatwg_c1", _c1)
 class Decoded:
     text: str | None  # None: undecodable
     encoding: str | None  # the WHATWG name (or the detector's codec name)
-    source: str  # bom | http | meta | utf-8 | detected | http-lenient | meta-lenient | none
+    source: str  # bom | http | meta | utf-8 | detected | http-lenient | meta-lenient | utf-8-lenient | none
     confidence: float | None = None  # the detector's (1 - its mess ratio); None when declared
     declared: str | None = None  # the label the page declared, as written
 
@@ -188,17 +188,27 @@ def decode_page(raw: bytes, content_type: str | None = None, html: bool = True) 
         text = _strict(raw, name)
         if text is not None:
             return Decoded(text, name, source, declared=label)
+    # a few damaged bytes in a declared page: shown replaced, as a browser shows them (a
+    # detector would rather pick another encoding and turn every accented letter into mojibake)
+    for source, label, name in declared:
+        text = raw.decode(_CODEC[name], "replace")
+        if _rarely_replaced(text):
+            return Decoded(text, name, f"{source}-lenient", declared=label)
     if not declared:
         try:
             return Decoded(raw.decode("utf-8"), "utf-8", "utf-8")
         except UnicodeDecodeError:
-            pass
+            text = raw.decode("utf-8", "replace")
+            # UTF-8 with a damaged byte, told from a legacy encoding by its valid multi-byte letters
+            replaced = text.count("\ufffd")
+            if _rarely_replaced(text) and sum(ord(c) > 127 for c in text) - replaced > 2 * replaced:
+                return Decoded(text, "utf-8", "utf-8-lenient")
     found = _detect(raw)
     if found is not None:
         text, codec, confidence = found
         return Decoded(text, codec, "detected", confidence, declared[0][1] if declared else None)
-    for source, label, name in declared:
-        text = raw.decode(_CODEC[name], "replace")
-        if text.count("\ufffd") <= MAX_REPLACED_FRACTION * max(len(text), 1):
-            return Decoded(text, name, f"{source}-lenient", declared=label)
     return Decoded(None, None, "none", declared=declared[0][1] if declared else None)
+
+
+def _rarely_replaced(text: str) -> bool:
+    return text.count("\ufffd") <= MAX_REPLACED_FRACTION * max(len(text), 1)

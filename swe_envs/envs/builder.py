@@ -22,6 +22,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import docker
+
 from core.llm import LLMClient, LLMError
 from swe_envs.config import SweEnvsConfig
 from swe_envs.envs import era, languages, own_runners
@@ -246,6 +248,8 @@ class EnvBuilder:
                                          collect_command)
             if env.ok or stage == "parser" or rnd == rounds:
                 break
+            if stage == "race":  # the same recipe again: nothing in it failed
+                continue
             # a removed stdlib name: an older interpreter (another toolchain), same recipe
             removed = era.older_wanted(failure) if choice.version else None
             newer = {v for v in tc_cfg.versions if choice.version and era.vkey(v) >= era.vkey(choice.version)}
@@ -321,9 +325,18 @@ class EnvBuilder:
             return log, "parser"
         # the full parse decides (an id convention may count a collection error as a test)
         if (parsed.guard or parsed).statuses:
-            self.images.tag(built.image_id, tag)
+            try:
+                self.images.tag(built.image_id, tag)
+            except docker.errors.ImageNotFound:
+                # another process built the same environment (same candidate tag) and removed the
+                # candidate: its verified tag, if it got there first; else this round failed
+                if not self.images.image_id(tag):
+                    env.attempts.append(Attempt(rnd, source, recipe, "collect", False, "the candidate image was "
+                                                "removed by another build of the same environment",
+                                                time.monotonic() - t1, path, rule))
+                    return log, "race"
             self.images.remove(candidate)
-            env.ok, env.image, env.image_id = True, tag, built.image_id
+            env.ok, env.image, env.image_id = True, tag, self.images.image_id(tag) or built.image_id
             env.attempts.append(Attempt(rnd, source, recipe, "ok", True, "", built.seconds + time.monotonic() - t1,
                                         path, rule))
             return "", "ok"

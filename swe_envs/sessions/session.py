@@ -156,6 +156,13 @@ class SweSession(Session):
             if rc != 0:
                 self.close()
                 raise RuntimeError(f"base patch did not apply: {out[-300:]}")
+        # environment images may hold the tree without its history: a commit of the starting tree, so the
+        # model patch is the working tree's diff against exactly what the session (and the grader) start from
+        rc, out, _ = self.exec("git init -q && git add -A && git -c user.name=session -c user.email=session@localhost "
+                               "commit -q --allow-empty --no-verify -m session-start", 600)
+        if rc != 0:
+            self.close()
+            raise RuntimeError(f"could not record the starting tree: {out[-300:]}")
 
     @property
     def name(self) -> str:

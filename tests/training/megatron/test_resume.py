@@ -61,5 +61,5 @@ def test_cli_stop_and_resume_is_bit_exact(small_shards, tmp_path):
             loaded = dist_checkpointing.load(sharded, str(tmp_path / "ckpt" / "step-00000004"))
         finally:
             world.close()
-    assert set(loaded) == set(expected)
+    assert set(expected) <= set(loaded)  # (plus the common state: trainer, optimizer)
     assert all(torch.equal(loaded[k], expected[k]) for k in expected)

@@ -127,12 +127,16 @@ data-terminal: setup
 	$(PY) -m swe_envs terminal check --tasks out/terminal/harbor --output out/terminal/check \
 	  --workers $(TERMINAL_WORKERS) --config configs/terminal.yaml --resume
 
-# deep-search tasks over the sample's Python documentation (HTML + links), graded with the BM25 solver
+# deep-search tasks over the sample's Python documentation (HTML + links), kept only when SmolLM2 fails them
+# closed-book; graded with the dense solver (independent of the checks that kept them), then the BM25 one
 data-search: setup
 	$(PY) -c "from samples.corpus import SampleConfig, obtain_sample as o; print(o(SampleConfig(), log=lambda m: None).html_dir)" > data/.docs_dir
 	$(PY) -m synth.search generate --corpus $$(cat data/.docs_dir) --n 20 --out out/search/tasks.jsonl \
 	  --config configs/terminal_search.yaml
-	$(PY) -m synth.search solve --tasks out/search/tasks.jsonl --corpus $$(cat data/.docs_dir) --out out/search/bm25.jsonl
+	$(PY) -m synth.search solve --tasks out/search/tasks.jsonl --corpus $$(cat data/.docs_dir) --out out/search/dense.jsonl
+	$(PY) -m synth.search grade --tasks out/search/tasks.jsonl --responses out/search/dense.jsonl
+	@echo "(the BM25 tool solver decided which tasks to keep; graded for reference, 1.0 by construction)"
+	$(PY) -m synth.search solve --solver bm25 --tasks out/search/tasks.jsonl --corpus $$(cat data/.docs_dir) --out out/search/bm25.jsonl
 	$(PY) -m synth.search grade --tasks out/search/tasks.jsonl --responses out/search/bm25.jsonl
 
 # long-context mid-training data: the demo's documents + tokenizer -> out/longctx/<stage>/
@@ -204,6 +208,7 @@ chaos: setup
 	RELIABILITY_LONG=1 RELIABILITY_TABLE=out/reliability/chaos.json $(PY) -m pytest -q \
 	  tests/reliability/test_bad_records.py tests/reliability/test_chaos_llm.py \
 	  tests/reliability/test_containment.py tests/reliability/test_containment_parsers.py \
+	  tests/reliability/test_containment_terminal.py \
 	  tests/reliability/test_kill_resume*.py
 
 # load: the web job on 10x the sample's pages (edited copies), then `swe_envs validate` of 55

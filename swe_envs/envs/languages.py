@@ -264,7 +264,8 @@ def test_plan(language: str, snap: Snapshot, selected: list[str] | None = None) 
 
 
 def _python_plan(snap: Snapshot, selected: list[str]) -> TestPlan:
-    files = [p for p in selected if p.endswith(".py") and p.rsplit("/", 1)[-1] != "conftest.py"]
+    files = [p for p in selected if p.endswith(".py") and p.rsplit("/", 1)[-1] != "conftest.py"
+             and not project_files.ignored_by_conftest(snap, p)]
     names = [p.rsplit("/", 1)[-1] for p in snap.files if p.endswith(".py")]
     if not files and not any(n.startswith("test_") or n.endswith("_test.py") for n in names):
         # tests only in files pytest does not collect by default (itsdangerous 0.24's tests.py): named

@@ -120,3 +120,22 @@ def npm_test_script(scripts: dict, name: str = "test", depth: int = 0) -> str:
         if step:
             steps.append(step)
     return " && ".join(steps) or script
+
+
+_COLLECT_IGNORE = re.compile(r"^collect_ignore\s*=\s*\[([^\]]*)\]", re.M)
+
+
+def ignored_by_conftest(snap: Snapshot, path: str) -> bool:
+    """``path`` lies under a directory a conftest.py's ``collect_ignore`` names (sphinx's
+    ``tests/roots``: sample projects, not test modules; given to pytest by name, their modules
+    are imported as tests and break the collection)."""
+    parts = path.split("/")
+    for i in range(len(parts) - 1):
+        base = "/".join(parts[:i])
+        text = snap.read(f"{base}/conftest.py" if base else "conftest.py", limit=100_000) or ""
+        for m in _COLLECT_IGNORE.finditer(text):
+            for name in re.findall(r"""['"]([^'"]+)['"]""", m.group(1)):
+                target = f"{base}/{name}".strip("/") if base else name.strip("/")
+                if path == target or path.startswith(target.rstrip("/") + "/"):
+                    return True
+    return False

@@ -136,3 +136,19 @@ def test_own_runner_found_in_real_trees(tmp_path):
     assert own_runners.find(Snapshot(repo, head)) == "make"
     repo, head = make_git(tmp_path / "none", {"setup.py": "", "tests/test_a.py": ""})
     assert own_runners.find(Snapshot(repo, head)) is None
+
+
+def test_sample_projects_a_conftest_ignores_are_no_test_files(tmp_path):
+    """sphinx 7.2 (SWE-bench sphinx-doc__sphinx-10614): the test patch touches tests/roots/<project>/*.py,
+    sample projects its tests/conftest.py keeps out (``collect_ignore = ['roots']``); given to pytest
+    by name they were imported as test modules and the collection broke (``from test import Alice``)."""
+    from swe_envs.envs import languages
+
+    repo, head = make_git(tmp_path / "sphinx", {
+        "setup.py": "", "tests/conftest.py": "pytest_plugins = 'x'\n\n# roots\ncollect_ignore = ['roots']\n",
+        "tests/roots/test-ext/subdir/other.py": "from test import Alice\n", "tests/roots/test-ext/test.py": "",
+        "tests/test_ext.py": "def test_a(): pass\n", "tests/rootsy/test_b.py": ""})
+    snap = Snapshot(repo, head)
+    touched = ["tests/roots/test-ext/subdir/other.py", "tests/roots/test-ext/test.py", "tests/test_ext.py",
+               "tests/rootsy/test_b.py"]
+    assert languages.test_plan("python", snap, touched).command.endswith(" tests/test_ext.py tests/rootsy/test_b.py")

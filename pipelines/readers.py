@@ -76,7 +76,8 @@ def _read_whole_file(f: InputFile, limits: ReadLimits, content_type: str) -> Ite
         return
     decoded = decode_page(raw, html=content_type == "text/html")
     text = decoded.text
-    if text is not None and find_lone_surrogate(text):  # a detector's exotic codec, even so
+    # strict WHATWG codecs cannot yield a lone surrogate; a detector's exotic codec might
+    if text is not None and decoded.source == "detected" and find_lone_surrogate(text):
         text = None
     if text is None:
         shown = raw.decode("utf-8", errors="replace")

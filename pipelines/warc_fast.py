@@ -37,19 +37,22 @@ def fastwarc_records(path: str, limits) -> Iterator[WarcRecord]:
 
     with open(path, "rb") as fh:
         for n, record in enumerate(ArchiveIterator(fh, parse_http=True, auto_decode="none"), start=1):
-            h = record.headers
-            rec_type = (h.get("WARC-Type") or str(record.record_type)).strip()
-            rec = WarcRecord(n, rec_type, h.get("WARC-Record-ID"), h.get("WARC-Target-URI") or "",
-                             h.get("WARC-Date"), payload_digest=h.get("WARC-Payload-Digest"),
-                             truncated=h.get("WARC-Truncated"), offset=record.stream_pos)
-            length = h.get("Content-Length")
+            # one dict per record: HeaderMap.get costs more than the framing of a small record
+            h: dict[str, str] = {}
+            for key, value in record.headers.items():
+                h.setdefault(key.lower(), value)
+            rec_type = (h.get("warc-type") or str(record.record_type)).strip()
+            rec = WarcRecord(n, rec_type, h.get("warc-record-id"), h.get("warc-target-uri") or "",
+                             h.get("warc-date"), payload_digest=h.get("warc-payload-digest"),
+                             truncated=h.get("warc-truncated"), offset=record.stream_pos)
+            length = h.get("content-length")
             if length is None:
                 raise HandOver(f"record {n}: no Content-Length")
             http = record.http_headers if record.is_http_parsed else None
             if rec_type == "response":
                 rec.content_type = (http.get("Content-Type") if http is not None else "") or ""
             else:
-                rec.content_type = h.get("Content-Type") or ""
+                rec.content_type = h.get("content-type") or ""
             got = 0
             if is_page_type(rec_type, rec.content_type):
                 rec.payload = record.reader.read(limits.max_doc_bytes + 1)

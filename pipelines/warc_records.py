@@ -99,7 +99,8 @@ def record_outcome(rec: WarcRecord, f, limits, reject: Callable[..., Document]) 
     html = rec.rec_type != "conversion"
     decoded = decode_page(payload, rec.content_type, html=html)
     text = decoded.text
-    if text is not None and find_lone_surrogate(text):  # a detector's exotic codec, even so
+    # strict WHATWG codecs cannot yield a lone surrogate; a detector's exotic codec might
+    if text is not None and decoded.source == "detected" and find_lone_surrogate(text):
         text = None
     if text is None:
         return rej("undecodable", f"{rec.url}: no charset decodes it (declared {decoded.declared!r})", payload)

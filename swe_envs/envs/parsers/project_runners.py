@@ -54,13 +54,18 @@ _FINAL = re.compile(r"^(OK|FAILED)(?: \((.*)\))?$")
 
 
 def parse_django(log: str) -> ParseResult:
-    res = ParseResult("django")
+    """Ids as the runner prints them; tests sharing a docstring's first line share an id (as in
+    SWE-bench's lists), so the guards check ``guard``: every reported line, numbered."""
+    res, every = ParseResult("django"), ParseResult("django")
+    res.guard = every
     ran = None
     for line in clean(log).splitlines():
         line = line.strip()
         if m := _DJANGO_TEST.match(line):
             desc, outcome = m.groups()
-            res.add(desc, SKIPPED if outcome.startswith("skipped") else _DJANGO_STATUS[outcome])
+            status = SKIPPED if outcome.startswith("skipped") else _DJANGO_STATUS[outcome]
+            res.add(desc, status)
+            every.add(f"{desc} #{len(every.statuses) + 1}", status)
         elif m := _RAN.match(line):
             ran = int(m.group(1))
         elif (m := _FINAL.match(line)) and ran is not None:
@@ -69,6 +74,7 @@ def parse_django(log: str) -> ParseResult:
             failed, errors = int(parts.get("failures", 0)), int(parts.get("errors", 0))
             skipped = int(parts.get("skipped", 0)) + int(parts.get("expected_failures", 0))
             failed += int(parts.get("unexpected_successes", 0))
-            res.counts = {"passed": ran - failed - errors - skipped, "failed": failed, "skipped": skipped,
-                          "error": errors}
+            res.counts = every.counts = {"passed": ran - failed - errors - skipped, "failed": failed,
+                                         "skipped": skipped, "error": errors}
+            every.summary_seen = True
     return res

@@ -152,3 +152,23 @@ def test_sample_projects_a_conftest_ignores_are_no_test_files(tmp_path):
     touched = ["tests/roots/test-ext/subdir/other.py", "tests/roots/test-ext/test.py", "tests/test_ext.py",
                "tests/rootsy/test_b.py"]
     assert languages.test_plan("python", snap, touched).command.endswith(" tests/test_ext.py tests/rootsy/test_b.py")
+
+
+@pytest.mark.parametrize("name,rc,counts", [
+    ("runtests", 0, {"passed": 99, "failed": 0, "skipped": 4, "error": 0}),
+    ("runtests-fail", 1, {"passed": 56, "failed": 1, "skipped": 2, "error": 1})])
+def test_django_runner_ids_are_its_descriptions(name, rc, counts):
+    """Django's runner prints a test's docstring line where it has one, and SWE-bench keys tests by
+    that text; tests sharing one collapse to one id, so the guards count every reported line."""
+    log = (REAL / "django" / f"{name}.log").read_text()
+    res = parse_log("django", log)
+    assert res.counts == counts and res.guard.tally() == counts
+    if not rc:  # shared docstring lines (basic + get_or_create): fewer ids than tests
+        assert len(res.statuses) < sum(counts.values())
+    assert res.statuses["Using the pk property of a model is allowed."] == "passed"
+    assert check_run(RunLog(log, rc, False), res) is None
+    assert parse_log("auto", log).runner == "django"
+    if rc:
+        assert res.statuses["test_added_failure (basic.tests.AddedTests.test_added_failure)"] == "failed"
+        assert res.statuses["test_added_error (basic.tests.AddedTests.test_added_error)"] == "error"
+        assert check_run(RunLog(log, 0, False), res) is not None  # failures with exit code 0: refused

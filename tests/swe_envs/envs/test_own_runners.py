@@ -165,7 +165,7 @@ def test_django_runner_ids_are_its_descriptions(name, rc, counts):
     assert res.counts == counts and res.guard.tally() == counts
     if not rc:  # shared docstring lines (basic + get_or_create): fewer ids than tests
         assert len(res.statuses) < sum(counts.values())
-    assert res.statuses["Using the pk property of a model is allowed."] == "passed"
+    assert res.statuses["You can leave off the value for an AutoField when creating an"] == "passed"
     assert check_run(RunLog(log, rc, False), res) is None
     assert parse_log("auto", log).runner == "django"
     if rc:

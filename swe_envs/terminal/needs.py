@@ -39,7 +39,10 @@ def task_needs(task: HarborTask) -> list[dict]:
                 texts.append(p.read_text(encoding="utf-8", errors="replace"))
     scripts = "\n".join(texts)
     blob = dockerfile + "\n" + scripts
-    out = [{"need": f"image {ref}", "offline": True} for ref in from_images(dockerfile)]
+    refs = from_images(dockerfile)
+    if not task.dockerfile and task.config.environment.docker_image:  # Harbor's prebuilt image
+        refs.append(task.config.environment.docker_image)
+    out = [{"need": f"image {ref}", "offline": True} for ref in refs]
     out += [{"need": name, "offline": ok} for name, pat, ok in PATTERNS
             if re.search(pat, scripts if name.endswith("at test time") else blob, re.MULTILINE)]
     env = task.environment_dir

@@ -20,11 +20,13 @@ from training.megatron.train import train as megatron_train
 from training.trainer import load_trainer_config
 from training.trainer import train as our_train
 
+ROOT = Path(__file__).resolve().parents[1]
+
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--config", type=Path, default=Path("configs/train_tiny.yaml"))
-    ap.add_argument("--shards", type=Path, default=Path("out/demo/shards"))
+    ap.add_argument("--config", type=Path, default=ROOT / "configs" / "train_tiny.yaml")
+    ap.add_argument("--shards", type=Path, default=ROOT / "out" / "demo" / "shards")
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--optimizer", default=None, help="override optimizer.name (adamw, muon, muon_split)")
     args = ap.parse_args()

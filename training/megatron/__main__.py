@@ -10,13 +10,16 @@ import typer
 from core.cli import user_errors
 from training.megatron.train import load_megatron_config, train
 
+# the shipped config, found from any working directory
+DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "configs" / "train_tiny.yaml"
+
 app = typer.Typer(add_completion=False, help="Train the GLM-5-shaped model with Megatron-core on Arrow shards.")
 
 
 @app.command()
 @user_errors
 def main(
-    config: Path = typer.Option(Path("configs/train_tiny.yaml"), help="trainer YAML (the one our trainer reads)"),
+    config: Path = typer.Option(DEFAULT_CONFIG, help="trainer YAML (the one our trainer reads)"),
     shards: Path = typer.Option(None, help="shard directory (one stage); default: the config's stages"),
     steps: int = typer.Option(None, help="optimizer steps when training one shard directory"),
     metrics: Path = typer.Option(None, help="write one JSON object per step here"),

@@ -4,6 +4,14 @@
 ``batches.py`` our batches as Megatron's inputs with document masks, ``attention.py`` the
 document-masked core attention for the local MLA spec, ``optim.py`` Megatron's AdamW or our
 (Split)Muon over Megatron's parameters, ``weights.py`` our initial weights onto (TP) ranks,
-``checkpoint.py`` ``dist_checkpointing`` save/resume, ``cpu.py`` what stands in for CUDA on a
-CPU-only torch (and the list of what still needs it).
+``checkpoint.py`` ``dist_checkpointing`` save/resume, ``options.py`` the ``megatron:`` YAML
+section, ``cpu.py`` what stands in for CUDA on a CPU-only torch (and what still needs it).
+
+Modes measured on CPU (gloo) against our trainer (tests/training/megatron/):
+one process (AdamW, MuonSplit: |lm_loss| diff <= 1e-6 over 8 steps), data parallel under
+torchrun (same losses as one process), TP=2 for dense models (<= 1e-4 over 4 steps),
+micro-batches > 1, dist checkpoint resume (bit-exact). Refused with the reason
+(``train.check_supported``): MoE + TP without Apex (Megatron requires sequence parallelism
+there and its torch norm refuses it), pipeline and expert parallelism (not wired yet), DSA,
+QK-clip, bf16 without CUDA.
 """

@@ -14,6 +14,9 @@ Logged per step as our trainer does: ``loss`` (= ``lm_loss`` + ``mtp_loss_scalin
 tracker, mean over depths), ``lr``, ``grad_norm``, ``tokens``, ``tokens_per_s``. With more than
 one micro-batch the loss Megatron differentiates is the mean of micro-batch means (its
 default, ``calculate_per_token_loss=False``); the logged ``lm_loss`` stays the token mean.
+Not logged: ``aux_loss`` (0 with ``moe_router_load_balancing_type: none``, the shipped default;
+with ``seq_aux_loss`` Megatron applies its own aux loss through its MoE scaler, which is trained
+but not added to ``loss`` here) and ``expert_load_max_over_mean``.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ missing test is not a pass, before or after). P2P: passed in every run of both p
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -161,8 +162,10 @@ class Validator:
             if needs:
                 raise InstanceFailure("network", f"FAIL_TO_PASS needs network ({needs!r} in the after-run log); "
                                       f"set validation.network[{inst['instance_id']!r}] = bridge to run it with one")
+            skips = skip_reasons([r.log for r in after.runs])
             raise InstanceFailure("validate", "no FAIL_TO_PASS test: the fix makes no test pass that failed before"
-                                  + (f" ({len(result.flaky)} flaky excluded)" if result.flaky else ""))
+                                  + (f" ({len(result.flaky)} flaky excluded)" if result.flaky else "")
+                                  + (f"; skipped after the fix: {skips}" if skips else ""))
         out = dict(inst)
         out["FAIL_TO_PASS"] = json.dumps(result.f2p)
         out["PASS_TO_PASS"] = json.dumps(result.p2p)
@@ -274,6 +277,19 @@ class Validator:
                 path.write_text(run.log, encoding="utf-8")
                 out[phase.name].append(str(path))
         return out
+
+
+_SKIP_REASON = re.compile(r"^(?:SKIP|SKIPPED) \[(\d+)\] \S+?:\d+: (.+)$", re.M)
+
+
+def skip_reasons(logs: list[str], top: int = 2) -> str:
+    """The commonest skip reasons a run states (a missing system tool, say: sphinx's graphviz tests
+    skip without ``dot``), so a failure says why the fix's tests never ran."""
+    counts: dict[str, int] = {}
+    for n, reason in _SKIP_REASON.findall(logs[0] if logs else ""):
+        counts[reason.strip()[:120]] = counts.get(reason.strip()[:120], 0) + int(n)
+    best = sorted(counts.items(), key=lambda kv: -kv[1])[:top]
+    return "; ".join(f"{n} x {reason!r}" for reason, n in best)
 
 
 def _tally(phase: PhaseResult) -> list[dict[str, int]]:

@@ -172,3 +172,13 @@ def test_django_runner_ids_are_its_descriptions(name, rc, counts):
         assert res.statuses["test_added_failure (basic.tests.AddedTests.test_added_failure)"] == "failed"
         assert res.statuses["test_added_error (basic.tests.AddedTests.test_added_error)"] == "error"
         assert check_run(RunLog(log, 0, False), res) is not None  # failures with exit code 0: refused
+
+
+@pytest.mark.parametrize("name", ["pytest-3.0.7-rs", "pytest-6.2.5-rA"])
+def test_a_failure_names_the_skip_reasons_of_every_era(name):
+    from swe_envs.envs.validator import skip_reasons
+
+    log = (REAL / "pytest-skips" / f"{name}.log").read_text()
+    reasons = skip_reasons([log])
+    assert "1 x 'not here'" in reasons and "no_such_module_here" in reasons
+    assert skip_reasons([]) == "" and skip_reasons(["no skips\n"]) == ""

@@ -8,7 +8,8 @@ train through ``training.trainer`` — the same model, loader, optimizer and che
 pre-training, the loss taken only on trained tokens. Writes ``OUT/tokenizer.json``,
 ``OUT/shards/``, ``OUT/checkpoints/``, ``OUT/metrics.jsonl`` and ``OUT/sft.json`` (counts,
 rejects by reason, the mixture, first and last loss). Re-running resumes from the latest
-checkpoint.
+checkpoint. With ``--set model.hf=HF_DIR`` a Hugging Face causal LM is fine-tuned instead, with its
+own tokenizer and chat template, and saved to ``OUT/hf`` (``training.sft.hf``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from core.io import atomic_write_text, read_jsonl
 from core.tokenizer import TokenizerConfig, load_or_train, tokenizer_info
 from training.chat_template import EOS, SPECIAL_RE, add_special_tokens, conversation_of, normalize, render
 from training.sft.data import DataConfig, ReadReport, category_weights, mix, read_records, tokenized_samples
+from training.sft.hf import SFTModelConfig, run_hf
 from training.sft.pack import write_sft_shards
 from training.trainer import TrainerConfig, train
 
@@ -35,6 +37,8 @@ class SFTConfig(StrictModel):
     data: DataConfig
     tokenizer: TokenizerConfig = TokenizerConfig(eos_token=EOS)
     sequences_per_shard: int = Field(default=2048, gt=0)
+    # model.hf: fine-tune a Hugging Face causal LM directory instead (training.sft.hf)
+    model: SFTModelConfig = SFTModelConfig()
     # the trainer: a trainer YAML (e.g. configs/glm5_744b.yaml) as the base, `train` keys on top
     trainer_config: str | None = None
     train: dict[str, Any] = {}
@@ -72,6 +76,8 @@ def run(cfg: SFTConfig, log=print) -> dict:
     timer = StepTimer(log)
     cfg.data.check()
     tcfg = trainer_config(cfg)  # a bad trainer config fails before any work
+    if cfg.model.hf:  # the model's own tokenizer and chat template; OUT/hf is the checkpoint
+        return run_hf(cfg, tcfg, log)
     with timer("tokenizer"):
         tok, _ = load_or_train(cfg.tokenizer, None if cfg.tokenizer.path else _corpus(cfg.data), out)
         add_special_tokens(tok)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import UserError
-from core.io import read_jsonl, write_jsonl_atomic
+from core.io import read_jsonl
 from swe_envs.sessions.session import Session, SweSession, TerminalSession
 
 Call = tuple[str, dict[str, Any]]
@@ -123,21 +123,28 @@ def run(policy: str, out: Path, instances: Path | None = None, repos: Path | Non
         config: Path | None = None, log: Callable[[str], None] = print) -> list[dict[str, Any]]:
     calls_for = _policy(policy)
     opens, refused = openers(instances, repos, tasks, out, config)
-    rows: list[dict[str, Any]] = [{"id": None, "messages": [], "reward": None, "turns": 0, "error": why}
-                                  for why in refused]  # malformed input rows: counted, with their reason
-    for name, opener in opens.items():
-        try:
-            session = opener()
-        except Exception as err:  # a build or environment that failed: a row with the reason, the run goes on
-            rows.append({"id": name, "messages": [], "reward": None, "turns": 0, "error": f"{type(err).__name__}: {err}"})
-            log(f"session failed to open: {err}")
-            continue
-        try:
-            row = episode(session, calls_for)
-        finally:
-            session.close()
-        rows.append(row)
-        log(f"{row['id']}: reward {row['reward']:g} in {row['turns']} tool call(s)")
     out.mkdir(parents=True, exist_ok=True)
-    write_jsonl_atomic(out / "trajectories.jsonl", rows)
+    rows: list[dict[str, Any]] = []
+    # one line per finished session, written as it finishes: a run stopped half-way keeps what it did
+    with open(out / "trajectories.jsonl", "w", encoding="utf-8") as fh:
+        def emit(row: dict[str, Any]) -> None:
+            rows.append(row)
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            fh.flush()
+
+        for why in refused:  # malformed input rows: counted, with their reason
+            emit({"id": None, "messages": [], "reward": None, "turns": 0, "error": why})
+        for name, opener in opens.items():
+            try:
+                session = opener()
+            except Exception as err:  # a build or environment that failed: a row with the reason, the run goes on
+                emit({"id": name, "messages": [], "reward": None, "turns": 0, "error": f"{type(err).__name__}: {err}"})
+                log(f"{name}: session failed to open: {err}")
+                continue
+            try:
+                row = episode(session, calls_for)
+            finally:
+                session.close()
+            emit(row)
+            log(f"{row['id']}: reward {row['reward']:g} in {row['turns']} tool call(s)")
     return rows

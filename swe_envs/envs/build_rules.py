@@ -19,7 +19,7 @@ from swe_envs.repos import Snapshot
 # Part of every verified environment's cache key (builder): an image verified under older rules,
 # parsers or collect checks is not reused once they change. Bump it with any change to what a
 # recipe installs, how a run is parsed, or what the collect check accepts.
-RULES_VERSION = "2026-12-01.2"
+RULES_VERSION = "2026-12-01.3"
 
 _JS_MISSING = re.compile(r"Cannot find module '([a-z0-9@][a-z0-9@/._-]*)'")
 _RB_MISSING = re.compile(r"cannot load such file -- ([a-z0-9_-]+)")

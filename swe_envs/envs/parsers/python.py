@@ -11,7 +11,9 @@ _PYTEST_STATUS = {"PASSED": PASSED, "XPASS": PASSED, "FAILED": FAILED, "ERROR": 
 # -v:  tests/test_x.py::test_a PASSED   [ 50%]     (the nodeid has no spaces, parameters may)
 _PYTEST_V = re.compile(r"^(\S+::\S.*?) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)(?: \(.*\))?\s*(?:\[\s*\d+%\])?\s*$")
 # -rA: PASSED tests/test_x.py::test_a [- message]
-_PYTEST_R = re.compile(r"^(PASSED|FAILED|ERROR|XFAIL|XPASS) (\S+::.+?)(?: - .*)?$")
+# only failures, errors and xfails carry " - reason"; a passing test's id may hold " - " itself
+# (sphinx's test_unparse[a - b-a - b]): cut there, it counted twice against the summary
+_PYTEST_R = re.compile(r"^(?:(PASSED|XPASS) (\S+::.+?)|(FAILED|ERROR|XFAIL) (\S+::.+?)(?: - .*)?)$")
 _PYTEST_SUMMARY = re.compile(r"^=+ (.*\b(passed|failed|error|errors|skipped|deselected|xfailed|xpassed|no tests ran)\b.*) in [\d.]+(?:s\b| seconds)")  # pytest < 5.1 says "seconds"
 _COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected)")
 # a skip in the short summary, by location and count (every pytest era: "SKIP" before 3.x's
@@ -39,7 +41,7 @@ def parse_pytest(log: str) -> ParseResult:
             res.add(m.group(1), _PYTEST_STATUS[m.group(2)])
         elif i > last_short and (m := _PYTEST_R.match(line)):
             # a collection error ("ERROR tests/x.py - ImportError") has no "::" and is no test
-            res.add(m.group(2), _PYTEST_STATUS[m.group(1)])
+            res.add(m.group(2) or m.group(4), _PYTEST_STATUS[m.group(1) or m.group(3)])
         elif i > last_short and (m := _PYTEST_SKIP_LINE.match(line)):
             res.located_skips += int(m.group(1))
         elif i < first_section and (m := _COLLECTED_SKIPS.search(line)):

@@ -182,3 +182,13 @@ def test_a_failure_names_the_skip_reasons_of_every_era(name):
     reasons = skip_reasons([log])
     assert "1 x 'not here'" in reasons and "no_such_module_here" in reasons
     assert skip_reasons([]) == "" and skip_reasons(["no skips\n"]) == ""
+
+
+def test_a_passing_id_holding_a_dash_is_one_test():
+    """Real sphinx run: ``PASSED tests/test_pycode_ast.py::test_unparse[a - b-a - b]`` was cut at " - "
+    (only failures carry " - reason") and counted twice: 66 parsed against the summary's 65."""
+    log = (REAL / "sphinx" / "sphinx-7462-before.log").read_text()
+    res = parse_log("pytest", log)
+    assert res.statuses["tests/test_pycode_ast.py::test_unparse[a - b-a - b]"] == "passed"
+    assert res.tally() == res.counts == {"passed": 65, "failed": 2, "skipped": 0, "error": 0}
+    assert check_run(RunLog(log, 1, False), parse_log("pytest-swebench", log)) is None

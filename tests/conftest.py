@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# fixture tasks carry their own verifier tests (tests/test_outputs.py), run inside their containers, not here
+collect_ignore_glob = ["swe_envs/terminal/fixtures/*"]
 
 
 @pytest.fixture(scope="session")

@@ -118,13 +118,25 @@ def run(cfg: SFTConfig, log=print) -> dict:
     return summary
 
 
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _bundled_paths(cfg: SFTConfig) -> None:
+    """A relative dataset path missing from the working directory is taken from the repository
+    (the bundled samples that configs/sft_tiny.yaml names), so the CLI works from any directory."""
+    for ds in cfg.data.datasets:
+        p = Path(ds.path)
+        if not p.is_absolute() and not p.exists() and (ROOT / p).exists():
+            ds.path = str(ROOT / p)
+
+
 app = typer.Typer(add_completion=False, help="Supervised fine-tuning with the GLM-5 chat template.")
 
 
 @app.command()
 @user_errors
 def main(
-    config: Path = typer.Option(Path("configs/sft_tiny.yaml"), help="SFT YAML"),
+    config: Path = typer.Option(ROOT / "configs" / "sft_tiny.yaml", help="SFT YAML"),
     out: Path = typer.Option(None, help="output directory (overrides the config's out)"),
     override: list[str] = typer.Option([], "--set", help="override a config key, e.g. --set train.steps=5"),
 ) -> None:
@@ -133,6 +145,7 @@ def main(
     cfg = load_cli_config(SFTConfig, config, override)
     if out is not None:
         cfg.out = str(out)
+    _bundled_paths(cfg)
     s = run(cfg)
     typer.echo(f"trained {s['trained_steps']} steps: loss {s['loss_first']} -> {s['loss_last']}; report {cfg.out}/sft.json")
 

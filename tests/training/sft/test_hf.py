@@ -105,3 +105,16 @@ def test_cli_rejects_a_directory_that_is_no_hf_model(tmp_path, monkeypatch):
     )
     with pytest.raises(InputError, match="no config.json"):
         run(cfg, log=lambda _m: None)
+
+
+def test_cli_from_another_directory_with_the_default_config(tiny_hf, tmp_path, monkeypatch):
+    from transformers import AutoModelForCausalLM
+    from typer.testing import CliRunner
+
+    from training.sft.__main__ import app
+
+    monkeypatch.chdir(tmp_path)  # the bundled sample datasets are found from the repository
+    res = CliRunner().invoke(app, ["--out", "o", "--set", f"model.hf={tiny_hf}", "--set", "train.steps=2"])
+    assert res.exit_code == 0, res.output
+    assert "trained 2 steps" in res.output
+    assert AutoModelForCausalLM.from_pretrained(str(tmp_path / "o" / "hf")).config.vocab_size > 0

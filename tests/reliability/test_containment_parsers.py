@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import sys
-import threading
 import uuid
 from pathlib import Path
 
@@ -21,6 +19,7 @@ import pytest
 from swe_envs.config import LLMParserConfig
 from swe_envs.envs.llm_parser import ParserRunError, run_parser_file, run_parser_full
 from tests.reliability.ledger import LEDGER, LONG
+from tests.reliability.test_containment import Listener
 
 AREA = "containment: LLM-written parsers"
 LOG = "test_a PASSED\ntest_b FAILED\n== 1 passed, 1 failed ==\n"
@@ -51,31 +50,6 @@ def attempt(name: str, body: str, timeout_s: float = 5.0, memory_mb: int = 256) 
         return True, f"refused: {summary}" if not isinstance(summary, dict) else "refused", statuses
     escaped = [k for k in statuses if k.startswith("got:")]
     return not escaped, ("no effect" if not escaped else f"ESCAPED: {escaped[:3]}"), statuses
-
-
-class Listener:
-    """A real TCP listener on loopback: did a parser reach it?"""
-
-    def __init__(self):
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen()
-        self.sock.settimeout(0.2)
-        self.port, self.hits, self.stop = self.sock.getsockname()[1], 0, False
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self):
-        while not self.stop:
-            try:
-                conn, _ = self.sock.accept()
-                self.hits += 1
-                conn.close()
-            except OSError:
-                continue
-
-    def close(self):
-        self.stop = True
-        self.sock.close()
 
 
 EXE = os.path.realpath(sys.executable)  # bound in the jail: only seccomp stands between it and exec

@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-$(shell sha256sum pyproject.toml | cut -c1-16)
 MASTER ?=
 PYTEST_ARGS ?=
 
-.PHONY: help setup sysdeps demo quality-eval data-web spark-web data-swe data-swe-envs swe-real swe-langs data-terminal data-search data-longctx train train-dist train-megatron gpu-check gpu-vendor sft rl-demo rl-async test fuzz chaos load bench bench-gpu lint clean distclean
+.PHONY: help setup sysdeps demo quality-eval data-web spark-web data-swe data-swe-envs swe-real swe-langs data-terminal data-search data-longctx train train-dist train-megatron gpu-check gpu-vendor sft rl-demo rl-async test test-slow fuzz chaos load bench bench-gpu lint clean distclean
 
 help:
 	@echo "make demo       install into .venv if needed, run the whole recipe on bounded samples -> out/demo (MASTER=local[2] for Spark)"
@@ -31,6 +31,7 @@ help:
 	@echo "make rl-demo    CPU demo: SFT -> RL on A -> RL on B -> distillation -> out/rl_demo/curves.{json,png}"
 	@echo "make rl-async   asynchronous RL: rollout servers, task services, orchestrator, trainer -> out/rl_async/"
 	@echo "make test       install into .venv if needed, run the test suite"
+	@echo "make test-slow  the slow tests the default run leaves out (minutes each)"
 	@echo "make fuzz       long fuzzing of every reader/parser -> one reliability table (out/reliability/fuzz.md)"
 	@echo "make chaos      long LLM-fault, hostile-suite and SIGKILL-resume runs -> one table (out/reliability/chaos.md)"
 	@echo "make load       the web job on 10x the sample, 55 environments validated in one run: peak RSS/disk -> out/reliability/load.md"
@@ -195,6 +196,11 @@ rl-async: setup
 # the whole suite, Spark tests included (markers: spark, docker, gpu — gpu skips without CUDA)
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# the slow tests the default run leaves out (minutes each: Megatron TP/resume, a web job on real WARCs,
+# every Harbor-native fixture through Docker, an instance-layer refine, an imported checkpoint training)
+test-slow: setup
+	$(PY) -m pytest -m slow $(PYTEST_ARGS)
 
 # reliability (tests/reliability): the same properties CI checks with few seeded examples, run long;
 # each prints one table per area: inputs tried, faults injected, records lost, escapes

@@ -29,6 +29,7 @@ def cli(*args):
     return subprocess.run([sys.executable, "-m", "pipelines", *args], cwd=ROOT, capture_output=True, text=True)
 
 
+@pytest.mark.slow  # minutes on 2 cores: `make test-slow` runs it
 def test_web_job_runs_with_its_defaults_on_a_directory_of_warcs(warc_dir, tmp_path):
     from tests.pipelines.test_warc_real import read
 

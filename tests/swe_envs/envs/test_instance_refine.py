@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import subprocess
 
+import pytest
+
 from swe_envs.config import SweEnvsConfig
 from swe_envs.envs.builder import EnvBuilder
 from swe_envs.images import Images
@@ -33,6 +35,7 @@ def _commit(repo, files: dict[str, str]) -> str:
                           text=True).stdout.strip()
 
 
+@pytest.mark.slow  # minutes on 2 cores: `make test-slow` runs it
 def test_instance_layer_at_an_older_setup_py_gets_the_setuptools_rule(docker_ready, tmp_path):
     client = docker_ready
     repo, env_commit = make_git(tmp_path / "feat", {"setup.py": SETUP, "p.py": "VALUE = 1\n",

@@ -38,6 +38,7 @@ def checked(tmp_path_factory):
     return out, rows
 
 
+@pytest.mark.slow  # minutes on 2 cores: `make test-slow` runs it
 def test_every_fixture_passes_its_oracle_and_fails_nop_offline(checked):
     out, rows = checked
     assert sorted(rows) == sorted(p.name for p in FIXTURES.iterdir() if (p / "task.toml").is_file())
@@ -49,6 +50,7 @@ def test_every_fixture_passes_its_oracle_and_fails_nop_offline(checked):
     assert legacy["asked"] == "public" and legacy["declared_by"] == "allow_internet"
 
 
+@pytest.mark.slow  # minutes on 2 cores: `make test-slow` runs it
 def test_the_standard_verifier_was_served_not_skipped(checked):
     out, rows = checked
     details = {json.loads(x)["task"]: json.loads(x) for x in (out / "details.jsonl").read_text().splitlines()}
@@ -65,6 +67,7 @@ def test_the_standard_verifier_was_served_not_skipped(checked):
     assert [s["step"] for s in steps["steps"]] == ["extract", "report"]
 
 
+@pytest.mark.slow  # minutes on 2 cores: `make test-slow` runs it
 def test_harbors_own_task_model_loads_the_fixtures_and_converted_seeds(tmp_path, tb_seeds):
     from swe_envs.terminal.config import TerminalConfig
     from swe_envs.terminal.convert import convert_task

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 
 from tests.training.hf.hf_tiny import hf_model
@@ -62,6 +63,7 @@ def test_logits_command_equals_transformers(tmp_path):
     assert np.abs(got - want).max() <= 1e-4
 
 
+@pytest.mark.slow  # minutes on 2 cores: `make test-slow` runs it
 def test_imported_checkpoint_trains_and_samples(small_shards, tmp_path):
     vocab = small_shards["info"].vocab_size
     hf = hf_model("glm_moe_dsa", vocab_size=vocab)

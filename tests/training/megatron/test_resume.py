@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from training.megatron.train import load_megatron_config, train
@@ -30,6 +31,7 @@ def cli(tmp: Path, shards: Path, metrics: Path, *extra: str) -> str:
     return proc.stdout
 
 
+@pytest.mark.slow  # minutes on 2 cores: `make test-slow` runs it
 def test_cli_stop_and_resume_is_bit_exact(small_shards, tmp_path):
     cfg = load_megatron_config(CONFIG, ["steps=4"])
     straight = train(cfg, small_shards["dir"], tmp_path / "straight.jsonl", log=lambda m: None)

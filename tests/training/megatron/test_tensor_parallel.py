@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.training.test_expert_parallel import free_port
 from training.trainer import load_trainer_config, train
 
@@ -25,6 +27,7 @@ SETS = ["optimizer.name=muon_split", "model.num_moe_experts=null"]
 STEPS = 3
 
 
+@pytest.mark.slow  # minutes on 2 cores: `make test-slow` runs it
 def test_tp2_on_two_gloo_ranks_matches_our_single_process(small_shards, tmp_path):
     metrics = tmp_path / "tp2.jsonl"
     sets = [x for s in SETS + ["parallel.tensor_model_parallel_size=2"] for x in ("--set", s)]

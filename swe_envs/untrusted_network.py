@@ -7,7 +7,7 @@ server on 0.0.0.0. Builds and online containers therefore run on one user-define
 traffic *to the host* is rejected by an ``INPUT`` rule on its interface (traffic through the host to
 the outside, the registries, is forwarded as on any bridge; the engine's DNS answers from inside the
 container's namespace). Creating the rule needs root and iptables; without them the default bridge
-is used and ``unavailable`` says why (the caller records it).
+is used and ``unavailable`` says why (no caller records that in its results yet).
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ PY := $(VENV)/bin/python
 # the install stamp names pyproject.toml's hash: re-install only when it changes
 STAMP := $(VENV)/.installed-$(shell sha256sum pyproject.toml | cut -c1-16)
 MASTER ?=
+# sample data and models live in the user cache ($GLM5_RECIPE_CACHE, else ${XDG_CACHE_HOME:-~/.cache}/glm5-recipe;
+# `python -m core.cache` prints it): `python -m samples` fills it once, jobs read it from any directory
+SAMPLES := $(PY) -m samples
 PYTEST_ARGS ?=
 
 .PHONY: help setup sysdeps demo quality-eval data-web spark-web data-swe data-swe-envs swe-real swe-langs data-terminal data-search data-longctx train train-dist train-megatron gpu-check gpu-vendor sft rl-demo rl-async test test-slow fuzz chaos load bench bench-gpu lint clean distclean
@@ -38,7 +41,7 @@ help:
 	@echo "make bench      benchmarks (ratios against named baselines) -> out/bench/*.json + one table"
 	@echo "make bench-gpu  MoE kernels on a CUDA GPU: correctness + timings -> out/bench/kernels_gpu.json"
 	@echo "make lint       ruff"
-	@echo "make clean      remove out/ and caches (keeps .venv and the data/ cache)"
+	@echo "make clean      remove out/ and build caches (keeps .venv and the sample/model cache: python -m core.cache)"
 
 setup: sysdeps $(STAMP)
 
@@ -68,34 +71,37 @@ $(STAMP): pyproject.toml
 
 # the whole recipe on bounded samples: pipelines/jobs/demo.py
 demo: setup
+	$(SAMPLES) demo
 	$(PY) -m pipelines demo --config configs/demo.yaml $(if $(MASTER),--master '$(MASTER)')
 
 # web quality filtering (heuristics, language, DCLM top-p%, LLM edu scoring, AI/template exclusion)
 # over the sample's HTML pages; the LLM is SmolLM2 behind our own OpenAI-compatible server
 # (the job: pipelines/jobs/web.py)
 data-web: setup
-	$(PY) -m pipelines sample --data-dir data
-	$(PY) -m pipelines web --config configs/web.yaml --input data/debs/root/python3.11-doc/usr/share/doc/python3.11/html \
+	$(SAMPLES) corpus
+	$(PY) -m pipelines web --config configs/web.yaml --input "$$($(SAMPLES) corpus --print html)" \
 	  --glob '*.html' --source python-docs --output out/web $(if $(MASTER),--master '$(MASTER)')
 	$(PY) -m pipelines report out/web
 
 # the same web job on Spark: local[2] by default, MASTER=spark://host:7077 for a cluster
 spark-web: setup
-	$(PY) -m pipelines sample --data-dir data
-	$(PY) -m pipelines web --config configs/web.yaml --input $(CURDIR)/data/debs/root/python3.11-doc/usr/share/doc/python3.11/html \
+	$(SAMPLES) corpus
+	$(PY) -m pipelines web --config configs/web.yaml --input "$$($(SAMPLES) corpus --print html)" \
 	  --glob '*.html' --source python-docs --output $(CURDIR)/out/web-spark --master '$(or $(MASTER),local[2])'
 	$(PY) -m pipelines report out/web-spark
 
 # held-out precision/recall of the DCLM classifier and the machine-text detector on the sample
 # (pipelines/jobs/quality_eval.py)
 quality-eval: setup
+	$(SAMPLES) corpus
 	$(PY) -m pipelines quality-eval
 
 # issue–PR mining on real recorded GitHub API responses + events built from them + sample clones
 data-swe: setup
-	$(PY) -m samples.swe_mine data
-	$(PY) -m pipelines swe-mine --config configs/swe_mine.yaml --events data/swe/events --api data/github3/cassettes \
-	  --repos data/swe/repos --output out/swe --overwrite $(if $(MASTER),--master '$(MASTER)')
+	$(SAMPLES) swe-mine
+	$(PY) -m pipelines swe-mine --config configs/swe_mine.yaml --events "$$($(SAMPLES) swe-mine --print events)" \
+	  --api "$$($(SAMPLES) swe-mine --print api)" --repos "$$($(SAMPLES) swe-mine --print repos)" \
+	  --output out/swe --overwrite $(if $(MASTER),--master '$(MASTER)')
 
 # Dockerized SWE environments for the mined instances: one image per repo-version, tests run before
 # and after each fix -> out/swe_envs/ (validated.jsonl, failures.jsonl, environments.jsonl, summary.json)
@@ -103,7 +109,7 @@ data-swe-envs: setup
 	@test -f out/swe/instances.jsonl || $(MAKE) data-swe
 	$(PY) -m swe_envs setup-docker
 	$(PY) -m swe_envs validate --config configs/swe_envs.yaml --instances out/swe/instances.jsonl \
-	  --repos data/swe/repos --output out/swe_envs --overwrite
+	  --repos "$$($(SAMPLES) swe-mine --print repos)" --output out/swe_envs --overwrite
 
 # the 20 real SWE-bench Verified instances (../shared/swe-real, git bundles as --repos) with the shipped
 # defaults: validate + evaluate --predictions gold -> out/bench/swe_real.json (gold lists reproduced, s/bytes per env)
@@ -111,33 +117,36 @@ swe-real: setup
 	$(PY) -m swe_envs setup-docker
 	$(PY) benchmarks/swe_real.py
 
-# 8 languages on real code: Debian source packages (apt-get source, cached in data/debian-src/) built
+# 8 languages on real code: Debian source packages (apt-get source, cached in the cache's debian-src/) built
 # with the shipped defaults, tests run once, parsed counts vs the runner's summary (LANGS="go,c" for some)
 swe-langs: setup
 	$(PY) -m swe_envs setup-docker
 	$(PY) benchmarks/swe_langs_debian.py $(if $(LANGS),--only '$(LANGS)')
 
 # Terminal-Bench seeds (../shared/terminal-seeds/*.tgz, or TERMINAL_SEEDS=DIR of them) -> Harbor tasks,
-# then build + oracle + nop per task through image substitution (long: hours for all 320 on 2 cores)
+# then build + oracle + nop per task through image substitution (long: hours for all 320 on 2 cores);
+# the seeds are extracted into the cache's terminal-seeds/
 TERMINAL_SEEDS ?= ../shared/terminal-seeds
 TERMINAL_WORKERS ?= 2
 data-terminal: setup
 	$(PY) -m swe_envs setup-docker
-	mkdir -p data/terminal-seeds && for f in $(TERMINAL_SEEDS)/*.tgz; do tar -xzf $$f -C data/terminal-seeds; done
-	$(PY) -m swe_envs terminal convert --input data/terminal-seeds --output out/terminal/harbor --overwrite
+	seeds="$$($(PY) -m core.cache)/terminal-seeds" && mkdir -p "$$seeds" \
+	  && for f in $(TERMINAL_SEEDS)/*.tgz; do tar -xzf $$f -C "$$seeds"; done \
+	  && $(PY) -m swe_envs terminal convert --input "$$seeds" --output out/terminal/harbor --overwrite
 	$(PY) -m swe_envs terminal check --tasks out/terminal/harbor --output out/terminal/check \
 	  --workers $(TERMINAL_WORKERS) --config configs/terminal.yaml --resume
 
 # deep-search tasks over the sample's Python documentation (HTML + links), kept only when SmolLM2 fails them
 # closed-book; graded with the dense solver (independent of the checks that kept them), then the BM25 one
 data-search: setup
-	$(PY) -c "from samples.corpus import SampleConfig, obtain_sample as o; print(o(SampleConfig(), log=lambda m: None).html_dir)" > data/.docs_dir
-	$(PY) -m synth.search generate --corpus $$(cat data/.docs_dir) --n 20 --out out/search/tasks.jsonl \
+	$(SAMPLES) corpus
+	mkdir -p out/search && $(SAMPLES) corpus --print html > out/search/docs_dir
+	$(PY) -m synth.search generate --corpus "$$(cat out/search/docs_dir)" --n 20 --out out/search/tasks.jsonl \
 	  --config configs/terminal_search.yaml
-	$(PY) -m synth.search solve --tasks out/search/tasks.jsonl --corpus $$(cat data/.docs_dir) --out out/search/dense.jsonl
+	$(PY) -m synth.search solve --tasks out/search/tasks.jsonl --corpus "$$(cat out/search/docs_dir)" --out out/search/dense.jsonl
 	$(PY) -m synth.search grade --tasks out/search/tasks.jsonl --responses out/search/dense.jsonl
 	@echo "(the BM25 tool solver decided which tasks to keep; graded for reference, 1.0 by construction)"
-	$(PY) -m synth.search solve --solver bm25 --tasks out/search/tasks.jsonl --corpus $$(cat data/.docs_dir) --out out/search/bm25.jsonl
+	$(PY) -m synth.search solve --solver bm25 --tasks out/search/tasks.jsonl --corpus "$$(cat out/search/docs_dir)" --out out/search/bm25.jsonl
 	$(PY) -m synth.search grade --tasks out/search/tasks.jsonl --responses out/search/bm25.jsonl
 
 # long-context mid-training data: the demo's documents + tokenizer -> out/longctx/<stage>/
@@ -239,5 +248,7 @@ clean:
 	rm -rf out .pytest_cache .ruff_cache spark-warehouse
 	find . -name __pycache__ -not -path './$(VENV)/*' -prune -exec rm -rf {} +
 
+# the sample/model cache is the user's (shared by checkouts): named, not removed
 distclean: clean
-	rm -rf $(VENV) data
+	rm -rf $(VENV)
+	@echo "kept the sample/model cache: $$($(PYTHON) -m core.cache) (remove it by hand to fetch everything again)"

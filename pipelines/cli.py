@@ -99,7 +99,8 @@ def web(
 @app.command("quality-eval")
 @user_errors
 def quality_eval(
-    data_dir: Path = typer.Option(Path("data"), help="sample corpus / model cache"),
+    data_dir: Path = typer.Option(None, help="sample corpus / model cache (default: the user cache; "
+                                  "`python -m samples corpus` fills it)"),
     pages: int = typer.Option(200, help="documentation pages used for the DCLM data"),
     n: int = typer.Option(96, help="human passages for the machine-text set (about as many generated)"),
     output: Path = typer.Option(Path("out/quality_eval"), help="where the evaluated models are saved"),
@@ -138,18 +139,20 @@ def dedup(
 @app.command("dedup-eval")
 @user_errors
 def dedup_eval(
-    data_dir: Path = typer.Option(Path("data"), help="sample corpus cache"),
+    data_dir: Path = typer.Option(None, help="sample corpus cache (default: the user cache; "
+                                  "`python -m samples corpus` fills it)"),
     pairs_per_bin: int = typer.Option(60, help="planted near-duplicate pairs per Jaccard bin"),
     unrelated: int = typer.Option(300, help="unrelated passages mixed in"),
     set_: list[str] = typer.Option(None, "--set", help="MinhashConfig override, e.g. --set bands=20"),
 ) -> None:
     """Recall per Jaccard bin and precision of MinHash dedup on near-duplicates planted in real text."""
+    from core.cache import cache_dir
+    from core.cached_samples import SampleConfig, sample_corpus
     from filters.minhash import MinhashConfig
     from pipelines.jobs.dedup_eval import evaluate
-    from samples.corpus import SampleConfig, obtain_sample
 
     cfg = load_cli_config(MinhashConfig, None, set_)
-    corpus = obtain_sample(SampleConfig(data_dir=str(data_dir)))
+    corpus = sample_corpus(SampleConfig(data_dir=str(cache_dir(data_dir))))
     typer.echo(f"MinHash: {cfg.bands} bands x {cfg.rows} rows, word {cfg.ngram}-grams (threshold ~{cfg.threshold():.2f})")
     typer.echo(evaluate(corpus.books_jsonl, cfg, pairs_per_bin, unrelated).table())
 
@@ -221,20 +224,6 @@ def swe_mine(
     cfg.mining.decontaminate.benchmarks += [str(b) for b in benchmark or []]
     paths = [[str(p) for p in group or []] for group in (events, api, repos)]
     print_summary(run_swe_mine(*paths, output, cfg, master=master, overwrite=overwrite))
-
-
-@app.command()
-@user_errors
-def sample(
-    data_dir: Path = typer.Option(Path("data"), help="cache directory"),
-) -> None:
-    """Obtain the real sample corpus (Debian packages) into the cache and print its inputs."""
-    from pipelines.inputs import sample_inputs
-    from samples.corpus import SampleConfig, obtain_sample
-
-    corpus = obtain_sample(SampleConfig(data_dir=str(data_dir)))
-    for spec in sample_inputs(corpus):
-        typer.echo(f"{spec.source}: {spec.path}")
 
 
 @app.command()

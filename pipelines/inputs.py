@@ -58,7 +58,7 @@ class InputSpec(StrictModel):
 
 
 def sample_inputs(corpus) -> list[InputSpec]:
-    """The sample corpus (``samples.corpus.SampleCorpus``) as job inputs: its HTML pages, then
+    """The sample corpus (``core.cached_samples.SampleCorpus``) as job inputs: its HTML pages, then
     its novels (samples/ builds data and knows nothing of jobs, so the specs are made here)."""
     specs = [InputSpec(path=str(corpus.html_dir), source="python-docs", glob="*.html",
                        max_files=corpus.max_html_pages)]

@@ -1,5 +1,5 @@
-"""The real sample corpus (``python -m pipelines sample``), obtained at run time from Debian
-packages and cached under data/.
+"""The real sample corpus (``python -m samples corpus``), obtained at run time from Debian
+packages and cached in the user cache (``core.cache``) where jobs read it (``core.cached_samples``).
 
 * Web-like HTML: the ~530 pages of the Python 3.11 documentation (``python3.11-doc``):
   real prose wrapped in navigation boilerplate, a good stand-in for crawled pages.
@@ -8,8 +8,8 @@ packages and cached under data/.
   ``r-cran-janeaustenr`` (an R lazy-load database), read with the ``rdata`` package.
 
 Packages are fetched with ``apt-get download`` (the machine's own apt sources and mirror)
-and unpacked with ``dpkg-deb -x``; nothing is installed system-wide. A ``.deb`` placed in
-``data/debs/`` by hand is used as is, for machines without apt access.
+and unpacked with ``dpkg-deb -x``; nothing is installed system-wide. A ``.deb`` placed in the
+cache's ``debs/`` by hand is used as is, for machines without apt access.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ import re
 import subprocess
 import warnings
 import zlib
-from dataclasses import dataclass
 from pathlib import Path
 
-from core.config import StrictModel
+from core.cache import cache_dir
+from core.cached_samples import CORPUS_BOOKS, SampleConfig, SampleCorpus, sample_corpus
 from core.errors import UserError
 from core.io import write_jsonl_atomic
 
@@ -32,7 +32,6 @@ PACKAGES = {
     "r-cran-tidytext": "4 Gutenberg novels (extdata/books.rda)",
     "r-cran-janeaustenr": "Jane Austen's 6 novels",
 }
-HTML_SUBDIR = "usr/share/doc/python3.11/html"
 TIDYTEXT_BOOKS = "usr/lib/R/site-library/tidytext/extdata/books.rda"
 AUSTEN_DATA = "usr/lib/R/site-library/janeaustenr/data"
 AUSTEN_TITLES = {
@@ -45,28 +44,14 @@ AUSTEN_TITLES = {
 }
 
 
-class SampleConfig(StrictModel):
-    data_dir: str = "data"
-    # bound the HTML part (first N pages in path order); None = all ~530 pages
-    max_html_pages: int | None = None
-    include_books: bool = True
-
-
-@dataclass
-class SampleCorpus:
-    html_dir: Path
-    books_jsonl: Path | None
-    max_html_pages: int | None
-
-
 class SampleError(UserError):
     pass
 
 
-def _how_to_provide(pkg: str) -> str:
+def _how_to_provide(pkg: str, debs: Path) -> str:
     return (
         f"could not obtain Debian package {pkg!r} ({PACKAGES[pkg]}). Provide it by hand: on any "
-        f"Debian 12 machine run `apt-get download {pkg}` and copy the .deb into data/debs/"
+        f"Debian 12 machine run `apt-get download {pkg}` and copy the .deb into {debs}/"
     )
 
 
@@ -82,9 +67,9 @@ def _apt_download(pkg: str, debs: Path, log) -> None:
             subprocess.run(["apt-get", "update"], capture_output=True, text=True)
             res = attempt()
     except FileNotFoundError:
-        raise SampleError(_how_to_provide(pkg) + " (apt-get is not available here)") from None
+        raise SampleError(_how_to_provide(pkg, debs) + " (apt-get is not available here)") from None
     if res.returncode != 0:
-        raise SampleError(_how_to_provide(pkg) + f"\napt-get said: {res.stderr.strip()[-400:]}")
+        raise SampleError(_how_to_provide(pkg, debs) + f"\napt-get said: {res.stderr.strip()[-400:]}")
 
 
 def fetch_package(pkg: str, data_dir: Path, log=print) -> Path:
@@ -101,7 +86,7 @@ def fetch_package(pkg: str, data_dir: Path, log=print) -> Path:
         _apt_download(pkg, debs, log)
         found = sorted(debs.glob(f"{pkg}_*.deb"))
         if not found:
-            raise SampleError(_how_to_provide(pkg))
+            raise SampleError(_how_to_provide(pkg, debs))
     root.mkdir(parents=True, exist_ok=True)
     res = subprocess.run(["dpkg-deb", "-x", str(found[-1]), str(root)], capture_output=True, text=True)
     if res.returncode != 0:
@@ -165,17 +150,15 @@ def read_austen_books(data_dir: Path) -> list[dict]:
 
 
 def obtain_sample(cfg: SampleConfig, log=print) -> SampleCorpus:
-    data_dir = Path(cfg.data_dir)
-    html_root = fetch_package("python3.11-doc", data_dir, log) / HTML_SUBDIR
-    if not html_root.is_dir():
-        raise SampleError(f"{html_root} missing after unpacking python3.11-doc")
-    books_path = None
+    """Fetch what is missing into the cache, then read it back where jobs will."""
+    data_dir = cache_dir(cfg.data_dir)
+    fetch_package("python3.11-doc", data_dir, log)
     if cfg.include_books:
-        books_path = data_dir / "sample" / "books.jsonl"
+        books_path = data_dir / CORPUS_BOOKS
         if not books_path.is_file():
             tidy = fetch_package("r-cran-tidytext", data_dir, log) / TIDYTEXT_BOOKS
             austen = fetch_package("r-cran-janeaustenr", data_dir, log) / AUSTEN_DATA
             books = read_tidytext_books(tidy) + read_austen_books(austen)
             write_jsonl_atomic(books_path, books)
             log(f"wrote {len(books)} books to {books_path}")
-    return SampleCorpus(html_dir=html_root, books_jsonl=books_path, max_html_pages=cfg.max_html_pages)
+    return sample_corpus(cfg)

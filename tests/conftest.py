@@ -1,6 +1,7 @@
 """Shared fixtures: the real sample corpus, one Spark session, a small real job + shards.
 
-Everything here is real: the corpus comes from Debian packages (cached under data/), the
+Everything here is real: the corpus comes from Debian packages (in the user cache, ``core.cache``;
+``GLM5_RECIPE_CACHE`` points elsewhere), the
 Spark session is local[2], the document job runs on datatrove's local executor.
 """
 
@@ -20,7 +21,7 @@ collect_ignore_glob = ["swe_envs/terminal/fixtures/*"]
 def sample_corpus():
     from samples.corpus import SampleConfig, obtain_sample
 
-    return obtain_sample(SampleConfig(data_dir=str(ROOT / "data")), log=lambda m: None)
+    return obtain_sample(SampleConfig(), log=lambda m: None)
 
 
 @pytest.fixture(scope="session")

@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import Field
 
+from core.cached_samples import SampleConfig, sample_corpus, swe_mine_sample
 from core.cli import StepTimer
 from core.config import StrictModel
 from core.io import atomic_write_text
@@ -38,21 +39,26 @@ from pipelines.jobs.swe_mine import SweMineConfig, run_swe_mine
 from pipelines.jobs.web import EduJobConfig, WebConfig, WebDclmConfig, WebEduConfig, WebJob
 from pipelines.pack import PackConfig, iter_documents, pack_documents
 from pipelines.preflight import require_file
-from samples.corpus import SampleConfig, obtain_sample
 from synth.natural import NaturalConfig
 
-# bounded so the whole recipe runs in minutes on two cores (configs/demo.yaml says why each)
-DEMO_WEB = WebConfig(
-    length=LengthConfig(min_chars=200, max_chars=20000),
-    dclm=WebDclmConfig(keep_top_fraction=0.5),
-    edu=EduJobConfig(llm_sample_docs=6, score=WebEduConfig(threshold=1.4)),
-    local=WebConfig().local.model_copy(update={"tasks": 4}),
-)
-DEMO_LONGCTX = LongCtxConfig(
-    stages=[StageConfig(name="stage1", seq_len=4096, token_budget=32768, natural=NaturalConfig(min_tokens=2048),
-                        mixture=Mixture(natural=0.4, interleaved=0.3, entropylong=0.05, regular=0.25))],
-    entropylong=EntropyLongJobConfig(docs=1),
-)
+
+# bounded so the whole recipe runs in minutes on two cores (configs/demo.yaml says why each); built with
+# each config, not once at import, so that their cache paths are the cache of that moment
+def demo_web() -> WebConfig:
+    return WebConfig(
+        length=LengthConfig(min_chars=200, max_chars=20000),
+        dclm=WebDclmConfig(keep_top_fraction=0.5),
+        edu=EduJobConfig(llm_sample_docs=6, score=WebEduConfig(threshold=1.4)),
+        local=WebConfig().local.model_copy(update={"tasks": 4}),
+    )
+
+
+def demo_longctx() -> LongCtxConfig:
+    return LongCtxConfig(
+        stages=[StageConfig(name="stage1", seq_len=4096, token_budget=32768, natural=NaturalConfig(min_tokens=2048),
+                            mixture=Mixture(natural=0.4, interleaved=0.3, entropylong=0.05, regular=0.25))],
+        entropylong=EntropyLongJobConfig(docs=1),
+    )
 
 
 class DemoTrainConfig(StrictModel):
@@ -68,11 +74,11 @@ class DemoTrainConfig(StrictModel):
 
 class DemoConfig(StrictModel):
     output: str = "out/demo"
-    sample: SampleConfig = SampleConfig(max_html_pages=120)
-    web: WebConfig = DEMO_WEB
+    sample: SampleConfig = Field(default_factory=lambda: SampleConfig(max_html_pages=120))
+    web: WebConfig = Field(default_factory=demo_web)
     tokenizer: TokenizerConfig = TokenizerConfig()
     swe: SweMineConfig = SweMineConfig()
-    longctx: LongCtxConfig = DEMO_LONGCTX  # documents/tokenizer/output are set under `output`
+    longctx: LongCtxConfig = Field(default_factory=demo_longctx)  # documents/tokenizer/output are set under `output`
     pack: PackConfig = PackConfig(seq_len=512, sequences_per_shard=4096, stage="demo")
     train: DemoTrainConfig = DemoTrainConfig()
 
@@ -102,7 +108,6 @@ def _trainer_config(cfg: DemoConfig, out: Path, longctx_dir: Path | None):
 
 def run_demo(cfg: DemoConfig, master: str | None = None, log: Callable[[str], None] = print) -> DemoSummary:
     from pipelines.engine import make_engine
-    from samples.swe_mine.build import build_sample
     from training.trainer import train
 
     out = Path(cfg.output).absolute()
@@ -113,8 +118,8 @@ def run_demo(cfg: DemoConfig, master: str | None = None, log: Callable[[str], No
     engine_name = "datatrove local" if master is None else f"spark {master}"
 
     with stage("sample corpus"):
-        corpus = obtain_sample(cfg.sample, log=log)
-        swe_inputs = build_sample(Path(cfg.sample.data_dir))
+        corpus = sample_corpus(cfg.sample)  # `python -m samples demo` puts both in the cache
+        swe_inputs = swe_mine_sample(cfg.sample.data_dir)
     with stage(f"web quality ({engine_name})"):
         html = sample_inputs(corpus)[:1]  # the pages; the novels are the DCLM classifier's positives
         web_cfg = cfg.web.model_copy(update={

@@ -99,12 +99,12 @@ DATA_DIR = "{data_dir}"  # in a dclm_data path: the job's data_dir, so one key m
 
 
 class WebDclmData(DclmTrainData):
-    # explanatory long-form prose (written by `python -m pipelines sample`)
+    # explanatory long-form prose (written by `python -m samples corpus`)
     positives: list[str] = [DATA_DIR + "/sample/books.jsonl"]
 
 
 class EduJobConfig(StrictModel):
-    score: WebEduConfig = WebEduConfig()
+    score: WebEduConfig = Field(default_factory=WebEduConfig)
     # start our own server over SmolLM2 for the job (instead of score.llm.base_url)
     serve_local_model: bool = True
     # the address the local server binds and advertises; None: 127.0.0.1 for local runs, the
@@ -273,7 +273,7 @@ class WebJob:
         if cfg.dclm.model_path is not None:
             require_file("dclm.model_path", cfg.dclm.model_path)
         else:
-            hint = ("run `python -m pipelines sample` here to fetch the sample corpus, set data_dir to a "
+            hint = ("run `python -m samples corpus` to put the sample corpus in the cache, set data_dir to a "
                     "directory that holds it, or list your own files")
             for i, path in enumerate(cfg.dclm_data.positives):
                 require_file(f"dclm_data.positives[{i}]", path, hint)

@@ -1,7 +1,7 @@
 """Sample inputs for ``swe-mine`` (``make data-swe``, tests, benchmarks).
 
 * Real API objects (``recordings.py``): github3.py's sdist ships ~400 recorded GitHub API
-  responses (``tests/cassettes/*.json``), fetched once with ``pip download`` into ``data/github3``.
+  responses (``tests/cassettes/*.json``), fetched once with ``pip download`` into the cache's ``github3/``.
 * GH-Archive-style events (``recordings.py``): every event recorded in those cassettes
   (IssuesEvent, PullRequestEvent, IssueCommentEvent, …), de-duplicated and written as hourly
   ``YYYY-MM-DD-H.json.gz`` files, as GH Archive names them.
@@ -13,5 +13,5 @@
   and a test changed by each PR), since the real repositories cannot be fetched here. Each also
   has an unlinked PR or a direct commit closing an issue, so every link outcome occurs.
 
-Run ``python -m samples.swe_mine DATA_DIR`` to build everything under DATA_DIR (``build.py``).
+Run ``python -m samples swe-mine [--cache DIR]`` to build everything in the cache (``build.py``).
 """

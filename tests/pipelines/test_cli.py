@@ -1,6 +1,7 @@
 """The CLI as a user runs it: subprocesses of `python -m pipelines` from the repo root."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +20,7 @@ def cli(*args, check=True):
 
 def test_help_lists_jobs():
     out = cli("--help").stdout
-    for job in ("demo", "documents", "pack", "sample", "stats"):
+    for job in ("demo", "documents", "pack", "report", "stats"):
         assert job in out
     assert "--master" in cli("documents", "--help").stdout
 
@@ -29,6 +30,9 @@ def test_demo_end_to_end(tmp_path, sample_corpus):
     the GLM-5-shaped trainer writes metrics (the acceptance paths)."""
     import yaml
 
+    from samples.swe_mine.build import build_sample
+
+    build_sample()  # with the corpus, what `make demo` puts in the cache first (`python -m samples demo`)
     cfg = yaml.safe_load((ROOT / "configs" / "demo.yaml").read_text())
     out = tmp_path / "demo"
     cfg["output"] = str(out)
@@ -133,6 +137,16 @@ def test_dedup_eval_runs_with_its_defaults():
     out = cli("dedup-eval").stdout
     assert "bands x" in out and "precision:" in out
     assert float(out.split("precision:")[1].split()[0]) >= 0.99
+
+
+@pytest.mark.parametrize("args", [("quality-eval",), ("dedup-eval",), ("demo", "--set", "train.pretrain_steps=1")])
+def test_a_job_without_its_samples_names_the_command_that_builds_them(args, tmp_path):
+    """The jobs read samples from the cache and never build them: an empty cache is one line."""
+    res = subprocess.run([sys.executable, "-m", "pipelines", *args, *(() if args[0] == "demo" else ("--data-dir",
+                          str(tmp_path)))], cwd=ROOT, capture_output=True, text=True,
+                         env=os.environ | {"GLM5_RECIPE_CACHE": str(tmp_path)})
+    assert res.returncode == 2 and "`python -m samples corpus`" in res.stderr, res.stderr[-2000:]
+    assert len(res.stderr.strip().splitlines()) == 1 and str(tmp_path) in res.stderr
 
 
 def test_quality_eval_runs_from_the_cli(tmp_path):

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from core.cache import cache_dir
+from core.cached_samples import SWE_API, SWE_EVENTS, SWE_REPOS
 from tests.reliability.kill import (
-    ROOT,
     after_first,
     files_left,
     jsonl,
@@ -28,8 +29,9 @@ from tests.reliability.kill import (
 )
 from tests.reliability.ledger import LEDGER, LONG
 
-MINE = ["-m", "pipelines", "swe-mine", "--config", "configs/swe_mine.yaml", "--events", "data/swe/events",
-        "--api", "data/github3/cassettes", "--repos", "data/swe/repos", "--overwrite", "--output"]
+CACHE = cache_dir()
+MINE = ["-m", "pipelines", "swe-mine", "--config", "configs/swe_mine.yaml", "--events", str(CACHE / SWE_EVENTS),
+        "--api", str(CACHE / SWE_API), "--repos", str(CACHE / SWE_REPOS), "--overwrite", "--output"]
 MINE_FIRST = "fingerprint.json"  # written once the inputs are checked, before any parsing
 
 
@@ -43,8 +45,8 @@ def _mined(out: Path) -> dict:
 @pytest.fixture(scope="module")
 def mined(tmp_path_factory) -> tuple[Path, float]:
     """The clean swe-mine run over the Makefile's sample (three real repositories) and its working time."""
-    if not (ROOT / "data/swe/events").is_dir():
-        run_job(["-m", "samples.swe_mine", "data"])  # what `make data-swe` runs first
+    if not (CACHE / SWE_EVENTS).is_dir():
+        run_job(["-m", "samples", "swe-mine"])  # what `make data-swe` runs first
     out = tmp_path_factory.mktemp("swe_mine") / "clean"
     return out, work_window(out, MINE_FIRST, [*MINE, str(out)])
 

@@ -14,8 +14,9 @@ import json
 
 import pytest
 
+from core.cache import cache_dir
+from core.cached_samples import CORPUS_HTML
 from tests.reliability.kill import (
-    ROOT,
     after_first,
     files_left,
     job_counts,
@@ -60,9 +61,9 @@ def test_web_resume_fingerprint_is_the_same_in_every_process(tmp_path):
     order, which differs per process (string hashing), so every ``--resume`` after a kill was
     refused as "the output of a different job or config". Two runs killed once phase 1 has written
     its fingerprint, under different hash seeds, must agree."""
-    tutorial = ROOT / "data/debs/root/python3.11-doc/usr/share/doc/python3.11/html/tutorial"
+    tutorial = cache_dir() / CORPUS_HTML / "tutorial"
     if not tutorial.is_dir():
-        pytest.skip("the sample corpus is not in data/ (python -m pipelines sample --data-dir data)")
+        pytest.skip("the sample corpus is not in the cache (python -m samples corpus)")
     digests = []
     for seed in ("1", "2"):
         out = tmp_path / f"seed-{seed}"

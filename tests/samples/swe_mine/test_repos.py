@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,8 +11,6 @@ import pytest
 from core.errors import ConfigError, InputError
 from samples.swe_mine.gitrepo import git
 from samples.swe_mine.repos import SOURCES, build_repos
-
-ROOT = Path(__file__).resolve().parents[3]
 
 # HEAD of main and every ref, as the code that kept the sources as Python strings built them
 PINNED = {
@@ -75,13 +71,3 @@ def test_no_histories_is_an_input_error(tmp_path):
     with pytest.raises(InputError, match="no sample repository histories"):
         build_repos(tmp_path / "out", tmp_path)
 
-
-def test_cli_help_and_bad_data_dir_is_one_line(tmp_path):
-    run = [sys.executable, "-m", "samples.swe_mine"]
-    assert "DATA_DIR" in subprocess.run([*run, "--help"], capture_output=True, text=True, cwd=ROOT).stdout
-    # a data dir whose github3/ part is a file: no download is attempted
-    (tmp_path / "d").mkdir()
-    (tmp_path / "d" / "github3").write_text("x")
-    res = subprocess.run([*run, str(tmp_path / "d")], capture_output=True, text=True, cwd=ROOT)
-    assert res.returncode == 2 and "Traceback" not in res.stderr
-    assert res.stderr.startswith("error: ") and len(res.stderr.strip().splitlines()) == 1

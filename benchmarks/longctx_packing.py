@@ -40,7 +40,7 @@ def corpus_tokens(out: Path) -> None:
 
     books = [
         json.loads(x)["text"]
-        for x in obtain_sample(SampleConfig(data_dir=str(ROOT / "data")), log=lambda m: None)
+        for x in obtain_sample(SampleConfig(), log=lambda m: None)
         .books_jsonl.read_text()
         .splitlines()
     ]

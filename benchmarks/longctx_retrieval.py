@@ -35,7 +35,7 @@ def load_chunks(limit: int, which: str = "books") -> tuple[list[ChunkRef], str]:
     else:
         from samples.corpus import SampleConfig, obtain_sample
 
-        books = obtain_sample(SampleConfig(data_dir=str(ROOT / "data")), log=lambda m: None).books_jsonl
+        books = obtain_sample(SampleConfig(), log=lambda m: None).books_jsonl
         source, docs = (
             str(books),
             ((r["id"], r["text"], {}) for r in map(json.loads, books.read_text().splitlines())),

@@ -2,7 +2,7 @@
 
 For each language other than Python (measured on real SWE-bench data by ``swe_real.py``), a
 list of small upstream projects packaged by Debian, each with its own test suite. Each is
-fetched with ``apt-get source --download-only`` (cached under the git-ignored ``data/debian-src/``;
+fetched with ``apt-get source --download-only`` (cached in the user cache's ``debian-src/``, ``core.cache``;
 a private apt root with ``deb-src`` lines made from the host's own Debian sources, the system
 configuration untouched) and unpacked with ``dpkg-source -x --skip-patches``: Debian's patches
 are NOT applied, so what is measured is upstream's tree and test suite (Debian patches tests to
@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._report import Result, write, write_status  # noqa: E402
+from core.cache import cache_dir  # noqa: E402
 
 # small upstream projects with their own tests that need no network and no registry beyond
 # Debian's and npm's, in the order tried: each language's first --limit that the machine's mirror
@@ -62,7 +63,7 @@ PACKAGES: dict[str, list[str]] = {
     "rust": ["rust-fnv", "rust-hex", "rust-ident-case", "rust-pin-utils", "rust-adler32", "rust-fixedbitset",
              "rust-itoa", "rust-either", "rust-strsim"],
 }
-DATA = ROOT / "data" / "debian-src"
+DATA = cache_dir() / "debian-src"
 # the packaging (and quilt's state, in trees unpacked with patches) are Debian's, not upstream's
 NOT_UPSTREAM = ("debian", ".pc")
 

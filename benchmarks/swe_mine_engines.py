@@ -24,6 +24,7 @@ from pathlib import Path
 import duckdb
 from _report import Result, write
 
+from core.cache import cache_dir
 from core.spark import SparkConfig, spark_session
 from pipelines.jobs.swe_mine import SweMineConfig, run_swe_mine
 from samples.swe_mine.recordings import obtain_cassettes, recorded_events
@@ -213,7 +214,7 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--keep", type=Path, help="generate into / reuse this directory")
     args = ap.parse_args()
-    cassettes = obtain_cassettes(Path("data"))
+    cassettes = obtain_cassettes(cache_dir())
     with tempfile.TemporaryDirectory() as tmp:
         events = args.keep or Path(tmp) / "events"
         t0 = time.perf_counter()

@@ -30,10 +30,12 @@ sys.path.insert(0, str(ROOT))
 from _report import Result, write, write_status  # noqa: E402
 from swe_langs_debian import as_repo, measure_env  # noqa: E402
 
+from core.cache import cache_dir  # noqa: E402
+
 # small projects whose sdists ship their tests, oldest first
 PROJECTS = ["requests==1.1.0", "requests==2.0.1", "itsdangerous==0.24", "requests==2.3.0", "simplejson==3.8.0",
             "six==1.10.0", "MarkupSafe==1.0", "python-dateutil==2.6.1", "attrs==17.4.0", "requests==2.24.0"]
-DATA = ROOT / "data" / "pypi-sdists"
+DATA = cache_dir() / "pypi-sdists"
 
 
 def main() -> int:

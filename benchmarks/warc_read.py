@@ -23,6 +23,7 @@ from pathlib import Path
 
 from _report import Result, write
 
+from core.cache import cache_dir
 from pipelines.inputs import InputFile, ReadLimits
 from pipelines.readers import read_file
 from samples.web_archives import obtain_web_archives
@@ -80,7 +81,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=10, help="reads of all files per timed round")
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
-    paths = [p for p in obtain_web_archives(ROOT / "data") if p.name.endswith((".warc", ".warc.gz"))]
+    paths = [p for p in obtain_web_archives(cache_dir()) if p.name.endswith((".warc", ".warc.gz"))]
     sides = {
         "warcio": lambda: warcio_records(paths),
         "fastwarc": lambda: fastwarc_records(paths),

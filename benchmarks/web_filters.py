@@ -107,7 +107,7 @@ def main() -> None:
         dclm_docs_s = n / (time.perf_counter() - t0)
         print(f"fastText DCLM scoring: {dclm_docs_s:.0f} docs/s")
 
-        server = serve(obtain_smollm2("data"), "127.0.0.1", 0)
+        server = serve(obtain_smollm2(), "127.0.0.1", 0)
         url = f"http://127.0.0.1:{server.server_address[1]}/v1"
         sample = [Document(text=t[:4000], id=str(i)) for i, t in enumerate(texts[: args.llm_docs])]
         cfg = EduConfig(llm=LLMConfig(base_url=url, model="smollm2", cache_dir=str(Path(tmp) / "cache")),

@@ -33,6 +33,7 @@ from urllib.parse import urlparse
 
 from pydantic import Field
 
+from core.cache import cache_field
 from core.config import StrictModel
 from core.errors import UserError
 from core.io import atomic_write_text
@@ -50,7 +51,7 @@ class LLMConfig(StrictModel):
     backoff_s: float = Field(default=0.5, ge=0)
     backoff_max_s: float = Field(default=10.0, ge=0)
     concurrency: int = Field(default=8, gt=0)
-    cache_dir: str | None = "data/llm_cache"
+    cache_dir: str | None = cache_field("llm_cache")  # None: no answer cache
     # a 429/503's Retry-After is honoured up to this many seconds (a server asking for an hour
     # is treated as failing, not waited for)
     retry_after_max_s: float = Field(default=60.0, ge=0)

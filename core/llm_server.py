@@ -199,7 +199,7 @@ app = typer.Typer(add_completion=False, help="OpenAI-compatible server over a lo
 
 @app.command()
 def main(
-    model: Path = typer.Option(None, help="transformers model dir; default: SmolLM2-135M-Instruct from data/"),
+    model: Path = typer.Option(None, help="transformers model dir; default: SmolLM2-135M-Instruct from the user cache"),
     host: str = typer.Option("127.0.0.1"),
     port: int = typer.Option(8008, help="0 picks a free port"),
     port_file: Path = typer.Option(None, help="write the bound port here once ready"),
@@ -208,7 +208,7 @@ def main(
 ) -> None:
     from core.local_lm import obtain_smollm2
 
-    model_dir = model or obtain_smollm2("data")
+    model_dir = model or obtain_smollm2()
     server = serve(model_dir, host, port, name, threads)
     bound = server.server_address[1]
     if port_file:

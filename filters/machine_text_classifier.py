@@ -148,7 +148,7 @@ def _cli():
         human: list[Path] = typer.Option(..., help="JSONL files of human documents (text field); repeatable"),
         out: Path = typer.Option(..., help="labelled set to write (JSONL: label, text)"),
         n: int = typer.Option(120, help="human passages (about as many machine texts are generated)"),
-        data_dir: Path = typer.Option(Path("data"), help="cache for the SmolLM2 model"),
+        data_dir: Path = typer.Option(None, help="cache for the SmolLM2 model (default: the user cache)"),
         seed: int = typer.Option(0),
     ) -> None:
         """Generate machine text with SmolLM2 and pair it with human passages."""

@@ -81,10 +81,10 @@ def small_shards(small_job, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def smollm2_dir():
-    """SmolLM2-135M-Instruct as a transformers directory (downloaded + converted once, cached in data/)."""
+    """SmolLM2-135M-Instruct as a transformers directory (downloaded + converted once, in the cache)."""
     from core.local_lm import obtain_smollm2
 
-    return obtain_smollm2(ROOT / "data", log=lambda m: None)
+    return obtain_smollm2(log=lambda m: None)
 
 
 @pytest.fixture(scope="session")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator, model_validator
 
+from core.cache import cache_field
 from core.config import StrictModel
 from synth.entropylong import EntropyLongConfig
 from synth.interleave import InterleaveConfig
@@ -74,7 +75,7 @@ class IndexConfig(StrictModel):
 class LMConfig(StrictModel):
     # a transformers causal LM directory; None = SmolLM2-135M-Instruct via core.local_lm
     path: str | None = None
-    data_dir: str = "data"
+    data_dir: str = cache_field()  # where the model is cached (default: the user cache, core.cache)
     # caps the all-kept-chunks check (its context keeps the nearest tokens)
     max_tokens: int = Field(default=1024, gt=16)
     # torch threads; 0 = torch's default (one thread wins on a busy machine)
@@ -109,7 +110,7 @@ class LongCtxConfig(StrictModel):
     index: IndexConfig = IndexConfig()
     interleave: InterleaveConfig = InterleaveConfig()
     entropylong: EntropyLongJobConfig = EntropyLongJobConfig()
-    lm: LMConfig = LMConfig()
+    lm: LMConfig = Field(default_factory=LMConfig)  # its data_dir is the cache when the config is built
     mrcr: MrcrConfig = MrcrConfig()
     stages: list[StageConfig] = DEMO_STAGES
 

@@ -32,6 +32,7 @@ from datatrove.pipeline.filters import (
 from datatrove.utils.text import TERMINAL_PUNCTUATION
 from pydantic import Field
 
+from core.cache import cache_field
 from core.config import StrictModel
 from core.errors import ConfigError, UserError
 from core.io import atomic_write_text
@@ -85,7 +86,8 @@ class WebLLMConfig(LLMConfig):
 
 
 class WebEduConfig(EduConfig):
-    llm: WebLLMConfig | None = WebLLMConfig()
+    # factories, here and on every section holding one: its cache_dir is the cache when the config is built
+    llm: WebLLMConfig | None = Field(default_factory=WebLLMConfig)
     # SmolLM2's expected scores sit in 1.5-2.1; a large annotator would use FineWeb-Edu's 3
     threshold: float = Field(default=1.9, ge=0, le=5)
 
@@ -115,7 +117,7 @@ class EduJobConfig(StrictModel):
 
 
 class WebConfig(StrictModel):
-    data_dir: str = "data"
+    data_dir: str = cache_field()  # models and samples (default: the user cache, core.cache)
     read: ReadLimits = ReadLimits()
     extract_timeout_s: float = Field(default=60.0, gt=0)
     length: LengthConfig = LengthConfig()
@@ -127,7 +129,7 @@ class WebConfig(StrictModel):
     minhash: MinhashConfig | None = MinhashConfig()  # null disables near-duplicate removal
     dclm: WebDclmConfig = WebDclmConfig()
     dclm_data: WebDclmData = WebDclmData()
-    edu: EduJobConfig = EduJobConfig()
+    edu: EduJobConfig = Field(default_factory=EduJobConfig)
     local: LocalEngineConfig = LocalEngineConfig(tasks=8)
     spark: SparkConfig = SparkConfig(input_partitions=8)
 

@@ -1,6 +1,6 @@
 """``python -m synth.manpages fetch``: man pages of Debian packages as a JSONL corpus.
 
-python -m synth.manpages fetch --packages coreutils,sed,grep --out data/manpages/manpages.jsonl
+python -m synth.manpages fetch --packages coreutils,sed,grep --out manpages.jsonl
 The JSONL feeds ``python -m swe_envs terminal synthesize-docs --corpus`` (closed-loop tasks grounded
 in a page) and ``python -m synth.search generate --corpus`` (SEE ALSO references are the links).
 """
@@ -26,11 +26,17 @@ DEFAULT_PACKAGES = "coreutils,sed,grep,gawk,findutils,diffutils,tar,gzip,jq,bc"
 @user_errors
 def fetch(
     packages: str = typer.Option(DEFAULT_PACKAGES, help="comma-separated Debian binary package names"),
-    out: Path = typer.Option(Path("data/manpages/manpages.jsonl"), help="JSONL documents (+ OUT.stats.json)"),
-    cache: Path = typer.Option(Path("data/manpages/debs"), help="where the downloaded .deb files are kept"),
+    out: Path = typer.Option(None, help="JSONL documents (+ OUT.stats.json); default: manpages/manpages.jsonl "
+                             "in the user cache"),
+    cache: Path = typer.Option(None, help="where the downloaded .deb files are kept; default: manpages/debs in "
+                               "the user cache"),
 ) -> None:
     """Download the packages with apt-get, render their English man pages, link pages by SEE ALSO."""
+    from core.cache import cache_dir
     from synth.manpages.fetch import fetch_manpages
+
+    out = out or cache_dir() / "manpages" / "manpages.jsonl"
+    cache = cache or cache_dir() / "manpages" / "debs"
 
     names = [p.strip() for p in packages.split(",") if p.strip()]
     if not names:

@@ -18,13 +18,16 @@ from core.io import read_jsonl, write_jsonl_atomic
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="MRCR-like long-context data.")
 
-# the demo's kept documents if `make demo` ran, else the cached sample novels; looked up from
-# the working directory, then from the repository root
 _ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_DOCUMENTS = tuple(
-    base / rel for rel in ("out/demo/documents", "data/sample/books.jsonl") for base in (Path("."), _ROOT)
-)
 
+
+def _default_documents() -> list[Path]:
+    """The demo's kept documents if `make demo` ran (here, else in the checkout), else the sample
+    novels in the cache (`python -m samples corpus`)."""
+    from core.cache import cache_dir
+    from core.cached_samples import CORPUS_BOOKS
+
+    return [Path("out/demo/documents"), _ROOT / "out/demo/documents", cache_dir() / CORPUS_BOOKS]
 
 
 def _ints(text: str, what: str) -> list[int]:
@@ -51,7 +54,7 @@ def generate_cmd(
     bins: str = typer.Option("4000-8000,8000-16000,16000-32000", help="prompt length bins in characters"),
     documents: list[Path] = typer.Option(
         None,
-        help="documents dataset (Parquet dir/file or JSONL); default: out/demo/documents, else data/sample/books.jsonl",
+        help="documents dataset (Parquet dir/file or JSONL); default: out/demo/documents, else the cached sample novels",
     ),
     seed: int = typer.Option(0),
 ) -> None:
@@ -71,11 +74,11 @@ def generate_cmd(
         source="options",
     )
     if not documents:
-        found = next((p for p in DEFAULT_DOCUMENTS if p.exists()), None)
+        candidates = _default_documents()
+        found = next((p for p in candidates if p.exists()), None)
         if found is None:
-            raise UserError(
-                "no --documents given and neither out/demo/documents nor data/sample/books.jsonl exists; run `make demo`"
-            )
+            raise UserError(f"no --documents given and neither out/demo/documents nor {candidates[-1]} exists; "
+                            "run `make demo` or `python -m samples corpus`")
         documents = [found]
     pool = passage_pool(documents, cfg.passages)
     samples = generate(pool, n, cfg)

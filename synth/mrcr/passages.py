@@ -4,7 +4,7 @@ A conversation turn asks for "a passage from <title>" and the reply is a real pa
 that document, so needles and distractors read like natural text and differ only in which
 document (and which paragraph) they quote. Input is any documents dataset: a directory of
 Parquet files (``id``, ``text``, ``metadata`` JSON — e.g. ``out/demo/documents``) or JSON
-lines with ``id`` and ``text`` (e.g. the cached ``data/sample/books.jsonl``).
+lines with ``id`` and ``text`` (e.g. the cached sample novels, ``sample/books.jsonl`` in the cache).
 """
 
 from __future__ import annotations

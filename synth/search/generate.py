@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from pydantic import Field
 
+from core.cache import cache_field
 from core.config import StrictModel
 from core.llm import LLMClient, LLMConfig, LLMFailure
 from synth.search.bm25 import BM25
@@ -56,7 +57,7 @@ class SearchConfig(StrictModel):
     # no closed_book_llm: serve the local model (SmolLM2-135M, cached under data_dir) for the closed-book check,
     # so a task is kept only when k closed-book samples of a real model all fail (the shipped config sets it)
     closed_book_local: bool = False
-    data_dir: str = "data"
+    data_dir: str = cache_field()  # default: the user cache (core.cache)
     closed_book_k: int = Field(default=4, ge=1)
     closed_book_temperature: float = Field(default=1.0, ge=0)
     closed_book_max_tokens: int = Field(default=48, gt=0)  # an answer is a page title

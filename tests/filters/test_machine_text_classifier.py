@@ -1,11 +1,12 @@
 """The human-vs-machine detector on a labelled set the test builds: SmolLM2's continuations
-and answers vs the real continuations of the same human passages (cached under data/)."""
+and answers vs the real continuations of the same human passages (cached in the user cache)."""
 
 import json
 
 import pytest
 from datatrove.data import Document
 
+from core.cache import cache_dir
 from filters.machine_text_classifier import MachineText, build_labelled_set, split_passage, train_detector
 
 CACHE = "ai_text/test-labelled-n64.jsonl"
@@ -13,9 +14,8 @@ CACHE = "ai_text/test-labelled-n64.jsonl"
 
 @pytest.fixture(scope="module")
 def labelled(sample_corpus, smollm2_dir):
-    from tests.conftest import ROOT
 
-    path = ROOT / "data" / CACHE
+    path = cache_dir() / CACHE
     if not path.is_file():
         books = [json.loads(x) for x in sample_corpus.books_jsonl.read_text().splitlines()]
         rows = build_labelled_set([b["text"] for b in books], [b["title"] for b in books], smollm2_dir, n=64)

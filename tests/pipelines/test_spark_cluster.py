@@ -1,6 +1,6 @@
 """The web, dedup and swe-mine jobs on a real Spark standalone cluster: a master and one worker
 started with pyspark's own ``spark-class`` on 127.0.0.1, the worker in its own work directory,
-the jobs started from a third directory (no checkout, no ``data/``) with relative paths. Outputs
+the jobs started from a third directory (no checkout) with relative paths and the default cache. Outputs
 must equal the local engine's; models reach executors through ``SparkContext.addFile``, and
 executors call the job's LLM server at the driver's address (``spark.driver.host``, set to
 127.0.0.2 so that a server left on 127.0.0.1 would be caught)."""
@@ -27,8 +27,7 @@ pytestmark = pytest.mark.spark
 # small and cheap, the same for both engines: a 20K-bucket DCLM model (not 800 MB), two
 # documents scored by the LLM, no LLM cache (so the cluster's executors really call it)
 WEB_SET = ["dclm.train.bucket=20000", "edu.llm_sample_docs=2", "edu.score.llm.cache_dir=null",
-           "dclm.keep_top_fraction=0.5", "local.tasks=2", "spark.input_partitions=2",
-           f"data_dir={ROOT / 'data'}"]  # the model/sample cache: the README's flag outside the checkout
+           "dclm.keep_top_fraction=0.5", "local.tasks=2", "spark.input_partitions=2"]
 DRIVER_HOST = "127.0.0.2"  # loopback too, but not the 127.0.0.1 a local server would bind
 
 
@@ -89,11 +88,12 @@ def cluster(tmp_path_factory):
 @pytest.fixture(scope="module")
 def driver_dir(sample_corpus, tmp_path_factory):
     """A working directory that is neither the repo nor the worker's: relative paths in it."""
+    from core.cache import cache_dir
     from samples.swe_mine.build import build_sample
 
-    build_sample(ROOT / "data")  # recorded GitHub data + sample clones (cached)
+    build_sample()  # recorded GitHub data + sample clones, in the cache
     d = tmp_path_factory.mktemp("driver")
-    (d / "inputs").symlink_to(ROOT / "data")  # the mining inputs, by relative path; no ./data here
+    (d / "inputs").symlink_to(cache_dir())  # the mining inputs, by relative path
     pages = d / "pages"
     pages.mkdir()
     for rel in SHORT_PAGES:

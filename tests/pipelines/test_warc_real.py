@@ -9,6 +9,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 
+from core.cache import cache_dir
 from core.records import get_reject
 from pipelines.charset import decode_page
 from pipelines.inputs import InputFile, ReadLimits
@@ -20,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="session")
 def web_archives():
-    return obtain_web_archives(ROOT / "data", log=lambda m: None)
+    return obtain_web_archives(cache_dir(), log=lambda m: None)
 
 
 def warcio_walk(path: Path) -> list[dict]:

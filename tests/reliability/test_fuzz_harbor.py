@@ -15,6 +15,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
+from core.cache import cache_dir
 from tests.reliability.ledger import LEDGER, fuzz_settings
 from tests.reliability.strategies import JSON, TEXT, mutated
 
@@ -25,13 +26,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _seed_tasks() -> tuple[list[str], list[Path]]:
-    """The shared Terminal-Bench seeds (extracted once under data/terminal-seeds) and the Harbor
+    """The shared Terminal-Bench seeds (extracted once into the cache's terminal-seeds/) and the Harbor
     task.toml of the first 20, converted by our converter into a scratch dir."""
     from tests.swe_envs.terminal.conftest import SEEDS, extract_seeds
 
     if not any(SEEDS.glob("*.tgz")):
         return [], []
-    tb = sorted(p.parent for p in extract_seeds(ROOT / "data" / "terminal-seeds").rglob("task.yaml"))
+    tb = sorted(p.parent for p in extract_seeds(cache_dir() / "terminal-seeds").rglob("task.yaml"))
     harbor = Path(tempfile.mkdtemp(prefix="harbor-seeds-"))
     tomls = []
     for src in tb[:20]:

@@ -1,6 +1,6 @@
 """Fuzzing the issue-PR miner's parsers: GH-Archive event lines and GitHub API dumps/cassettes.
 
-Inputs are real recorded GitHub objects (github3.py's cassettes, downloaded once into data/)
+Inputs are real recorded GitHub objects (github3.py's cassettes, downloaded once into the cache)
 with fields replaced by arbitrary JSON or deleted, plus raw garbage. Properties: nothing raises;
 every line / object / interaction gives exactly one result (observations or a Bad with a reason);
 every observation row is writable (JSON, valid UTF-8).
@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from core.cache import cache_dir
 from swe_envs.mining.api_dumps import _guard, object_observations, read_api_dump
 from swe_envs.mining.config import ReadConfig
 from swe_envs.mining.events import parse_event_line, read_events
@@ -34,7 +35,7 @@ def _samples():
     from samples.swe_mine.recordings import cassette_bodies, obtain_cassettes, recorded_events
     from tests.swe_envs.scenario import event
 
-    cassettes = obtain_cassettes(ROOT / "data")
+    cassettes = obtain_cassettes(cache_dir())
     events = recorded_events(cassettes)[:40]
     objects, files = [], []
     for name in ("GitHub_issue.json", "Issue_comment.json", "Issue_edit_both_assignee_and_assignees.json"):

@@ -13,7 +13,6 @@ import pytest
 import yaml
 
 from tests.reliability.kill import (
-    ROOT,
     after_first,
     files_left,
     jsonl,
@@ -40,7 +39,7 @@ def _config(small_job, small_shards, out: Path) -> dict:
         "index": {"max_chunks": 600},
         "entropylong": {"docs": 2 if LONG else 1, "sources": ["python-docs"],
                         "verify": {"max_doc_tokens": 48, "max_context_tokens": 128, "candidates": 3, "delta": 0.2}},
-        "lm": {"data_dir": str(ROOT / "data"), "max_tokens": 512, "threads": 1},
+        "lm": {"max_tokens": 512, "threads": 1},
         "stages": [
             {"name": "s1", "seq_len": 512, "token_budget": 512 * (24 if LONG else 12),
              "mixture": {"natural": 0.3, "interleaved": 0.3 if LONG else 0.4, "entropylong": el, "regular": 0.3},

@@ -1,10 +1,12 @@
-"""Fixtures for the mining rules: the real github3.py recordings (downloaded once into data/)."""
+"""Fixtures for the mining rules: the real github3.py recordings (downloaded once into the cache)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+
+from core.cache import cache_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -13,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def cassettes() -> Path:
     from samples.swe_mine.recordings import obtain_cassettes
 
-    return obtain_cassettes(ROOT / "data")
+    return obtain_cassettes(cache_dir())
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""Real text for the synth tests: the sample corpus's novels (cached under data/)."""
+"""Real text for the synth tests: the sample corpus's novels (in the cache, ``core.cache``)."""
 
 from __future__ import annotations
 

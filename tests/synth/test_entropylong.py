@@ -29,7 +29,7 @@ def lm():
 
     # one thread: on a shared 2-core machine a contended thread pool is several times slower
     threads = torch.get_num_threads()
-    yield load_hf_lm(obtain_smollm2(ROOT / "data", log=lambda m: None), max_tokens=512, threads=1)
+    yield load_hf_lm(obtain_smollm2(log=lambda m: None), max_tokens=512, threads=1)
     torch.set_num_threads(threads)
 
 

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from core.cache import ENV, cache_dir
+from core.cached_samples import sample_corpus as sample_corpus_of
 from core.config import load_config, validate_config
 from core.errors import ConfigError
 from pipelines.inputs import InputSpec
@@ -47,9 +49,24 @@ def test_dclm_positives_follow_data_dir(tmp_path, monkeypatch):
     from pipelines.jobs.web import resolve_paths
 
     monkeypatch.chdir(tmp_path)  # relative paths are the driver's: resolved against its cwd
+    monkeypatch.setenv(ENV, str(tmp_path / "cache"))  # data_dir's default: the user cache
     assert resolve_paths(WebConfig(data_dir="/srv/cache")).dclm_data.positives == ["/srv/cache/sample/books.jsonl"]
     cfg = resolve_paths(validate_config(WebConfig, {"dclm_data": {"positives": ["mine.jsonl", "{data_dir}/b.jsonl"]}}))
-    assert cfg.dclm_data.positives == [str(tmp_path / "mine.jsonl"), str(tmp_path / "data" / "b.jsonl")]
+    assert cfg.dclm_data.positives == [str(tmp_path / "mine.jsonl"), str(tmp_path / "cache" / "b.jsonl")]
+    assert cfg.edu.score.llm.cache_dir == str(tmp_path / "cache" / "llm_cache")
+
+
+def test_defaults_started_from_an_empty_directory_find_the_cached_samples(sample_corpus, tmp_path, monkeypatch):
+    """No ./data anywhere: every default path of the web, long-context and demo jobs is in the cache."""
+    from pipelines.jobs.web import resolve_paths
+
+    monkeypatch.chdir(tmp_path)
+    web = resolve_paths(WebConfig())
+    assert [Path(p) for p in web.dclm_data.positives] == [sample_corpus.books_jsonl]
+    assert Path(web.data_dir) == cache_dir() and Path(web.edu.score.llm.cache_dir).parent == cache_dir()
+    assert Path(LongCtxConfig().lm.data_dir) == cache_dir() and Path(DemoConfig().sample.data_dir) == cache_dir()
+    assert sample_corpus_of(DemoConfig().sample).html_dir == sample_corpus.html_dir
+    assert not any(tmp_path.iterdir())
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +87,7 @@ def pages(sample_corpus, tmp_path_factory):
     ({"dclm_data": {"use_html_boilerplate": False}}, "dclm_data.negatives: empty"),
 ])
 def test_config_problems_are_reported_before_any_document_is_read(pages, sample_corpus, tmp_path, over, message):
-    data = {"dclm_data": {"positives": [str(sample_corpus.books_jsonl)]}, "data_dir": str(ROOT / "data")}
+    data = {"dclm_data": {"positives": [str(sample_corpus.books_jsonl)]}}
     for key, value in over.items():
         data[key] = {**data.get(key, {}), **value}
     cfg = validate_config(WebConfig, data)
@@ -82,28 +99,32 @@ def test_config_problems_are_reported_before_any_document_is_read(pages, sample_
     assert not out.exists()  # nothing was read, nothing written
 
 
-def cli(*args, cwd=ROOT):
+def cli(*args, cwd):
     res = subprocess.run([sys.executable, "-m", "pipelines", *args], cwd=cwd, capture_output=True, text=True)
     assert res.returncode == 0, f"exit {res.returncode}\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
     return res.stdout
 
 
 def test_web_dedup_pack_stats_report_run_with_their_defaults(pages, tmp_path):
-    """The README's commands with only their required flags (the web job serves SmolLM2 itself)."""
+    """The README's commands with only their required flags (the web job serves SmolLM2 itself),
+    started from an empty directory: their defaults find the models and samples in the cache."""
+    run = tmp_path / "empty"
+    run.mkdir()
     web = tmp_path / "web"
-    out = cli("web", "--input", str(pages), "--output", str(web))
+    out = cli("web", "--input", str(pages), "--output", str(web), cwd=run)
     job = json.loads((web / "job.json").read_text())
     assert job["config"]["edu"]["serve_local_model"] and job["corpus"]["llm_sample_docs"] >= 1
     assert job["corpus"]["llm_unscored_docs"] == 0 and "kept" in out
     assert job["counts"]["read"]["docs_in"] == len(SHORT_PAGES)
 
     dedup = tmp_path / "dedup"
-    cli("dedup", "--input", str(web / "phases" / "1-quality" / "documents"), "--output", str(dedup))
+    cli("dedup", "--input", str(web / "phases" / "1-quality" / "documents"), "--output", str(dedup), cwd=run)
     counts = json.loads((dedup / "job.json").read_text())["counts"]
     assert counts["read"]["docs_in"] == job["counts"]["fine_web_quality_filter"]["kept"]
 
-    cli("pack", "--documents", str(web / "phases" / "1-quality" / "documents"), "--output", str(tmp_path / "shards"))
+    cli("pack", "--documents", str(web / "phases" / "1-quality" / "documents"), "--output", str(tmp_path / "shards"),
+        cwd=run)
     assert json.loads((tmp_path / "shards" / "manifest.json").read_text())["totals"]["sequences"] >= 1
-    stats = json.loads(cli("stats", str(web), "--json"))
+    stats = json.loads(cli("stats", str(web), "--json", cwd=run))
     assert stats  # counts for the job's output
-    assert Path(cli("report", str(web)).strip()).is_file()
+    assert Path(cli("report", str(web), cwd=run).strip()).is_file()

@@ -34,7 +34,7 @@ def job(small_job, small_shards, tmp_path_factory):
                 "sources": ["python-docs"],
                 "verify": {"max_doc_tokens": 48, "max_context_tokens": 128, "candidates": 3, "delta": 0.2},
             },
-            "lm": {"data_dir": str(ROOT / "data"), "max_tokens": 512, "threads": 1},
+            "lm": {"max_tokens": 512, "threads": 1},
             "stages": [
                 {
                     "name": "s1",

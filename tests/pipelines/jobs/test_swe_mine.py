@@ -10,6 +10,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from core.cache import cache_dir
 from pipelines.jobs.swe_mine import SweMineConfig, run_swe_mine
 from swe_envs.mining.stages import STAGES
 from tests.swe_envs.scenario import build_scenario
@@ -53,7 +54,7 @@ EXPECTED_REASONS = {
 def scenario(tmp_path_factory):
     from samples.swe_mine.recordings import obtain_cassettes
 
-    return build_scenario(obtain_cassettes(ROOT / "data"), tmp_path_factory.mktemp("swe_scenario"))
+    return build_scenario(obtain_cassettes(cache_dir()), tmp_path_factory.mktemp("swe_scenario"))
 
 
 def _cfg(sc) -> SweMineConfig:
@@ -219,7 +220,7 @@ def test_links_from_git_history_timeline_events_and_pr_bodies(tmp_path):
     from tests.swe_envs.scenario import real_object
 
     repo = project(tmp_path / "repos" / "widgets")
-    events = recorded_events(obtain_cassettes(ROOT / "data"))
+    events = recorded_events(obtain_cassettes(cache_dir()))
     texts = [
         real_object(events, "IssuesEvent", f"https://github.com/{u}")
         for u in (

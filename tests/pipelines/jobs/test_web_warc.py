@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from core.cache import cache_dir
 from samples.web_archives import obtain_web_archives
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -17,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[3]
 
 @pytest.fixture(scope="module")
 def warc_dir(tmp_path_factory):
-    archives = obtain_web_archives(ROOT / "data", log=lambda m: None)
+    archives = obtain_web_archives(cache_dir(), log=lambda m: None)
     d = tmp_path_factory.mktemp("warcs")
     for p in archives:
         if p.name.endswith(".warc.gz"):

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from core.cache import cache_dir
 from core.errors import UserError
 from samples.swe_envs.pypi_sdists import fetch_sdist, unpack
 
-CACHE = Path(__file__).resolve().parents[3] / "data" / "pypi-sdists" / "sdists"
+CACHE = cache_dir() / "pypi-sdists" / "sdists"
 
 
 def test_a_2013_release_with_its_tests_and_upload_date(tmp_path):

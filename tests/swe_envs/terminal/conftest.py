@@ -1,5 +1,5 @@
 """Real Terminal-Bench tasks (the shared seeds: 95 EvoEval + 225 Aider-polyglot), extracted once
-under data/terminal-seeds; TERMINAL_SEEDS points elsewhere. Tests that need them skip without."""
+in the cache's terminal-seeds/ (``core.cache``); TERMINAL_SEEDS points elsewhere. Tests that need them skip without."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import tarfile
 from pathlib import Path
 
 import pytest
+
+from core.cache import cache_dir
 
 ROOT = Path(__file__).resolve().parents[3]
 SEEDS = Path(os.environ.get("TERMINAL_SEEDS", ROOT.parent / "shared" / "terminal-seeds"))
@@ -28,4 +30,4 @@ def extract_seeds(dest: Path) -> Path:
 def tb_seeds() -> Path:
     if not any(SEEDS.glob("*.tgz")):
         pytest.skip(f"the Terminal-Bench seed archives are not at {SEEDS} (set TERMINAL_SEEDS)")
-    return extract_seeds(ROOT / "data" / "terminal-seeds")
+    return extract_seeds(cache_dir() / "terminal-seeds")

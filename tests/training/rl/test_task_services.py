@@ -6,7 +6,6 @@ exercised here (the harnesses have their own docker tests)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -101,13 +100,14 @@ def test_terminal_service_takes_harbor_and_terminal_bench_tasks(tmp_path, capsys
     silently, and every instance's prompt is its task's own instruction."""
     import shutil
 
+    from core.cache import cache_dir
     from tests.swe_envs.terminal.conftest import SEEDS, extract_seeds
     from tests.swe_envs.terminal.tiny_tasks import tiny_task
     from training.rl.task_backends import TerminalBackend
 
     if not any(SEEDS.glob("*.tgz")):
         pytest.skip(f"the Terminal-Bench seed archives are not at {SEEDS}")
-    seeds = extract_seeds(Path(__file__).resolve().parents[3] / "data" / "terminal-seeds")
+    seeds = extract_seeds(cache_dir() / "terminal-seeds")
     tree = tmp_path / "tasks"
     shutil.copytree(seeds / "evoeval" / "0", tree / "evoeval" / "0")
     shutil.copytree(seeds / "aider_polyglot" / "polyglot_python_beer-song", tree / "polyglot_python_beer-song")

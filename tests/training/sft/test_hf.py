@@ -24,7 +24,7 @@ def tok():
 
     from core.local_lm import obtain_smollm2
 
-    return AutoTokenizer.from_pretrained(str(obtain_smollm2(ROOT / "data")))
+    return AutoTokenizer.from_pretrained(str(obtain_smollm2()))
 
 
 @pytest.fixture(scope="module")

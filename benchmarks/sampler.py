@@ -1,6 +1,6 @@
 """Rollout sampling: decode tokens/s and KV-cache bytes, our sampler vs Hugging Face ``generate``.
 
-Ours: ``training.rl.sampler.sample`` (batched, left-padded prompts, MLA *latent* KV cache: per
+Ours: ``training.serving.sampler.sample`` (batched, left-padded prompts, MLA *latent* KV cache: per
 layer and token, kv_lora + rope numbers) over ``training.model.glm.GLMModel``. Baseline:
 ``transformers``' ``DeepseekV3ForCausalLM.generate`` on a model of the same architecture and
 size (MLA with q/kv LoRA, decoupled RoPE, 1 dense + MoE layers, shared expert, sigmoid top-k
@@ -33,7 +33,7 @@ from _report import Result, write
 
 from training.model.config import ModelConfig
 from training.model.glm import GLMModel
-from training.rl.sampler import SamplingParams, sample
+from training.serving.sampler import SamplingParams, sample
 
 # one architecture, written in both configs' vocabularies
 DIMS = dict(layers=4, dense_layers=1, hidden=256, ffn=512, heads=8, q_lora=128, kv_lora=64, qk=32, rope=16,
@@ -165,7 +165,7 @@ def main() -> None:
         inputs["contexts"][label] = {"context": ctx, "batch": batch, "hf_cache_as_stored_mib": b_stored / 2**20,
                                      "prefill_s_ours": min(prefill["ours"]), "prefill_s_hf": min(prefill["hf"])}
         rows.append(Result(f"sampler decode {label} context", tps_ours, tps_hf, "tokens/s",
-                           ours_label="training.rl.sampler.sample (MLA latent cache)",
+                           ours_label="training.serving.sampler.sample (MLA latent cache)",
                            baseline_label="transformers DeepseekV3ForCausalLM.generate (same dims and parameter count)"))  # fmt: skip
         rows.append(Result(f"sampler kv cache {label} context", b_ours / 2**20, b_hf / 2**20, "MiB",
                            higher_is_better=False, ours_label="latent cache (c_kv + roped key)",

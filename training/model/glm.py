@@ -239,7 +239,7 @@ class GLMModel(nn.Module):
         """Logits for the next ``tokens`` [B, T] given the layers' latent caches (one document
         per row, continuing where the caches end). Batched rows of different lengths pass
         their own RoPE ``positions`` [B, T] and a ``key_mask`` [B, cache length + T] that hides
-        left padding (see ``training.rl.sampler``)."""
+        left padding (see ``training.serving.sampler``)."""
         if not self.cfg.multi_latent_attention:
             raise ConfigError("model.multi_latent_attention: the cached decode path is MLA-only")
         if positions is None:

@@ -223,7 +223,7 @@ class AsyncTrainer:
         marker = self.out / f".trainer-crashed-{self.update}"
         if self.update in crash_at and not marker.exists():
             marker.write_text("1")
-            from training.rl.faults import log_fault
+            from training.serving.faults import log_fault
 
             log_fault(self.out / "faults.jsonl", "trainer_crash", update=self.update)
             self.log(f"[trainer] fault injection: crashing after update {self.update}")

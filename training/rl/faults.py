@@ -2,69 +2,19 @@
 
 Two halves. ``FaultInjector`` runs in the orchestrator and SIGKILLs managed task services and
 rollout servers when the number of created groups reaches configured counts (the registry's
-heartbeats must then notice, resubmit and restart). ``ServerFaults`` runs inside a task service or
-rollout server process and, per request, answers late or with a garbled body with the configured
-probabilities (seeded, so a run is reproducible). The trainer crash lives in the trainer. The
-run summary reads the file back, so faults are counted even across restarts of the processes
-that injected them.
+heartbeats must then notice, resubmit and restart). Slow and garbled replies are injected inside
+the servers themselves (``training.serving.faults``, which also writes and reads the file). The
+trainer crash lives in the trainer. The run summary reads the file back, so faults are counted
+even across restarts of the processes that injected them.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import random
 import threading
-import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
-from training.metrics_log import read_log_rows
-from training.serving.http_json import RawReply
-
-
-def log_fault(path: str | Path | None, kind: str, **extra: Any) -> None:
-    if path is None:
-        return
-    line = json.dumps({"t": round(time.time(), 3), "fault": kind, "pid": os.getpid(), **extra}) + "\n"
-    with open(path, "a", encoding="utf-8") as fh:  # one short O_APPEND write per fault
-        fh.write(line)
-
-
-def count_faults(path: str | Path) -> dict[str, int]:
-    counts = Counter(r["fault"] for r in read_log_rows(Path(path)) if "fault" in r)
-    return dict(sorted(counts.items()))
-
-
-class ServerFaults:
-    """Wraps a server's route handlers: some replies are slow, some garbled."""
-
-    def __init__(self, slow_prob: float = 0.0, slow_s: float = 0.0, garble_prob: float = 0.0,
-                 log_path: str | None = None, seed: int = 0, who: str = "server"):
-        self.slow_prob, self.slow_s, self.garble_prob = slow_prob, slow_s, garble_prob
-        self.log_path, self.who = log_path, who
-        self.rng = random.Random(seed)
-        self.lock = threading.Lock()
-
-    @property
-    def active(self) -> bool:
-        return self.slow_prob > 0 or self.garble_prob > 0
-
-    def wrap(self, handler):
-        def faulty(body):
-            with self.lock:
-                slow = self.rng.random() < self.slow_prob
-                garble = self.rng.random() < self.garble_prob
-            if slow:
-                log_fault(self.log_path, f"{self.who}_slow", delay_s=self.slow_s)
-                time.sleep(self.slow_s)
-            if garble:
-                log_fault(self.log_path, f"{self.who}_garbled")
-                return RawReply(200, b'{"truncated": [1, 2,')
-            return handler(body)
-
-        return faulty
+from training.serving.faults import count_faults, log_fault
 
 
 class FaultInjector:

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 import torch
 
 from training.model.glm import GLMModel
-from training.rl.sampler import SamplingParams, sample
 from training.rl.toy_tasks import Problem, ToyTask
+from training.serving.sampler import SamplingParams, sample
 
 
 class NotAppendOnly(ValueError):

@@ -1,4 +1,4 @@
-"""The rollout engine behind the server: continuous batching in chunks over ``training.rl.sampler``.
+"""The rollout engine behind the server: continuous batching in chunks over ``training.serving.sampler``.
 
 Requests arrive from many HTTP threads; one loop thread serves them. Each *round* takes every
 live request (new ones join at the next round), asks the sampler for up to ``chunk_tokens`` more
@@ -30,7 +30,7 @@ from safetensors.torch import load, load_file
 from core.errors import InputError, UserError
 from training.checkpoint import mismatches
 from training.model.glm import GLMModel
-from training.rl.sampler import SamplingParams, sample
+from training.serving.sampler import SamplingParams, sample
 
 
 @dataclass

@@ -39,10 +39,11 @@ from core.cli import user_errors
 from core.errors import InputError, UserError
 from training.model.config import ModelConfig
 from training.model.glm import GLMModel
-from training.rl.sampler import SamplingParams
 from training.serving.codec import Codec
 from training.serving.engine import Engine, read_weights
+from training.serving.faults import ServerFaults
 from training.serving.http_json import HttpError, exit_with_parent, register_with, serve_json
+from training.serving.sampler import SamplingParams
 
 
 def load_served_model(checkpoint: str | Path) -> tuple[GLMModel, int, dict[str, Any]]:
@@ -214,8 +215,6 @@ def main(
     garble_prob: float = typer.Option(0.0, help="fault injection: share of /generate replies that are not JSON"),
     fault_log: str = typer.Option(None, help="append one JSON line per injected fault here"),
 ) -> None:
-    from training.rl.faults import ServerFaults
-
     if key:  # launched by an orchestrator: gone with it
         exit_with_parent()
     if threads:

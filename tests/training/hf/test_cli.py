@@ -14,7 +14,7 @@ import torch
 
 from tests.training.hf.hf_tiny import hf_model
 from training.hf.convert import import_hf, load_model
-from training.rl.sampler import SamplingParams, sample
+from training.serving.sampler import SamplingParams, sample
 from training.trainer import TrainerConfig, train
 
 ROOT = Path(__file__).resolve().parents[3]

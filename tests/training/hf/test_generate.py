@@ -11,7 +11,7 @@ from tests.training.hf.hf_tiny import our_config, perturb
 from tests.training.hf.test_parity import write_ours
 from training.hf.convert import export_checkpoint
 from training.model.glm import GLMModel
-from training.rl.sampler import SamplingParams, sample
+from training.serving.sampler import SamplingParams, sample
 
 PROMPTS = [[3, 17, 42, 8, 9], [50, 2, 2, 61, 7, 30, 11]]
 NEW = 10  # prompt + new tokens > DSA top-k 4: decoding selects

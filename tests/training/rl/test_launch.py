@@ -9,9 +9,9 @@ from training.rl.launch import process_seed, rollout_command, task_command
 from training.rl.orchestrator import Orchestrator
 from training.rl.orchestrator_config import OrchestratorConfig
 from training.rl.registry import Slot
-from training.rl.sampler import SamplingParams
 from training.serving.codec import Codec
 from training.serving.engine import Engine
+from training.serving.sampler import SamplingParams
 
 
 def _seed(cmd: list[str]) -> int:

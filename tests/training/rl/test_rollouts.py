@@ -13,9 +13,9 @@ from training.model.glm import GLMModel
 from training.optim.optimizers import OptimizerConfig, build_optimizer
 from training.rl.losses import token_logprobs
 from training.rl.rollouts import NotAppendOnly, extend_context, rollout
-from training.rl.sampler import SamplingParams
 from training.rl.toy_tasks import CALL, DIGIT0, EOS, OBS, SEP, VOCAB, ToyTask, ToyTaskConfig
 from training.rl.update import UpdateConfig, batch_tensors, logprobs_of, policy_update, rl_advantages
+from training.serving.sampler import SamplingParams
 
 
 @pytest.fixture(scope="module")

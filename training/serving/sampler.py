@@ -2,7 +2,7 @@
 
 API (what a rollout server calls)::
 
-    from training.rl.sampler import SamplingParams, sample
+    from training.serving.sampler import SamplingParams, sample
     outs = sample(model, [[5, 9, 2], [7]], SamplingParams(temperature=1.0, top_p=0.95,
                   max_tokens=64, stop_token_ids=[user_id, observation_id]), generator=g)
     outs[0].tokens      # the sampled token ids (a stop token, when hit, is the last one)

@@ -11,7 +11,7 @@ from tests.training.glm_tiny import tiny_model
 from training.model.glm import GLMModel
 from training.model.mla import LatentCache
 from training.rl.losses import pad_rows, token_logprobs
-from training.rl.sampler import SamplingParams, sample
+from training.serving.sampler import SamplingParams, sample
 
 VOCAB = 40
 TOPK = 3  # far below prompt + completion lengths (up to 14), so the sparse path selects

@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,7 @@ from training.model.glm import GLMModel
 from training.optim.optimizers import build_optimizer
 from training.rl.async_config import RLAsyncConfig
 from training.rl.losses import group_advantages
-from training.rl.rollouts import Trajectory
+from training.rl.trajectory import Trajectory
 from training.rl.update import policy_update
 from training.serving.http_json import CallFailure, call
 
@@ -51,37 +52,32 @@ def _orch(url: str, route: str, body: dict[str, Any] | None = None, timeout_s: f
     return res
 
 
-def to_trajectory(t: dict, index: int, mask_old: bool) -> Trajectory:
-    """A delivered trajectory as ``training.rl.rollouts.Trajectory`` (prompt + everything after it,
-    loss only on sampled tokens — and, with ``mask_old``, only on those of its newest version)."""
-    p, o = t["prompt_ids"], t["output_ids"]
-    sampled = [v for v, m in zip(t["token_versions"], t["loss_mask"], strict=True) if m]
-    newest = max(sampled, default=0)
-    mask = [int(m and (not mask_old or v == newest)) for m, v in zip(t["loss_mask"], t["token_versions"], strict=True)]
-    return Trajectory(t["task"], len(p), p + o, [0] * len(p) + mask, [0.0] * len(p) + list(t["logprobs"]), index,
-                      turns=t.get("turns") or [], reward=float(t["reward"]), finish_reason=t["finish_reason"],
-                      weight_version=int(t["weight_version"]))
+def newest_tokens_only(t: Trajectory) -> Trajectory:
+    """``t`` with the loss only on the sampled tokens of its newest weight version (a partial
+    rollout's older tokens stay in context, out of the loss)."""
+    newest = max((v for v, m in zip(t.token_versions, t.loss_mask, strict=True) if m), default=0)
+    mask = [int(m and v == newest) for m, v in zip(t.loss_mask, t.token_versions, strict=True)]
+    return replace(t, loss_mask=mask)
 
 
-def split_stale(groups: list[dict], version: int, staleness: int, policy: str,
-                min_group: int) -> tuple[list[list[dict]], list[dict]]:
+def split_stale(groups: list[list[Trajectory]], version: int, staleness: int, policy: str,
+                min_group: int) -> tuple[list[list[Trajectory]], list[dict]]:
     """(groups to train, dropped rows): a trajectory sampled more than ``staleness`` versions
     before ``version`` is dropped (``policy: drop``) or kept for importance correction; a group
     left with fewer than ``min_group`` members cannot be normalised and goes too."""
     kept, dropped = [], []
     for g in groups:
         fresh = []
-        for t in g["trajectories"]:
-            behind = version - int(t["weight_version"])
-            t["versions_behind"] = behind
+        for t in g:
+            behind = version - t.weight_version
             if behind > staleness and policy == "drop":
-                dropped.append({"id": t["id"], "reason": "stale", "versions_behind": behind})
+                dropped.append({"id": t.id, "reason": "stale", "versions_behind": behind})
             else:
                 fresh.append(t)
         if len(fresh) >= min_group:
             kept.append(fresh)
         else:
-            dropped += [{"id": t["id"], "reason": "stale_group_too_small"} for t in fresh]
+            dropped += [{"id": t.id, "reason": "stale_group_too_small"} for t in fresh]
     return kept, dropped
 
 
@@ -107,14 +103,14 @@ class AsyncTrainer:
         self.dropped_unreported = 0  # stale drops of batches that made no update: counted in the next row
         self.log(f"[trainer] start at update {self.update}, weight_version {self.version} ({found.name})")
 
-    def _step(self, groups: list[list[dict]]) -> dict[str, float]:
+    def _step(self, groups: list[list[Trajectory]]) -> dict[str, float]:
         """One group-wise policy update (``training.rl.update``). Groups may have lost members to
         failures, so advantages are normalised per group at its own size. Truncated importance
         sampling against the rollout logprobs corrects rollout/trainer mismatch and, for stale
         samples kept under ``stale_policy: importance``, their staleness."""
-        trajs = [to_trajectory(t, gi, self.tc.mask_old_tokens) for gi, g in enumerate(groups) for t in g]
+        trajs = [newest_tokens_only(t) if self.tc.mask_old_tokens else t for g in groups for t in g]
         loss = self.tc.update.loss
-        adv = torch.cat([group_advantages(torch.tensor([t["reward"] for t in g], dtype=torch.float32), len(g),
+        adv = torch.cat([group_advantages(torch.tensor([t.reward for t in g], dtype=torch.float32), len(g),
                                           loss.std_normalize, loss.eps) for g in groups])
         stats = policy_update(self.model, self.opt, trajs, adv, self.tc.update)
         return {k: round(float(v), 6) for k, v in stats.items()}
@@ -164,7 +160,8 @@ class AsyncTrainer:
                 if not got["groups"]:
                     raise UserError(f"no batch within {self.tc.batch_timeout_s}s: are the task services and "
                                     f"rollout servers up? ({self.url}/status)")
-                kept, dropped = split_stale(got["groups"], self.version, self.tc.staleness, self.tc.stale_policy,
+                delivered = [[Trajectory.from_payload(t) for t in g["trajectories"]] for g in got["groups"]]
+                kept, dropped = split_stale(delivered, self.version, self.tc.staleness, self.tc.stale_policy,
                                             self.cfg.orchestrator.min_group_size)
                 if dropped:
                     _orch(self.url, "commit", {"dropped": [d | {"update": self.update} for d in dropped]})
@@ -178,17 +175,17 @@ class AsyncTrainer:
                 stats = self._step(kept)
                 trajs = [t for g in kept for t in g]
                 self.update += 1
-                self.pending += [{"id": t["id"], "update": self.update, "trained_version": self.version,
-                                  "weight_version": t["weight_version"], "reward": t["reward"]} for t in trajs]
+                self.pending += [{"id": t.id, "update": self.update, "trained_version": self.version,
+                                  "weight_version": t.weight_version, "reward": t.reward} for t in trajs]
                 self.pending_groups += ids
                 self.totals["trained"] += len(trajs)
                 wall = time.monotonic() - t_start
                 self.totals["idle_s"], self.totals["wall_s"] = base_idle + idle, base_wall + wall
-                behind = [t["versions_behind"] for t in trajs]
+                behind = [self.version - t.weight_version for t in trajs]
                 by_task: dict[str, list[float]] = {}
                 for t in trajs:
-                    by_task.setdefault(t["task"], []).append(t["reward"])
-                rec = {"update": self.update, "reward": round(sum(t["reward"] for t in trajs) / len(trajs), 6),
+                    by_task.setdefault(t.task, []).append(t.reward)
+                rec = {"update": self.update, "reward": round(sum(t.reward for t in trajs) / len(trajs), 6),
                        "weight_version": self.version, "stale_dropped": len(dropped) + self.dropped_unreported,
                        "stale_dropped_total": self.totals["stale_dropped"],
                        "idle_ratio": round(self.totals["idle_s"] / max(self.totals["wall_s"], 1e-9), 4),
@@ -197,10 +194,10 @@ class AsyncTrainer:
                        "versions_behind_mean": round(sum(behind) / len(behind), 3), "versions_behind_max": max(behind),
                        "wait_s": round(t1 - t0, 3), "train_s": round(time.monotonic() - t1, 3),
                        "reward_by_task": {k: round(sum(v) / len(v), 4) for k, v in sorted(by_task.items())},
-                       "mean_tokens": round(sum(len(t["output_ids"]) for t in trajs) / len(trajs), 2),
+                       "mean_tokens": round(sum(len(t.output_ids) for t in trajs) / len(trajs), 2),
                        # share of a group's completions that are distinct: replicas sampling one random
                        # stream returned duplicates, which a reward curve alone does not show
-                       "distinct_frac": round(sum(len({tuple(t["output_ids"]) for t in g}) / len(g) for g in kept)
+                       "distinct_frac": round(sum(len({tuple(t.output_ids) for t in g}) / len(g) for g in kept)
                                               / len(kept), 4), **stats}
                 # written before the push: a restart drops rows past its checkpoint (_truncate_metrics),
                 # so a row is never missing for an update that a checkpoint holds

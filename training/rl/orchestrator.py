@@ -24,12 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from training.rl.faults import FaultInjector
+from training.rl.groups import Group, Job
 from training.rl.launch import rollout_command, task_command
 from training.rl.ledger import Ledger
 from training.rl.orchestrator_config import OrchestratorConfig
 from training.rl.registry import Registry, Slot
 from training.rl.trainer_protocol import TrainerProtocol
-from training.rl.trajectory import Group, Traj
 from training.serving import rollout_client
 from training.serving.codec import Codec
 from training.serving.http_json import CallFailure, HttpError, call, serve_json
@@ -43,7 +43,7 @@ class Orchestrator(TrainerProtocol):
         self.ledger = Ledger(self.out)
         self.registry = Registry(cfg.heartbeat, self.out / "logs", log, on_unhealthy=self._on_unhealthy)
         self.cond = threading.Condition()
-        self.jobs: deque[Traj] = deque()
+        self.jobs: deque[Job] = deque()
         self.in_progress: dict[str, Group] = {}
         self.ready: deque[Group] = deque()
         self.delivered: dict[str, Group] = {}
@@ -106,8 +106,8 @@ class Orchestrator(TrainerProtocol):
             groups = list(self.in_progress.values()) + list(self.ready) + list(self.delivered.values())
             self.in_progress.clear(), self.ready.clear(), self.delivered.clear(), self.jobs.clear()
         for g in groups:
-            for t in g.trajs:
-                self.ledger.close_open(t.id, reason, group=g.id)
+            for job in g.jobs:
+                self.ledger.close_open(job.id, reason, group=g.id)
         for tid in self.ledger.open_ids():  # issued but in no queue (a group still being built)
             self.ledger.close_open(tid, reason)
         self.faults.stop()
@@ -158,7 +158,7 @@ class Orchestrator(TrainerProtocol):
                 if group is None:
                     continue
                 self.in_progress[group.id] = group
-                self.jobs.extend(group.trajs)
+                self.jobs.extend(group.jobs)
                 self.groups_by_task[task.name] += 1
                 self.cond.notify_all()
 
@@ -192,9 +192,9 @@ class Orchestrator(TrainerProtocol):
         group = Group(gid, task, inst, inst["messages"], prompt_ids, sampling, self.weight_version,
                       max_turns, token_level)
         for i in range(self.cfg.group_size):
-            t = Traj(f"{gid}-{i}", group)
-            self.ledger.issue(t.id, task, gid)
-            group.trajs.append(t)
+            job = Job(group.new_trajectory(f"{gid}-{i}"), group)
+            self.ledger.issue(job.id, task, gid)
+            group.jobs.append(job)
         self.counters["groups_created"] += 1
         return group
 
@@ -205,155 +205,148 @@ class Orchestrator(TrainerProtocol):
                 if not self.jobs:
                     self.cond.wait(0.1)
                     continue
-                traj = self.jobs.popleft()
-            if traj.stage == "generate":
-                self._generate(traj)
-            elif traj.stage == "step":
-                self._step(traj)
-            elif traj.stage == "grade":
-                self._grade(traj)
+                job = self.jobs.popleft()
+            if job.stage == "generate":
+                self._generate(job)
+            elif job.stage == "step":
+                self._step(job)
+            elif job.stage == "grade":
+                self._grade(job)
 
-    def _requeue(self, traj: Traj, front: bool = False, delay: float = 0.0) -> None:
+    def _requeue(self, job: Job, front: bool = False, delay: float = 0.0) -> None:
         if delay:
             time.sleep(delay)
         with self.cond:
-            if traj.group.id in self.in_progress:
-                (self.jobs.appendleft if front else self.jobs.append)(traj)
+            if job.group.id in self.in_progress:
+                (self.jobs.appendleft if front else self.jobs.append)(job)
                 self.cond.notify_all()
 
-    def _call_slot(self, traj: Traj, role: str, task: str | None) -> tuple[Slot | None, int]:
-        tried = {traj.slot} if traj.slot else set()
+    def _call_slot(self, job: Job, role: str, task: str | None) -> tuple[Slot | None, int]:
+        tried = {job.slot} if job.slot else set()
         slot = self.registry.acquire(role, task, exclude=tried)
         with self.cond:
-            traj.slot = slot.key if slot else None
-            return slot, traj.epoch
+            job.slot = slot.key if slot else None
+            return slot, job.epoch
 
-    def _generate(self, traj: Traj) -> None:
-        g = traj.group
-        slot, epoch = self._call_slot(traj, "rollout", None)
+    def _generate(self, job: Job) -> None:
+        g, traj = job.group, job.traj
+        slot, epoch = self._call_slot(job, "rollout", None)
         if slot is None:
-            return self._requeue(traj, delay=0.05)
+            return self._requeue(job, delay=0.05)
         budget = dict(g.sampling, max_tokens=g.sampling["max_tokens"] - sum(map(len, traj.turns)))
         if budget["max_tokens"] <= 0:  # the episode used its whole token budget
-            traj.stage = "grade"
-            return self._grade(traj)
+            job.stage = "grade"
+            return self._grade(job)
         # a server that does not tag its tokens (SGLang, vLLM) sampled with the weights it last
         # accepted, not with the latest version pushed: a failed push must not relabel its samples
         served = int(slot.info.get("weight_version", 0))
-        res = rollout_client.generate(slot.endpoint, self.cfg.rollout.backend, g.prompt_ids + traj.output_ids,
+        res = rollout_client.generate(slot.endpoint, self.cfg.rollout.backend, traj.tokens,
                                       budget, f"{traj.id}.{traj.attempts}.{epoch}", self.cfg.request_timeout_s,
                                       served, self.cfg.rollout.model)
         self.registry.release(slot)
-        if not self._current(traj, epoch):
+        if not self._current(job, epoch):
             return
         if isinstance(res, CallFailure):
-            traj.reset()
-            return self._fail(traj, res.kind)
+            job.reset()
+            return self._fail(job, res.kind)
         if res.finish_reason == "abort":
             self.counters["aborted_resubmitted"] += 1
-            traj.reset()
-            return self._requeue(traj, front=True)
-        traj.output_ids += res.output_ids
-        traj.loss_mask += [1] * len(res.output_ids)
-        traj.logprobs += res.logprobs
-        traj.versions += res.versions
-        traj.turns.append(res.output_ids)
+            job.reset()
+            return self._requeue(job, front=True)
+        traj.add_turn(res.output_ids, res.logprobs, res.versions)
         traj.finish_reason = res.finish_reason
         traj.messages.append(self._assistant(g, res.output_ids))
         more = res.finish_reason == "stop" and len(traj.turns) < g.max_turns
-        traj.stage = "step" if more else "grade"
-        return self._step(traj) if more else self._grade(traj)
+        job.stage = "step" if more else "grade"
+        return self._step(job) if more else self._grade(job)
 
     def _assistant(self, g: Group, ids: list[int]) -> dict:
         if g.token_level:
             return {"role": "assistant", "content": self.codec.decode(ids, skip_special=False)}
         return self.codec.chat_reply(ids, thinking=self.cfg.thinking)
 
-    def _step(self, traj: Traj) -> None:
+    def _step(self, job: Job) -> None:
         """Ask the task's environment for the observation after a model turn (multi-turn tasks)."""
-        g = traj.group
-        slot, epoch = self._call_slot(traj, "task", g.task)
+        g, traj = job.group, job.traj
+        slot, epoch = self._call_slot(job, "task", g.task)
         if slot is None:
-            return self._requeue(traj, delay=0.05)
+            return self._requeue(job, delay=0.05)
         res = call(f"{slot.endpoint}/step", {"instance": g.instance, "turns": traj.turns}, self.cfg.request_timeout_s)
         self.registry.release(slot)
-        if not self._current(traj, epoch):
+        if not self._current(job, epoch):
             return
         obs = res.get("observation", "missing") if isinstance(res, dict) else "missing"
         if isinstance(res, CallFailure) or not (obs is None or (isinstance(obs, list)
                                                                and all(isinstance(t, int) for t in obs))):
-            return self._fail(traj, res.kind if isinstance(res, CallFailure) else "garbled")
+            return self._fail(job, res.kind if isinstance(res, CallFailure) else "garbled")
         if obs:
-            traj.output_ids += obs
-            traj.loss_mask += [0] * len(obs)  # environment tokens: context, never trained
-            traj.logprobs += [0.0] * len(obs)
-            traj.versions += [traj.versions[-1] if traj.versions else g.version] * len(obs)
+            traj.add_observation(obs)  # environment tokens: context, never trained
             traj.messages.append({"role": "tool", "content": self.codec.decode(obs, skip_special=False)})
-            traj.stage = "generate"
-            return self._requeue(traj, front=True)
-        traj.stage = "grade"
-        self._grade(traj)
+            job.stage = "generate"
+            return self._requeue(job, front=True)
+        job.stage = "grade"
+        self._grade(job)
 
-    def _grade(self, traj: Traj) -> None:
-        g = traj.group
-        slot, epoch = self._call_slot(traj, "task", g.task)
+    def _grade(self, job: Job) -> None:
+        g, traj = job.group, job.traj
+        slot, epoch = self._call_slot(job, "task", g.task)
         if slot is None:
-            return self._requeue(traj, delay=0.05)
-        res = call(f"{slot.endpoint}/reward", {"instance": g.instance, "messages": g.messages + traj.messages,
+            return self._requeue(job, delay=0.05)
+        res = call(f"{slot.endpoint}/reward", {"instance": g.instance, "messages": traj.messages,
                                                "turns": traj.turns}, self.cfg.request_timeout_s)
         self.registry.release(slot)
-        if not self._current(traj, epoch):
+        if not self._current(job, epoch):
             return
         if isinstance(res, CallFailure):
-            return self._fail(traj, res.kind)
+            return self._fail(job, res.kind)
         reward = res.get("reward") if isinstance(res, dict) else None
         if not isinstance(reward, (int, float)) or isinstance(reward, bool):
-            return self._fail(traj, "garbled")
-        traj.reward, traj.stage = float(reward), "done"
-        traj.info.update(res.get("info") or {})
+            return self._fail(job, "garbled")
+        traj.reward, job.stage = float(reward), "done"
+        traj.reward_info.update(res.get("info") or {})
         self._group_progress(g)
 
-    def _current(self, traj: Traj, epoch: int) -> bool:
+    def _current(self, job: Job, epoch: int) -> bool:
         with self.cond:
-            if traj.epoch != epoch or traj.group.id not in self.in_progress:
+            if job.epoch != epoch or job.group.id not in self.in_progress:
                 return False  # resubmitted meanwhile (its server went unhealthy) or run ended
-            traj.slot = None
+            job.slot = None
             return True
 
-    def _fail(self, traj: Traj, kind: str) -> None:
-        traj.attempts += 1
-        self.counters[f"failed:{traj.stage}:{kind}"] += 1
-        if traj.attempts < self.cfg.max_attempts:
+    def _fail(self, job: Job, kind: str) -> None:
+        job.traj.attempts += 1
+        self.counters[f"failed:{job.stage}:{kind}"] += 1
+        if job.traj.attempts < self.cfg.max_attempts:
             self.counters["resubmitted_after_failure"] += 1
-            return self._requeue(traj, delay=min(0.05 * 2**traj.attempts, 1.0))
-        stage = traj.stage
-        traj.stage = "dropped"
-        self.ledger.close_open(traj.id, f"failed:{stage}:{kind}", group=traj.group.id, attempts=traj.attempts)
-        self._group_progress(traj.group)
+            return self._requeue(job, delay=min(0.05 * 2**job.traj.attempts, 1.0))
+        stage = job.stage
+        job.stage = "dropped"
+        self.ledger.close_open(job.id, f"failed:{stage}:{kind}", group=job.group.id, attempts=job.traj.attempts)
+        self._group_progress(job.group)
 
     def _group_progress(self, g: Group) -> None:
         with self.cond:
-            if g.id not in self.in_progress or any(t.stage not in ("done", "dropped") for t in g.trajs):
+            if g.id not in self.in_progress or any(j.stage not in ("done", "dropped") for j in g.jobs):
                 return
             del self.in_progress[g.id]
-            survivors = [t for t in g.trajs if t.stage == "done"]
+            survivors = [j for j in g.jobs if j.stage == "done"]
             if len(survivors) >= self.cfg.min_group_size:
-                g.trajs = survivors
+                g.jobs = survivors
                 self.ready.append(g)
                 self.counters["groups_ready"] += 1
                 self.cond.notify_all()
                 return
-        for t in survivors:
-            t.stage = "dropped"
-            self.ledger.close_open(t.id, "group_too_small", group=g.id)
+        for j in survivors:
+            j.stage = "dropped"
+            self.ledger.close_open(j.id, "group_too_small", group=g.id)
 
     def _on_unhealthy(self, slot: Slot) -> None:
         with self.cond:
-            hit = [t for g in self.in_progress.values() for t in g.trajs if t.slot == slot.key]
-            for t in hit:
-                t.epoch += 1
-                t.slot = None
-                self.jobs.appendleft(t)
+            hit = [j for g in self.in_progress.values() for j in g.jobs if j.slot == slot.key]
+            for j in hit:
+                j.epoch += 1
+                j.slot = None
+                self.jobs.appendleft(j)
             self.counters["resubmitted_unhealthy"] += len(hit)
             self.cond.notify_all()
 

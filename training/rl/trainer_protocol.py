@@ -41,7 +41,7 @@ class TrainerProtocol:
                 self.delivered[g.id] = g
             if self.mode == "sync":
                 self.demand = max(0, self.demand - len(taken))
-            return {"groups": [{"group": g.id, "task": g.task, "trajectories": [t.payload() for t in g.trajs]}
+            return {"groups": [{"group": g.id, "task": g.task, "trajectories": [j.traj.payload() for j in g.jobs]}
                                for g in taken], "weight_version": self.weight_version}
 
     def commit(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -69,10 +69,10 @@ class TrainerProtocol:
             for gid in done.get("groups", []):
                 self.delivered.pop(gid, None)
             back = [g for g in self.delivered.values()
-                    if any(t.id not in self.ledger.final for t in g.trajs)]
+                    if any(j.id not in self.ledger.final for j in g.jobs)]
             self.delivered.clear()
             for g in reversed(back):
-                g.trajs = [t for t in g.trajs if t.id not in self.ledger.final]
+                g.jobs = [j for j in g.jobs if j.id not in self.ledger.final]
                 self.ready.appendleft(g)
             self.counters["groups_redelivered"] += len(back)
             self.trainer_seen.set()

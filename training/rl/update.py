@@ -25,7 +25,7 @@ from training.rl.losses import (
     policy_loss,
     token_logprobs,
 )
-from training.rl.rollouts import Trajectory
+from training.rl.trajectory import Trajectory
 
 
 class UpdateConfig(StrictModel):
@@ -37,12 +37,15 @@ class UpdateConfig(StrictModel):
 
 
 def batch_tensors(trajs: list[Trajectory]) -> dict[str, Any]:
+    """Right-padded rows of prompt + output; the loss mask and rollout logprobs are the
+    trajectories' own after the prompt (0 on the prompt and the padding)."""
     tokens, doc_lens = pad_rows([t.tokens for t in trajs])
     mask = torch.zeros_like(tokens, dtype=torch.float32)
     rollout_lp = torch.zeros_like(tokens, dtype=torch.float32)
     for i, t in enumerate(trajs):
-        mask[i, : len(t.tokens)] = torch.tensor(t.loss_mask, dtype=torch.float32)
-        rollout_lp[i, : len(t.tokens)] = torch.tensor(t.logprobs, dtype=torch.float32)
+        start, end = len(t.prompt_ids), len(t.prompt_ids) + len(t.output_ids)
+        mask[i, start:end] = torch.tensor(t.loss_mask, dtype=torch.float32)
+        rollout_lp[i, start:end] = torch.tensor(t.logprobs, dtype=torch.float32)
     return {"tokens": tokens, "doc_lens": doc_lens, "mask": mask, "rollout_logp": rollout_lp}
 
 

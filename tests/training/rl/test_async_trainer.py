@@ -2,41 +2,51 @@
 
 from __future__ import annotations
 
-from training.rl.async_trainer import split_stale, to_trajectory
+import json
+
+import pytest
+
+from training.rl.async_trainer import newest_tokens_only, split_stale
+from training.rl.trajectory import Trajectory
+from training.rl.update import batch_tensors
 
 
-def _traj(tid: str, version: int) -> dict:
-    return {"id": tid, "weight_version": version}
+def _traj(tid: str, version: int) -> Trajectory:
+    return Trajectory(tid, "copy", tid[0], [1], weight_version=version)
 
 
 def test_staleness_bound_drops_or_keeps_for_importance_correction():
-    groups = [{"trajectories": [_traj("a0", 5), _traj("a1", 3), _traj("a2", 2)]},
-              {"trajectories": [_traj("b0", 1), _traj("b1", 4)]}]
+    groups = [[_traj("a0", 5), _traj("a1", 3), _traj("a2", 2)], [_traj("b0", 1), _traj("b1", 4)]]
     kept, dropped = split_stale(groups, version=5, staleness=2, policy="drop", min_group=2)
-    assert [[t["id"] for t in g] for g in kept] == [["a0", "a1"]]
+    assert [[t.id for t in g] for g in kept] == [["a0", "a1"]]
     assert {d["id"]: d["reason"] for d in dropped} == {"a2": "stale", "b0": "stale", "b1": "stale_group_too_small"}
     assert next(d for d in dropped if d["id"] == "a2")["versions_behind"] == 3
     kept, dropped = split_stale(groups, version=5, staleness=2, policy="importance", min_group=2)
     assert [len(g) for g in kept] == [3, 2] and not dropped
-    assert [t["versions_behind"] for t in kept[1]] == [4, 1]
+    assert [t.id for t in kept[1]] == ["b0", "b1"]
 
 
 def test_partial_rollout_masks_old_version_tokens_only_when_configured():
     # prompt [7, 8]; turn 1 sampled on v3 (2 tokens) then v4 (1 token); an observation; turn 2 on v4
-    t = {"task": "lookup", "prompt_ids": [7, 8], "output_ids": [1, 2, 3, 9, 9, 4],
-         "loss_mask": [1, 1, 1, 0, 0, 1], "logprobs": [-0.1, -0.2, -0.3, 0.0, 0.0, -0.4],
-         "token_versions": [3, 3, 4, 4, 4, 4], "reward": 1.0, "finish_reason": "stop", "weight_version": 3}
-    full = to_trajectory(t, 0, mask_old=False)
-    assert full.tokens == [7, 8, 1, 2, 3, 9, 9, 4] and full.prompt_len == 2
-    assert full.loss_mask == [0, 0, 1, 1, 1, 0, 0, 1]
-    assert full.logprobs == [0.0, 0.0, -0.1, -0.2, -0.3, 0.0, 0.0, -0.4]
-    newest = to_trajectory(t, 0, mask_old=True)
-    assert newest.loss_mask == [0, 0, 0, 0, 1, 0, 0, 1]  # v3 tokens stay in context, out of the loss
+    t = Trajectory("g1-0", "lookup", "g1", [7, 8], weight_version=3)
+    t.add_turn([1, 2, 3], [-0.1, -0.2, -0.3], [3, 3, 4])
+    t.add_observation([9, 9])
+    t.add_turn([4], [-0.4], [4])
+    assert t.token_versions == [3, 3, 4, 4, 4, 4] and t.weight_version == 3  # the oldest sampled version
+    t.reward, t.finish_reason = 1.0, "stop"
+    same = Trajectory.from_payload(json.loads(json.dumps(t.payload())))  # what /batch carries
+    assert same == t and same.tokens == [7, 8, 1, 2, 3, 9, 9, 4]
+    with pytest.raises(TypeError):  # the two sides of /batch drifted apart: refused, never half-read
+        Trajectory.from_payload({**t.payload(), "versions_behind": 1})
+    b = batch_tensors([same])
+    assert b["mask"][0].tolist() == [0, 0, 1, 1, 1, 0, 0, 1]
+    assert b["rollout_logp"][0].tolist() == pytest.approx([0.0, 0.0, -0.1, -0.2, -0.3, 0.0, 0.0, -0.4])
+    newest = newest_tokens_only(same)
+    assert newest.loss_mask == [0, 0, 1, 0, 0, 1]  # v3 tokens stay in context, out of the loss
+    assert same.loss_mask == [1, 1, 1, 0, 0, 1]
 
 
 def test_config_refuses_inconsistent_settings():
-    import pytest
-
     from core.config import validate_config
     from core.errors import ConfigError
     from training.rl.async_config import RLAsyncConfig

@@ -1,5 +1,5 @@
 """Rollouts: the agentic mask (observations in context, never trained), token-in/token-out
-records equal to a training-path forward, the append-only check, toy rewards, and one policy
+records equal to a training-path forward, toy rewards, and one policy
 update that moves the policy the way its advantages say."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from tests.training.glm_tiny import tiny_model
 from training.model.glm import GLMModel
 from training.optim.optimizers import OptimizerConfig, build_optimizer
 from training.rl.losses import token_logprobs
-from training.rl.rollouts import NotAppendOnly, extend_context, rollout
+from training.rl.rollouts import rollout
 from training.rl.toy_tasks import CALL, DIGIT0, EOS, OBS, SEP, VOCAB, ToyTask, ToyTaskConfig
 from training.rl.update import UpdateConfig, batch_tensors, logprobs_of, policy_update, rl_advantages
 from training.serving.sampler import SamplingParams
@@ -29,19 +29,19 @@ def test_lookup_episodes_mask_observations(model):
     problems = task.problems(16, np.random.default_rng(0))
     params = SamplingParams(temperature=1.0, max_tokens=3, stop_token_ids=[EOS, OBS])
     trajs = rollout(model, task, problems, 4, params, torch.Generator().manual_seed(0))
-    assert len(trajs) == 64 and [t.group for t in trajs[:8]] == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert len(trajs) == 64 and [t.group for t in trajs[:8]] == ["0"] * 4 + ["1"] * 4
     with_obs = [t for t in trajs if len(t.turns) == 2]
     assert with_obs, "some episodes must have called the tool (seeded)"
     for t in trajs:
-        p = problems[t.group]
-        assert t.tokens[: t.prompt_len] == p.prompt and t.loss_mask[: t.prompt_len] == [0] * t.prompt_len
-        generated = [tok for tok, m in zip(t.tokens, t.loss_mask, strict=True) if m]
+        p = problems[int(t.group)]
+        assert t.prompt_ids == p.prompt and t.tokens == p.prompt + t.output_ids
+        generated = [tok for tok, m in zip(t.output_ids, t.loss_mask, strict=True) if m]
         assert generated == [tok for turn in t.turns for tok in turn]  # exactly the sampled tokens
         assert all(lp == 0.0 for lp, m in zip(t.logprobs, t.loss_mask, strict=True) if not m)
     for t in with_obs:
-        first = t.prompt_len + len(t.turns[0])
-        obs = task.observe(problems[t.group], t.turns[0])
-        assert t.tokens[first : first + len(obs)] == obs and t.loss_mask[first : first + len(obs)] == [0] * len(obs)
+        first = len(t.turns[0])
+        obs = task.observe(problems[int(t.group)], t.turns[0])
+        assert t.output_ids[first : first + len(obs)] == obs and t.loss_mask[first : first + len(obs)] == [0] * len(obs)
     # recorded logprobs are the model's own, recomputed on the full sequences
     b = batch_tensors(trajs)
     lp = logprobs_of(model, b, 1.0)
@@ -71,14 +71,6 @@ def test_shift_and_sort_rewards_give_partial_credit():
     (q,) = shift.problems(1, np.random.default_rng(4))
     digits = [t - DIGIT0 for t in q.prompt[1:-1]]
     assert q.answer == [DIGIT0 + (d - 1) % 10 for d in digits]
-
-
-def test_extend_context_refuses_rewrites():
-    assert extend_context([1, 2, 3], [1, 2, 3, 4, 5]) == [4, 5]
-    with pytest.raises(NotAppendOnly, match="token 1"):
-        extend_context([1, 2, 3], [1, 9, 3, 4])
-    with pytest.raises(NotAppendOnly):
-        extend_context([1, 2, 3], [1, 2])
 
 
 def test_policy_update_raises_advantaged_tokens():
@@ -115,37 +107,6 @@ def test_kl_to_a_reference_model_in_the_update(model):
     assert stats["kl"] == pytest.approx(0.0, abs=1e-6)  # measured before the step: policy == reference
     stats = policy_update(m, opt, trajs, rl_advantages(trajs, 2, cfg.loss), cfg, ref_model=model)
     assert stats["kl"] > 0  # the first step moved the policy away from the reference
-
-
-def test_chat_agent_loop_is_append_only_until_thinking_is_cleared():
-    """Token-in/token-out with the real GLM-5 template and a BPE tokenizer: inside one user turn
-    each re-rendered prompt extends the sampled tokens (an empty thinking block too); a new user
-    turn that clears earlier thinking is refused, and preserved mode is not."""
-    from tests.training.chat_tok import chat_tokenizer
-    from training.chat_template import generation_prompt
-
-    tok = chat_tokenizer("list the files, reasoning about ls and paths")
-
-    def ids(text: str) -> list[int]:
-        return tok.encode(text, add_special_tokens=False).ids
-
-    call = {"type": "function", "function": {"name": "ls", "arguments": '{"path": "/"}'}}
-    msgs = [{"role": "user", "content": "list the files"}]
-    for mode in ("interleaved", "preserved"):
-        context = ids(generation_prompt(msgs, mode=mode))
-        # the model's turn as sampled: reasoning, the closing tag, a tool call, the ending role token
-        context += ids("reason about ls</think><tool_call>ls<arg_key>path</arg_key><arg_value>/</arg_value></tool_call><|observation|>")
-        turn = [*msgs, {"role": "assistant", "reasoning_content": "reason about ls", "content": "", "tool_calls": [call]},
-                {"role": "tool", "content": "a b"}]  # fmt: skip
-        context += extend_context(context, ids(generation_prompt(turn, mode=mode)))
-        context += ids("</think>files: a b<|user|>")  # an answer with an empty thinking block
-        turn += [{"role": "assistant", "content": "files: a b"}, {"role": "user", "content": "thanks"}]
-        rerendered = ids(generation_prompt(turn, mode=mode))
-        if mode == "interleaved":  # the new user turn clears the earlier thinking: not what was sampled
-            with pytest.raises(NotAppendOnly):
-                extend_context(context, rerendered)
-        else:
-            assert extend_context(context, rerendered) == ids("thanks<|assistant|><think>")
 
 
 def test_distillation_update_moves_the_student_toward_its_teacher():

@@ -146,7 +146,7 @@ def test_each_sample_is_scored_by_the_teacher_of_its_task_type(tmp_path):
     from training.checkpoint import save_checkpoint
     from training.model.glm import GLMModel
     from training.rl.distill import TeacherSet
-    from training.rl.rollouts import Trajectory
+    from training.rl.trajectory import Trajectory
     from training.rl.update import batch_tensors, logprobs_of
 
     cfg = tiny_model(mtp_num_layers=None, num_layers=2, vocab_size=40)
@@ -161,7 +161,7 @@ def test_each_sample_is_scored_by_the_teacher_of_its_task_type(tmp_path):
     assert len(teachers._models) == 2  # loaded once per checkpoint
     rows = [[1, 5, 7, 9], [2, 6, 8], [3, 4, 5, 6, 7], [1, 2]]
     tasks = ["general", "reasoning", "agentic", "general"]
-    trajs = [Trajectory(task, 1, r, [0] + [1] * (len(r) - 1), [0.0] * len(r), i)
+    trajs = [Trajectory(str(i), task, str(i), r[:1], r[1:], [1] * (len(r) - 1), [0.0] * (len(r) - 1))
              for i, (task, r) in enumerate(zip(tasks, rows, strict=True))]  # fmt: skip
     got = teachers.logprobs(trajs, temperature=1.0)
     b = batch_tensors(trajs)

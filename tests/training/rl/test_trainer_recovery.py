@@ -20,9 +20,9 @@ from core.cli import load_cli_config
 from training.rl.async_config import RLAsyncConfig
 from training.rl.async_run import initial_checkpoint, resolve_tokenizer
 from training.rl.async_trainer import AsyncTrainer
+from training.rl.groups import Group, Job
 from training.rl.ledger import audit
 from training.rl.orchestrator import Orchestrator
-from training.rl.trajectory import Group, Traj
 from training.serving.codec import Codec
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -38,11 +38,11 @@ class Killed(Exception):
 def _put_group(orch: Orchestrator, gid: str, version: int, rewards: list[float]) -> None:
     g = Group(gid, "copy", {}, [{"role": "user", "content": "copy"}], [1, 2, 3], {}, version)
     for i, r in enumerate(rewards):
-        t = Traj(f"{gid}-{i}", g, stage="done", output_ids=[5, 6, 7], loss_mask=[1, 1, 1],
-                 logprobs=[-2.0, -2.0, -2.0], versions=[version] * 3, turns=[[5, 6, 7]], finish_reason="stop",
-                 reward=r)
+        t = g.new_trajectory(f"{gid}-{i}")
+        t.add_turn([5, 6, 7], [-2.0, -2.0, -2.0], [version] * 3)
+        t.finish_reason, t.reward = "stop", r
         orch.ledger.issue(t.id, "copy", gid)
-        g.trajs.append(t)
+        g.jobs.append(Job(t, g, stage="done"))
     with orch.cond:
         orch.ready.append(g)
         orch.cond.notify_all()

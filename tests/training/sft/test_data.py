@@ -144,16 +144,16 @@ def test_glm5_config_has_the_202752_token_context():
 def test_rl_trajectories_are_sft_input(tmp_path, tok):
     """The trajectory contract the RL orchestrator hands the trainer (training.rl.trajectory):
     a SWE-task episode's payload, written as JSONL, is an SFT record whose reward filters it."""
-    from training.rl.trajectory import Group, Traj
+    from training.rl.trajectory import Trajectory
 
     prompt = [{"role": "system", "content": "Fix the issue; answer with a unified diff."},
               {"role": "user", "content": "add() subtracts"}]  # fmt: skip
     rows = []
     for i, reward in enumerate((1.0, 0.0)):
-        g = Group(f"g{i}", "swe", {"instance_id": "repo__1"}, prompt, [1, 2, 3], {}, 0)
-        t = Traj(f"t{i}", g, output_ids=[4, 5], loss_mask=[1, 1], logprobs=[-0.1, -0.2], versions=[0, 0], reward=reward)
-        t.messages = [{"role": "assistant", "reasoning_content": "a - b should be a + b",
-                       "content": "--- a/m.py\n+++ b/m.py\n-    return a - b\n+    return a + b"}]  # fmt: skip
+        t = Trajectory(f"t{i}", "swe", f"g{i}", [1, 2, 3], reward=reward, messages=list(prompt))
+        t.add_turn([4, 5], [-0.1, -0.2], [0, 0])
+        t.messages.append({"role": "assistant", "reasoning_content": "a - b should be a + b",
+                           "content": "--- a/m.py\n+++ b/m.py\n-    return a - b\n+    return a + b"})  # fmt: skip
         rows.append(json.dumps(t.payload()))
     path = tmp_path / "trajectories.jsonl"
     path.write_text("\n".join(rows) + "\n")

@@ -9,8 +9,8 @@ from pydantic import Field, model_validator
 from core.config import StrictModel
 from training.model.config import ModelConfig
 from training.optim.optimizers import OptimizerConfig
+from training.rl.algo.update import UpdateConfig
 from training.rl.orchestrator_config import OrchestratorConfig
-from training.rl.update import UpdateConfig
 
 
 class AsyncTrainerConfig(StrictModel):

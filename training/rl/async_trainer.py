@@ -3,7 +3,7 @@
 Loop: ask the orchestrator for ``batch_groups`` finished groups (the time spent waiting is the
 trainer's idle time); drop (or keep with truncated importance weights) every trajectory more
 than ``staleness`` versions behind the weights being trained; one group-wise policy step
-(``training.rl.update``: group-normalised advantages, clipped token-level loss, TIS against the
+(``training.rl.algo.update``: group-normalised advantages, clipped token-level loss, TIS against the
 rollout logprobs; loss only on sampled tokens, optionally only on a partial rollout's newest-
 version tokens); every ``push_every`` updates reset the optimizer if configured, save a
 checkpoint (holding the reset state and the ledger commit of its updates), push it to the rollout
@@ -36,10 +36,10 @@ from training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpo
 from training.metrics_log import MetricsSink, keep_log_rows
 from training.model.glm import GLMModel
 from training.optim.optimizers import build_optimizer
+from training.rl.algo.losses import group_advantages
+from training.rl.algo.update import policy_update
 from training.rl.async_config import RLAsyncConfig
-from training.rl.losses import group_advantages
 from training.rl.trajectory import Trajectory
-from training.rl.update import policy_update
 from training.serving.http_json import CallFailure, call
 
 CRASH_EXIT = 75  # a deliberate crash (fault injection): the supervisor restarts the trainer
@@ -104,7 +104,7 @@ class AsyncTrainer:
         self.log(f"[trainer] start at update {self.update}, weight_version {self.version} ({found.name})")
 
     def _step(self, groups: list[list[Trajectory]]) -> dict[str, float]:
-        """One group-wise policy update (``training.rl.update``). Groups may have lost members to
+        """One group-wise policy update (``training.rl.algo.update``). Groups may have lost members to
         failures, so advantages are normalised per group at its own size. Truncated importance
         sampling against the rollout logprobs corrects rollout/trainer mismatch and, for stale
         samples kept under ``stale_policy: importance``, their staleness."""

@@ -14,8 +14,8 @@ from core.config import StrictModel
 from training.model.config import ModelConfig
 from training.optim.optimizers import OptimizerConfig
 from training.optim.schedules import ScheduleConfig
+from training.rl.algo.update import UpdateConfig
 from training.rl.toy_tasks import ToyTaskConfig
-from training.rl.update import UpdateConfig
 
 
 class RolloutConfig(StrictModel):

@@ -39,12 +39,12 @@ from training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpo
 from training.model.glm import GLMModel
 from training.optim.optimizers import build_optimizer
 from training.optim.schedules import lr_at
-from training.rl.distill import TeacherSet
+from training.rl.algo.distill import TeacherSet
+from training.rl.algo.update import policy_update, rl_advantages
 from training.rl.rollouts import rollout
 from training.rl.stage_config import PipelineConfig, StageSpec
 from training.rl.toy_tasks import EOS, PAD, STOP_TOKENS, VOCAB, ToyTask, build_tasks
 from training.rl.trajectory import Trajectory
-from training.rl.update import policy_update, rl_advantages
 from training.serving.sampler import SamplingParams
 from training.sft.pack import write_sft_shards
 

@@ -19,7 +19,7 @@ keep paying for finished rows.
 
 **Which logprobs.** ``logprobs[t]`` is ``log softmax(logits / temperature)[token]`` — the
 temperature-scaled distribution *before* top-p truncation. That is what a trainer recomputes
-from its own forward pass (``training.rl.losses.token_logprobs`` with the same temperature),
+from its own forward pass (``training.rl.algo.losses.token_logprobs`` with the same temperature),
 so rollout and trainer logprobs of the same weights agree up to float error, and truncated
 importance sampling corrects only genuine mismatch. With ``temperature == 0`` (greedy) the
 logprobs are of the untempered distribution. ``sampling_logprobs[t]`` is the log-probability

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from training.rl.algo.update import batch_tensors
 from training.rl.async_trainer import newest_tokens_only, split_stale
 from training.rl.trajectory import Trajectory
-from training.rl.update import batch_tensors
 
 
 def _traj(tid: str, version: int) -> Trajectory:

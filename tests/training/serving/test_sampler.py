@@ -9,7 +9,7 @@ import torch
 from core.errors import UserError
 from tests.training.glm_tiny import tiny_model
 from training.model.glm import GLMModel
-from training.rl.losses import pad_rows, token_logprobs
+from training.rl.algo.losses import pad_rows, token_logprobs
 from training.serving.sampler import SamplingParams, _filter_top_p, sample
 
 VOCAB = 40

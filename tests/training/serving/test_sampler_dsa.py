@@ -10,7 +10,7 @@ import torch
 from tests.training.glm_tiny import tiny_model
 from training.model.glm import GLMModel
 from training.model.mla import LatentCache
-from training.rl.losses import pad_rows, token_logprobs
+from training.rl.algo.losses import pad_rows, token_logprobs
 from training.serving.sampler import SamplingParams, sample
 
 VOCAB = 40

@@ -19,8 +19,8 @@ from core.errors import ConfigError
 from training.checkpoint import load_checkpoint
 from training.model.config import ModelConfig
 from training.model.glm import GLMModel
+from training.rl.algo.update import batch_tensors, logprobs_of
 from training.rl.trajectory import Trajectory
-from training.rl.update import batch_tensors, logprobs_of
 
 
 class TeacherSet:

@@ -17,7 +17,7 @@ from pydantic import Field
 
 from core.config import StrictModel
 from training.model.glm import GLMModel
-from training.rl.losses import (
+from training.rl.algo.losses import (
     PolicyLossConfig,
     group_advantages,
     masked_mean,
@@ -76,7 +76,7 @@ def policy_update(
 ) -> dict[str, float]:
     """Update ``model`` on ``trajs``. ``advantages``: one per trajectory (RL), or None with
     ``teacher_logp`` [B, L] for on-policy distillation, whose per-token advantage is
-    sg[log pi_teacher - log pi_old] (``training.rl.distill``)."""
+    sg[log pi_teacher - log pi_old] (``training.rl.algo.distill``)."""
     b = batch_tensors(trajs)
     logp_old = logprobs_of(model, b, cfg.temperature)
     logp_ref = logprobs_of(ref_model, b, cfg.temperature) if ref_model is not None else None

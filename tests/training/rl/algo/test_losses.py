@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from training.rl.losses import PolicyLossConfig, group_advantages, policy_loss
+from training.rl.algo.losses import PolicyLossConfig, group_advantages, policy_loss
 
 
 def test_group_advantages_normalise_within_each_group():

@@ -17,7 +17,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("training.serving.rollout_server", "rollout server (OpenAI-compatible + /generate) over a checkpoint"),
     "orchestrator": ("training.rl.orchestrator_cli", "multi-task rollout orchestrator (registration, heartbeats)"),
     "train": ("training.rl.async_run", "asynchronous RL: orchestrator, rollout servers, trainer process"),
-    "task-service": ("training.rl.task_service", "one task's instances and rewards over HTTP"),
+    "task-service": ("training.rl.tasks.service", "one task's instances and rewards over HTTP"),
 }
 
 

@@ -41,7 +41,7 @@ def resolve_tokenizer(cfg: RLAsyncConfig, out: Path) -> Path:
             raise ConfigError(f"tokenizer: not found: {cfg.tokenizer}")
         shutil.copy(cfg.tokenizer, dest)
     elif not dest.is_file():
-        from training.rl.task_backends import toy_tokenizer
+        from training.rl.tasks.backends import toy_tokenizer
 
         toy_tokenizer().save(str(dest))
     return dest

@@ -44,7 +44,7 @@ def load_orchestrator_config(config: Path, out: Path) -> OrchestratorConfig:
         cfg.tokenizer = str(Path(cfg.checkpoint) / "tokenizer.json")
     if cfg.tokenizer is None and cfg.tasks and all(t.kind == "toy" for t in cfg.tasks):
         # toy tasks only: the toy vocabulary's tokenizer, as `train` uses (servers must serve a model of it)
-        from training.rl.task_backends import toy_tokenizer
+        from training.rl.tasks.backends import toy_tokenizer
 
         toy_tokenizer().save(str(out / "tokenizer.json"))
         cfg.tokenizer = str(out / "tokenizer.json")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from training.model.glm import GLMModel
-from training.rl.toy_tasks import Problem, ToyTask
+from training.rl.tasks.toy import Problem, ToyTask
 from training.rl.trajectory import Trajectory
 from training.serving.sampler import SamplingParams, sample
 

@@ -15,7 +15,7 @@ from training.model.config import ModelConfig
 from training.optim.optimizers import OptimizerConfig
 from training.optim.schedules import ScheduleConfig
 from training.rl.algo.update import UpdateConfig
-from training.rl.toy_tasks import ToyTaskConfig
+from training.rl.tasks.toy import ToyTaskConfig
 
 
 class RolloutConfig(StrictModel):

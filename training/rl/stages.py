@@ -43,7 +43,7 @@ from training.rl.algo.distill import TeacherSet
 from training.rl.algo.update import policy_update, rl_advantages
 from training.rl.rollouts import rollout
 from training.rl.stage_config import PipelineConfig, StageSpec
-from training.rl.toy_tasks import EOS, PAD, STOP_TOKENS, VOCAB, ToyTask, build_tasks
+from training.rl.tasks.toy import EOS, PAD, STOP_TOKENS, VOCAB, ToyTask, build_tasks
 from training.rl.trajectory import Trajectory
 from training.serving.sampler import SamplingParams
 from training.sft.pack import write_sft_shards

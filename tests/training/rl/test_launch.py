@@ -22,7 +22,7 @@ def test_replicas_and_relaunches_get_distinct_seeds(tmp_path):
     """Replicas seeded alike (seed + restarts) drew one random stream: the same group's prompts
     in the same batch shape came back identical from both servers. The orchestrator is real, only
     not started: its slots are added without launching processes."""
-    from training.rl.task_backends import toy_tokenizer
+    from training.rl.tasks.backends import toy_tokenizer
 
     tok = tmp_path / "tokenizer.json"
     toy_tokenizer().save(str(tok))
@@ -47,7 +47,7 @@ def test_engines_seeded_alike_sample_alike(tmp_path):
     """Why it matters: two engines over the same weights with one seed return the very same
     completions for the same requests; with the seeds above they do not."""
     from tests.training.conftest import make_checkpoint
-    from training.rl.task_backends import toy_tokenizer
+    from training.rl.tasks.backends import toy_tokenizer
     from training.serving.rollout_server import load_served_model
 
     tok = tmp_path / "tokenizer.json"

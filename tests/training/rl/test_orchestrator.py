@@ -14,7 +14,7 @@ import yaml
 from tests.training.conftest import make_checkpoint, start_module, stop, wait_port_file
 from tests.training.rl.waiting import wait_until
 from training.rl.ledger import audit
-from training.rl.task_backends import toy_tokenizer
+from training.rl.tasks.backends import toy_tokenizer
 from training.serving.http_json import call
 
 

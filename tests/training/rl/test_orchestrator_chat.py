@@ -63,7 +63,7 @@ def test_sync_mode_generates_on_demand_on_current_weights(tmp_path):
     """The synchronous baseline: nothing is generated until the trainer asks, exactly the groups
     asked for, and a batch asked for after a push is sampled entirely on the pushed weights."""
     from tests.training.conftest import make_checkpoint
-    from training.rl.task_backends import toy_tokenizer
+    from training.rl.tasks.backends import toy_tokenizer
 
     tok = tmp_path / "tokenizer.json"
     toy_tokenizer().save(str(tok))
@@ -97,8 +97,8 @@ def test_failed_push_does_not_relabel_an_untagged_servers_samples(tmp_path):
     keeps sampling with its old weights: its trajectories stay labelled with the old version, so
     the staleness bound sees them as they are. SGLang cannot run here: a small stand-in server
     on 127.0.0.1 speaks its /generate shape and refuses /update_weights_from_disk."""
-    from training.rl.task_backends import toy_tokenizer
-    from training.rl.task_service import TaskService
+    from training.rl.tasks.backends import toy_tokenizer
+    from training.rl.tasks.service import TaskService
     from training.serving.http_json import HttpError, serve_json
 
     def refuse(body):

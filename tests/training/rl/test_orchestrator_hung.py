@@ -16,8 +16,8 @@ from tests.training.rl.waiting import wait_until
 from training.rl.ledger import audit
 from training.rl.orchestrator import Orchestrator
 from training.rl.orchestrator_config import OrchestratorConfig
-from training.rl.task_backends import toy_tokenizer
-from training.rl.task_service import TaskService
+from training.rl.tasks.backends import toy_tokenizer
+from training.rl.tasks.service import TaskService
 from training.serving.codec import Codec
 from training.serving.http_json import call, serve_json
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from core.errors import UserError
-from training.rl.task_backends import toy_tokenizer
+from training.rl.tasks.backends import toy_tokenizer
 from training.serving.codec import Codec
 
 

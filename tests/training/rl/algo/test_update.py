@@ -13,7 +13,7 @@ from training.optim.optimizers import OptimizerConfig, build_optimizer
 from training.rl.algo.losses import token_logprobs
 from training.rl.algo.update import UpdateConfig, batch_tensors, logprobs_of, policy_update, rl_advantages
 from training.rl.rollouts import rollout
-from training.rl.toy_tasks import EOS, VOCAB, ToyTask, ToyTaskConfig
+from training.rl.tasks.toy import EOS, VOCAB, ToyTask, ToyTaskConfig
 from training.serving.sampler import SamplingParams
 
 

@@ -7,7 +7,7 @@ back with every request, so a service replica that never saw it can serve it), o
 ``reward(instance, messages, turns) -> (float, info)``. Rewards come from the project's real graders
 and harnesses, never from the service itself:
 
-* ``toy``      — ``training.rl.toy_tasks`` (copy/sort/reverse/lookup, programmatic reward, token-level)
+* ``toy``      — ``training.rl.tasks.toy`` (copy/sort/reverse/lookup, programmatic reward, token-level)
 * ``search``   — deep-search tasks from ``python -m synth.search generate``, ``synth.search.grade.score``
 * ``swe``      — SWE instances (validate's output, or SWE-bench JSONL with ``repos``); the reply's
                  diff is evaluated by ``python -m swe_envs evaluate``
@@ -64,7 +64,7 @@ def _harness(cmd: list[str], timeout_s: float, cwd: str | None = None) -> subpro
 
 
 class ToyBackend:
-    """``training.rl.toy_tasks`` served token-level: the instance carries ``prompt_ids`` in the
+    """``training.rl.tasks.toy`` served token-level: the instance carries ``prompt_ids`` in the
     toy vocabulary, rewards are computed from the model's turns (token ids), and the ``lookup``
     task's tool observations come from ``step``. ``lengths`` (heavy-tailed workloads): each
     instance's problem size (``digits``, so its answer and rollout length) is drawn from a
@@ -73,7 +73,7 @@ class ToyBackend:
 
     def __init__(self, kind: str = "copy", max_tokens: int | None = None, lengths: dict | None = None,
                  ignore_eos: bool = False, **task: Any):
-        from training.rl.toy_tasks import ToyTaskConfig
+        from training.rl.tasks.toy import ToyTaskConfig
 
         self.cfg = ToyTaskConfig(kind=kind, **task)  # digits, offset, marker, seed: the toy task's own
         self.max_tokens, self.lengths, self.ignore_eos = max_tokens, lengths, ignore_eos
@@ -88,7 +88,7 @@ class ToyBackend:
     def _problem(self, seed: int):
         import numpy as np
 
-        from training.rl.toy_tasks import ToyTask
+        from training.rl.tasks.toy import ToyTask
 
         d = self._digits(seed)
         if d not in self._tasks:
@@ -97,7 +97,7 @@ class ToyBackend:
         return task, task.problems(1, np.random.default_rng([seed, 11]))[0]
 
     def instance(self, seed: int) -> dict:
-        from training.rl.toy_tasks import STOP_TOKENS, decode
+        from training.rl.tasks.toy import STOP_TOKENS, decode
 
         task, p = self._problem(seed)
         return {"id": f"{self.cfg.kind}-{seed}", "seed": seed, "prompt_ids": p.prompt,
@@ -122,7 +122,7 @@ def toy_tokenizer():
     rollout server and the orchestrator decode toy tokens like any other model's."""
     from tokenizers import Tokenizer, models, pre_tokenizers
 
-    from training.rl.toy_tasks import VOCAB
+    from training.rl.tasks.toy import VOCAB
 
     tok = Tokenizer(models.WordLevel({t: i for i, t in enumerate(VOCAB)}, unk_token="<pad>"))
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()

@@ -52,7 +52,7 @@ def test_swe_service_reward_is_resolved_from_the_evaluation_harness(tmp_path):
     import time
     from pathlib import Path
 
-    data = Path(__file__).resolve().parents[4] / "shared" / "swe-real"
+    data = Path(__file__).resolve().parents[5] / "shared" / "swe-real"
     src = data / "swebench_verified_pytest_flask.jsonl"
     if not src.is_file():
         pytest.skip(f"no real SWE-bench instances at {data}")

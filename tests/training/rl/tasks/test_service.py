@@ -11,7 +11,7 @@ import pytest
 
 from core.errors import InputError
 from tests.training.conftest import start_module, stop
-from training.rl.toy_tasks import DIGIT0, EOS, OBS
+from training.rl.tasks.toy import DIGIT0, EOS, OBS
 from training.serving.http_json import CallFailure, call
 
 
@@ -103,7 +103,7 @@ def test_terminal_service_takes_harbor_and_terminal_bench_tasks(tmp_path, capsys
     from core.cache import cache_dir
     from tests.swe_envs.terminal.conftest import SEEDS, extract_seeds
     from tests.swe_envs.terminal.tiny_tasks import tiny_task
-    from training.rl.task_backends import TerminalBackend
+    from training.rl.tasks.backends import TerminalBackend
 
     if not any(SEEDS.glob("*.tgz")):
         pytest.skip(f"the Terminal-Bench seed archives are not at {SEEDS}")
@@ -137,7 +137,7 @@ def test_a_refused_registration_is_an_error_not_a_silent_run(tmp_path):
 
     from training.rl.orchestrator import Orchestrator
     from training.rl.orchestrator_config import OrchestratorConfig
-    from training.rl.task_backends import toy_tokenizer
+    from training.rl.tasks.backends import toy_tokenizer
     from training.serving.codec import Codec
 
     tok = tmp_path / "tok.json"

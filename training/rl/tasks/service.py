@@ -22,7 +22,7 @@ import typer
 
 from core.cli import user_errors
 from core.errors import ConfigError, UserError
-from training.rl.task_backends import RewardUnavailable, build_backend
+from training.rl.tasks.backends import RewardUnavailable, build_backend
 from training.serving.faults import ServerFaults
 from training.serving.http_json import HttpError, exit_with_parent, register_with, serve_json
 

@@ -4,7 +4,7 @@ Workload: two toy tasks at ratio ``--plus-ratio``:1 — ``plus`` (the RL demo's 
 prompt digit + 1; its reward is the one tracked) and ``long`` (the same rule on a problem whose size
 is drawn from a lognormal — median ``--median`` digits, sigma ``--sigma``, capped at ``--max-len`` —
 with ``ignore_eos``, so its rollouts run to that heavy-tailed length, like agent rollouts); a tiny
-GLM-5-shaped model on CPU warm-started by the RL demo's SFT stage (training.rl.stages) on `plus`;
+GLM-5-shaped model on CPU warm-started by the RL demo's SFT stage (training.rl.stages.runner) on `plus`;
 two rollout-server processes, two task services, the trainer process — all real processes on
 127.0.0.1.
 
@@ -39,16 +39,16 @@ from training.rl.async_run import run_training  # noqa: E402
 
 
 def warm_start(out: Path) -> Path:
-    """The RL demo's SFT stage (training.rl.stages) on `plus`, short: the answer format and a weak
+    """The RL demo's SFT stage (training.rl.stages.runner) on `plus`, short: the answer format and a weak
     start (~0.35 reward) that RL can climb from."""
-    from training.rl.stages import Pipeline, load_pipeline_config
+    from training.rl.stages.runner import StageRunner, load_stages_config
 
-    cfg = load_pipeline_config(ROOT / "configs/rl_stages_demo.yaml", [
+    cfg = load_stages_config(ROOT / "configs/rl_stages_demo.yaml", [
         'tasks={"plus": {"kind": "shift", "digits": 1, "offset": 1}}',
         "stages=[{name: sft, kind: sft, steps: 20, lr: 6.0e-3, tasks: {plus: 1.0}}]"])
     found = latest_checkpoint(out / "stages" / "sft" / "trainer")
     if found is None:
-        state = Pipeline(cfg, out, log=print).run()
+        state = StageRunner(cfg, out, log=print).run()
         found = Path(state["completed"][-1]["checkpoint"])
     return found
 
@@ -122,7 +122,7 @@ def main() -> None:
           f"({tok_base / tok_ours:.2f}x; mean tokens per sample async {a['mean_tokens']}, sync {s['mean_tokens']})")
     print(f"async reward on plus, first {k} updates {early:.3f} -> last {k} updates {late:.3f}")
     inputs = {**vars(args), "tasks": "plus (1-digit shift, reward tracked) + long (shift, digits ~ lognormal), ratio plus_ratio:1", "model": "configs/rl_async_tiny.yaml",
-              "warm_start": "training.rl.stages SFT, 20 steps on plus", "samples": {"async": a["samples"], "sync": s["samples"]},
+              "warm_start": "training.rl.stages.runner SFT, 20 steps on plus", "samples": {"async": a["samples"], "sync": s["samples"]},
               "trained_tokens": {"async": a["tokens"], "sync": s["tokens"]}}
     write(__file__,
           Result("rl async vs sync wall time", ours, base, "s / 1000 trained samples", goal=1.5,

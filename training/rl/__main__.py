@@ -12,8 +12,8 @@ import sys
 
 # name -> (module, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "demo": ("training.rl.demo", "CPU demonstration: RL on task A, RL on B, distillation recovers A"),
-    "stages": ("training.rl.stages", "run an SFT -> RL -> distillation stage pipeline from a config"),
+    "demo": ("training.rl.stages.demo", "CPU demonstration: RL on task A, RL on B, distillation recovers A"),
+    "stages": ("training.rl.stages.runner", "run SFT -> RL -> distillation stages in sequence from a config"),
     "serve": ("training.serving.rollout_server", "rollout server (OpenAI-compatible + /generate) over a checkpoint"),
     "orchestrator": ("training.rl.orchestrator_cli", "multi-task rollout orchestrator (registration, heartbeats)"),
     "train": ("training.rl.async_run", "asynchronous RL: orchestrator, rollout servers, trainer process"),

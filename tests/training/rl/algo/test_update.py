@@ -12,7 +12,7 @@ from training.model.glm import GLMModel
 from training.optim.optimizers import OptimizerConfig, build_optimizer
 from training.rl.algo.losses import token_logprobs
 from training.rl.algo.update import UpdateConfig, batch_tensors, logprobs_of, policy_update, rl_advantages
-from training.rl.rollouts import rollout
+from training.rl.stages.episodes import rollout
 from training.rl.tasks.toy import EOS, VOCAB, ToyTask, ToyTaskConfig
 from training.serving.sampler import SamplingParams
 

@@ -1,6 +1,6 @@
 """CPU demonstration: ``python -m training.rl demo --out OUT`` (``make rl-demo``).
 
-Runs the stage pipeline of ``configs/rl_stages_demo.yaml`` (SFT -> RL on task A -> RL on task
+Runs the stages of ``configs/rl_stages_demo.yaml`` (SFT -> RL on task A -> RL on task
 B -> on-policy distillation) and writes ``OUT/curves.json`` (reward per step per stage, per
 task), ``OUT/curves.png`` and a summary: A's reward after RL on A, after RL on B, after
 distillation, and the share of the loss distillation recovered. Task A is the first RL stage's
@@ -18,7 +18,7 @@ import typer
 
 from core.cli import user_errors
 from core.io import atomic_write_text
-from training.rl.stages import Pipeline, curves_of, load_pipeline_config
+from training.rl.stages.runner import StageRunner, curves_of, load_stages_config
 
 
 def _end(points: list[dict], task: str, last: int = 3) -> float:
@@ -84,11 +84,11 @@ app = typer.Typer(add_completion=False, help=__doc__.split("\n\n")[0])
 @user_errors
 def main(
     out: Path = typer.Option(Path("out/rl_demo"), help="output directory (curves.json, curves.png, checkpoints)"),
-    config: Path = typer.Option(Path("configs/rl_stages_demo.yaml"), help="pipeline YAML"),
+    config: Path = typer.Option(Path("configs/rl_stages_demo.yaml"), help="stages YAML"),
     override: list[str] = typer.Option([], "--set", help="override a config key, e.g. --set rollout.group_size=4"),
 ) -> None:
-    cfg = load_pipeline_config(config, override)
-    state = Pipeline(cfg, out).run()
+    cfg = load_stages_config(config, override)
+    state = StageRunner(cfg, out).run()
     curves = curves_of(state)
     for s, spec in zip(curves["stages"], cfg.stages, strict=True):
         s["task"] = next(iter(spec.tasks))

@@ -1,5 +1,8 @@
-"""The post-training stage pipeline: SFT -> reasoning RL -> agentic RL -> general RL ->
-on-policy cross-stage distillation, from one config (``training.rl.stage_config``).
+"""The stage runner: GLM-5's post-training stages in sequence, in this one process — SFT ->
+reasoning RL -> agentic RL -> general RL -> on-policy cross-stage distillation — from one config
+(``training.rl.stages.config``). Sampling, reward and update alternate here on the toy tasks
+(``training.rl.stages.episodes``); the asynchronous system (``training.rl.rollout``,
+``training.rl.trainer``) runs the same update against rollout servers and task services instead.
 
 Each stage starts from the previous stage's final checkpoint (weights only: a fresh optimizer
 per stage), runs, saves its final checkpoint under ``OUT/stages/<name>/`` and, when it lists
@@ -41,8 +44,8 @@ from training.optim.optimizers import build_optimizer
 from training.optim.schedules import lr_at
 from training.rl.algo.distill import TeacherSet
 from training.rl.algo.update import policy_update, rl_advantages
-from training.rl.rollouts import rollout
-from training.rl.stage_config import PipelineConfig, StageSpec
+from training.rl.stages.config import StagesConfig, StageSpec
+from training.rl.stages.episodes import rollout
 from training.rl.tasks.toy import EOS, PAD, STOP_TOKENS, VOCAB, ToyTask, build_tasks
 from training.rl.trajectory import Trajectory
 from training.serving.sampler import SamplingParams
@@ -62,8 +65,8 @@ def _split(total: int, weights: dict[str, float]) -> dict[str, int]:
     return dict(zip(names, counts.tolist(), strict=True))
 
 
-class Pipeline:
-    def __init__(self, cfg: PipelineConfig, out: str | Path, log: Callable[[str], None] = print):
+class StageRunner:
+    def __init__(self, cfg: StagesConfig, out: str | Path, log: Callable[[str], None] = print):
         self.cfg, self.out, self.log = cfg, Path(out), log
         vocab = cfg.model.vocab_size or len(VOCAB)
         if vocab < len(VOCAB):
@@ -84,7 +87,7 @@ class Pipeline:
             if done["name"] != spec.name:
                 raise ConfigError(
                     f"{path}: completed stage {done['name']!r} is not the config's stage {spec.name!r} "
-                    "(use a new --out for a changed pipeline)"
+                    "(use a new --out for changed stages)"
                 )
         return state
 
@@ -243,23 +246,23 @@ def curves_of(state: dict[str, Any]) -> dict[str, Any]:
     return {"stages": stages, "teachers": state["teachers"]}
 
 
-def load_pipeline_config(path: str | Path, overrides: list[str] | None = None) -> PipelineConfig:
-    return load_config(PipelineConfig, path, overrides)
+def load_stages_config(path: str | Path, overrides: list[str] | None = None) -> StagesConfig:
+    return load_config(StagesConfig, path, overrides)
 
 
-app = typer.Typer(add_completion=False, help="Run a post-training stage pipeline from a config.")
+app = typer.Typer(add_completion=False, help="Run post-training stages (SFT -> RL -> distillation) in sequence from a config.")
 
 
 @app.command()
 @user_errors
 def main(
-    config: Path = typer.Option(Path("configs/rl_stages_tiny.yaml"), help="pipeline YAML"),
+    config: Path = typer.Option(Path("configs/rl_stages_tiny.yaml"), help="stages YAML"),
     out: Path = typer.Option(Path("out/rl_stages"), help="output directory (re-run to resume at the next stage)"),
     stop_after: int = typer.Option(None, help="run at most this many stages in this call"),
     override: list[str] = typer.Option([], "--set", help="override a config key, e.g. --set rollout.group_size=4"),
 ) -> None:
-    cfg = load_pipeline_config(config, override)
-    state = Pipeline(cfg, out).run(stop_after)
+    cfg = load_stages_config(config, override)
+    state = StageRunner(cfg, out).run(stop_after)
     atomic_write_text(out / "curves.json", json.dumps(curves_of(state), indent=1))
     typer.echo(f"{len(state['completed'])}/{len(cfg.stages)} stages done; curves: {out / 'curves.json'}")
 

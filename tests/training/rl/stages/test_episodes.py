@@ -10,7 +10,7 @@ import torch
 from tests.training.glm_tiny import tiny_model
 from training.model.glm import GLMModel
 from training.rl.algo.update import batch_tensors, logprobs_of
-from training.rl.rollouts import rollout
+from training.rl.stages.episodes import rollout
 from training.rl.tasks.toy import EOS, OBS, VOCAB, ToyTask, ToyTaskConfig
 from training.serving.sampler import SamplingParams
 

@@ -1,6 +1,7 @@
-"""Config of the post-training stage pipeline (``training.rl.stages``), loaded from YAML.
+"""Config of the stage runner (``training.rl.stages.runner``), loaded from YAML
+(``configs/rl_stages_*.yaml``).
 
-A pipeline is data: the model, the optimizer, rollout and update settings, the tasks, and an
+The stages are data: the model, the optimizer, rollout and update settings, the tasks, and an
 ordered list of stages, e.g. SFT -> reasoning RL -> agentic RL -> general RL -> distillation.
 """
 
@@ -18,7 +19,7 @@ from training.rl.algo.update import UpdateConfig
 from training.rl.tasks.toy import ToyTaskConfig
 
 
-class RolloutConfig(StrictModel):
+class StageRolloutConfig(StrictModel):
     group_size: int = Field(default=8, gt=0)  # G samples per prompt (distillation uses 1)
     prompts_per_step: int = Field(default=16, gt=0)
     temperature: float = Field(default=1.0, gt=0)  # the update recomputes logprobs at this temperature
@@ -61,13 +62,13 @@ class StageSpec(StrictModel):
         return self
 
 
-class PipelineConfig(StrictModel):
+class StagesConfig(StrictModel):
     seed: int = 0
     threads: int = Field(default=1, ge=0)  # torch intra-op threads; 0 = torch's default
     model: ModelConfig = ModelConfig()
     optimizer: OptimizerConfig = OptimizerConfig(name="adamw", lr=3e-3)
     schedule: ScheduleConfig = ScheduleConfig(kind="constant", warmup_steps=0)  # per RL stage
-    rollout: RolloutConfig = RolloutConfig()
+    rollout: StageRolloutConfig = StageRolloutConfig()
     update: UpdateConfig = UpdateConfig()
     sft: SFTToyConfig = SFTToyConfig()
     eval: EvalConfig = EvalConfig()
@@ -75,7 +76,7 @@ class PipelineConfig(StrictModel):
     stages: list[StageSpec]
 
     @model_validator(mode="after")
-    def _check(self) -> PipelineConfig:
+    def _check(self) -> StagesConfig:
         names = [s.name for s in self.stages]
         if len(set(names)) != len(names):
             raise ValueError("stages: names must be unique")

@@ -15,7 +15,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("training.rl.stages.demo", "CPU demonstration: RL on task A, RL on B, distillation recovers A"),
     "stages": ("training.rl.stages.runner", "run SFT -> RL -> distillation stages in sequence from a config"),
     "serve": ("training.serving.rollout_server", "rollout server (OpenAI-compatible + /generate) over a checkpoint"),
-    "orchestrator": ("training.rl.orchestrator_cli", "multi-task rollout orchestrator (registration, heartbeats)"),
+    "orchestrator": ("training.rl.rollout.cli", "multi-task rollout orchestrator (registration, heartbeats)"),
     "train": ("training.rl.async_run", "asynchronous RL: orchestrator, rollout servers, trainer process"),
     "task-service": ("training.rl.tasks.service", "one task's instances and rewards over HTTP"),
 }

@@ -10,7 +10,7 @@ from core.config import StrictModel
 from training.model.config import ModelConfig
 from training.optim.optimizers import OptimizerConfig
 from training.rl.algo.update import UpdateConfig
-from training.rl.orchestrator_config import OrchestratorConfig
+from training.rl.rollout.config import OrchestratorConfig
 
 
 class AsyncTrainerConfig(StrictModel):

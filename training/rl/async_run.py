@@ -28,8 +28,8 @@ from training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpo
 from training.model.glm import GLMModel
 from training.optim.optimizers import build_optimizer
 from training.rl.async_config import RLAsyncConfig
-from training.rl.ledger import audit
-from training.rl.orchestrator import Orchestrator
+from training.rl.rollout.ledger import audit
+from training.rl.rollout.orchestrator import Orchestrator
 from training.serving.codec import Codec
 
 

@@ -5,7 +5,7 @@ answers late or with a garbled body with the configured probabilities (seeded, s
 reproducible). ``log_fault`` is the one writer of ``faults.jsonl`` (every process of a run appends
 to it: servers, the orchestrator's process killer, the trainer's deliberate crash) and
 ``count_faults`` its reader, so faults are counted even across restarts of the processes that
-injected them. Killing processes is the orchestrator's side (``training.rl.faults``).
+injected them. Killing processes is the orchestrator's side (``training.rl.rollout.faults``).
 """
 
 from __future__ import annotations

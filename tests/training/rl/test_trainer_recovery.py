@@ -20,9 +20,9 @@ from core.cli import load_cli_config
 from training.rl.async_config import RLAsyncConfig
 from training.rl.async_run import initial_checkpoint, resolve_tokenizer
 from training.rl.async_trainer import AsyncTrainer
-from training.rl.groups import Group, Job
-from training.rl.ledger import audit
-from training.rl.orchestrator import Orchestrator
+from training.rl.rollout.groups import Group, Job
+from training.rl.rollout.ledger import audit
+from training.rl.rollout.orchestrator import Orchestrator
 from training.serving.codec import Codec
 
 ROOT = Path(__file__).resolve().parents[3]

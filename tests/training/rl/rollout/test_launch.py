@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import torch
 
-from training.rl.launch import process_seed, rollout_command, task_command
-from training.rl.orchestrator import Orchestrator
-from training.rl.orchestrator_config import OrchestratorConfig
-from training.rl.registry import Slot
+from training.rl.rollout.config import OrchestratorConfig
+from training.rl.rollout.launch import process_seed, rollout_command, task_command
+from training.rl.rollout.orchestrator import Orchestrator
+from training.rl.rollout.registry import Slot
 from training.serving.codec import Codec
 from training.serving.engine import Engine
 from training.serving.sampler import SamplingParams

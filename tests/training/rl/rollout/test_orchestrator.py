@@ -12,8 +12,8 @@ import time
 import yaml
 
 from tests.training.conftest import make_checkpoint, start_module, stop, wait_port_file
-from tests.training.rl.waiting import wait_until
-from training.rl.ledger import audit
+from tests.training.rl.rollout.waiting import wait_until
+from training.rl.rollout.ledger import audit
 from training.rl.tasks.backends import toy_tokenizer
 from training.serving.http_json import call
 
@@ -87,19 +87,6 @@ def test_registration_warmup_ratios_rate_limit_and_heartbeat_timeout(tmp_path):
     assert json.loads((out / "summary.json").read_text())["ledger"]["open"] == 0
 
 
-def test_orchestrator_takes_an_rl_config_as_is(tmp_path):
-    """`orchestrator --config configs/rl_async_tiny.yaml`: the servers start as `train` starts them."""
-    from pathlib import Path
-
-    from training.rl.orchestrator_cli import load_orchestrator_config
-
-    cfg = load_orchestrator_config(Path(__file__).resolve().parents[3] / "configs/rl_async_tiny.yaml", tmp_path)
-    ckpt = Path(cfg.checkpoint)
-    assert ckpt.parent == tmp_path / "checkpoints" and (ckpt / "model.safetensors").is_file()
-    assert json.loads((ckpt / "trainer.json").read_text())["weight_version"] == 0
-    assert Path(cfg.tokenizer) == tmp_path / "tokenizer.json" and [t.name for t in cfg.tasks] == ["copy", "lookup"]
-
-
 def _alive(pid: int) -> bool:
     try:
         state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
@@ -132,24 +119,3 @@ def test_managed_servers_exit_when_the_orchestrator_is_killed(tmp_path):
         stop(orch)
         if pid and _alive(pid):
             os.kill(pid, signal.SIGKILL)
-
-
-def test_shipped_standalone_config_and_its_tokenizer_default(tmp_path):
-    """configs/orchestrator_tiny.yaml (servers register themselves) loads as is: toy tasks only and no
-    tokenizer named means the toy tasks' tokenizer; a task that renders text needs one named."""
-    from pathlib import Path
-
-    import pytest
-
-    from core.errors import ConfigError
-    from training.rl.orchestrator_cli import load_orchestrator_config
-    from training.serving.codec import Codec
-
-    cfg = load_orchestrator_config(Path(__file__).resolve().parents[3] / "configs/orchestrator_tiny.yaml", tmp_path)
-    assert cfg.rollout.replicas == 0 and [t.name for t in cfg.tasks] == ["copy", "lookup"]
-    assert Path(cfg.tokenizer) == tmp_path / "tokenizer.json"
-    codec = Codec.load(cfg.tokenizer)
-    assert codec.decode(codec.encode("copy 1 2 =")) == "copy 1 2 ="  # the toy vocabulary's words
-    (tmp_path / "search.yaml").write_text(yaml.safe_dump({"tasks": [{"name": "s", "kind": "search"}]}))
-    with pytest.raises(ConfigError, match="tokenizer"):
-        load_orchestrator_config(tmp_path / "search.yaml", tmp_path / "o2")

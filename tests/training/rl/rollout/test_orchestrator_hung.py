@@ -12,10 +12,10 @@ import signal
 import time
 
 from tests.training.conftest import make_checkpoint
-from tests.training.rl.waiting import wait_until
-from training.rl.ledger import audit
-from training.rl.orchestrator import Orchestrator
-from training.rl.orchestrator_config import OrchestratorConfig
+from tests.training.rl.rollout.waiting import wait_until
+from training.rl.rollout.config import OrchestratorConfig
+from training.rl.rollout.ledger import audit
+from training.rl.rollout.orchestrator import Orchestrator
 from training.rl.tasks.backends import toy_tokenizer
 from training.rl.tasks.service import TaskService
 from training.serving.codec import Codec

@@ -12,7 +12,7 @@ it is dropped with ``failed:<stage>:<kind>``. An aborted generation (weights pus
 ``abort_inflight``) is resubmitted without charge. When the registry declares a server
 unhealthy, trajectories waiting on it are resubmitted at once (a late answer from it is ignored).
 
-The trainer's side of the HTTP API is ``training.rl.trainer_protocol``.
+The trainer's side of the HTTP API is ``training.rl.rollout.trainer_protocol``.
 """
 
 from __future__ import annotations
@@ -23,13 +23,13 @@ from collections import Counter, deque
 from pathlib import Path
 from typing import Any
 
-from training.rl.faults import FaultInjector
-from training.rl.groups import Group, Job
-from training.rl.launch import rollout_command, task_command
-from training.rl.ledger import Ledger
-from training.rl.orchestrator_config import OrchestratorConfig
-from training.rl.registry import Registry, Slot
-from training.rl.trainer_protocol import TrainerProtocol
+from training.rl.rollout.config import OrchestratorConfig
+from training.rl.rollout.faults import FaultInjector
+from training.rl.rollout.groups import Group, Job
+from training.rl.rollout.launch import rollout_command, task_command
+from training.rl.rollout.ledger import Ledger
+from training.rl.rollout.registry import Registry, Slot
+from training.rl.rollout.trainer_protocol import TrainerProtocol
 from training.serving import rollout_client
 from training.serving.codec import Codec
 from training.serving.http_json import CallFailure, HttpError, call, serve_json

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import time
 
-from training.rl.orchestrator import Orchestrator
-from training.rl.orchestrator_config import OrchestratorConfig
+from training.rl.rollout.config import OrchestratorConfig
+from training.rl.rollout.orchestrator import Orchestrator
 from training.serving.codec import Codec
 from training.serving.http_json import call
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import socket
 import time
 
-from training.rl.orchestrator_config import HeartbeatConfig
-from training.rl.registry import Registry
+from training.rl.rollout.config import HeartbeatConfig
+from training.rl.rollout.registry import Registry
 
 
 def _dead_endpoint() -> str:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from training.rl.ledger import Ledger, LedgerError, audit
+from training.rl.rollout.ledger import Ledger, LedgerError, audit
 
 
 def test_ledger_accounts_once_and_survives_reopen(tmp_path):

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from training.rl.orchestrator_config import HeartbeatConfig
+from training.rl.rollout.config import HeartbeatConfig
 from training.serving.http_json import CallFailure, call
 
 

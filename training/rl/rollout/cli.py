@@ -1,6 +1,6 @@
 """``python -m training.rl orchestrator --config C``: the orchestrator alone.
 
-Serves registration, heartbeats, routing and the trainer protocol (see ``training.rl.orchestrator``)
+Serves registration, heartbeats, routing and the trainer protocol (see ``training.rl.rollout.orchestrator``)
 with managed and external servers as configured, until interrupted; then drops what is left with
 the reason ``orchestrator_stopped`` and writes ``OUT/summary.json``. ``C`` is an orchestrator YAML
 or an RL config with an ``orchestrator:`` section (``configs/rl_async_tiny.yaml`` works as is).
@@ -17,8 +17,8 @@ import typer
 from core.cli import user_errors
 from core.config import load_yaml, validate_config
 from core.errors import ConfigError
-from training.rl.orchestrator import Orchestrator
-from training.rl.orchestrator_config import OrchestratorConfig
+from training.rl.rollout.config import OrchestratorConfig
+from training.rl.rollout.orchestrator import Orchestrator
 from training.serving.codec import Codec
 
 
@@ -29,6 +29,7 @@ def load_orchestrator_config(config: Path, out: Path) -> OrchestratorConfig:
     data = load_yaml(config)
     out.mkdir(parents=True, exist_ok=True)
     if isinstance(data.get("orchestrator"), dict):
+        # an RL run's config: its start is prepared by the rule `train` uses (one rule, in its module)
         from training.rl.async_config import RLAsyncConfig
         from training.rl.async_run import initial_checkpoint, resolve_tokenizer
 

@@ -34,8 +34,8 @@ sys.path.insert(0, str(ROOT))
 
 from core.cli import load_cli_config  # noqa: E402
 from training.checkpoint import latest_checkpoint  # noqa: E402
-from training.rl.async_config import RLAsyncConfig  # noqa: E402
-from training.rl.async_run import run_training  # noqa: E402
+from training.rl.trainer.config import RLAsyncConfig  # noqa: E402
+from training.rl.trainer.run import run_training  # noqa: E402
 
 
 def warm_start(out: Path) -> Path:

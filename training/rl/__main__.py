@@ -16,7 +16,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "stages": ("training.rl.stages.runner", "run SFT -> RL -> distillation stages in sequence from a config"),
     "serve": ("training.serving.rollout_server", "rollout server (OpenAI-compatible + /generate) over a checkpoint"),
     "orchestrator": ("training.rl.rollout.cli", "multi-task rollout orchestrator (registration, heartbeats)"),
-    "train": ("training.rl.async_run", "asynchronous RL: orchestrator, rollout servers, trainer process"),
+    "train": ("training.rl.trainer.run", "asynchronous RL: orchestrator, rollout servers, trainer process"),
     "task-service": ("training.rl.tasks.service", "one task's instances and rewards over HTTP"),
 }
 

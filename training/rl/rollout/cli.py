@@ -30,8 +30,8 @@ def load_orchestrator_config(config: Path, out: Path) -> OrchestratorConfig:
     out.mkdir(parents=True, exist_ok=True)
     if isinstance(data.get("orchestrator"), dict):
         # an RL run's config: its start is prepared by the rule `train` uses (one rule, in its module)
-        from training.rl.async_config import RLAsyncConfig
-        from training.rl.async_run import initial_checkpoint, resolve_tokenizer
+        from training.rl.trainer.config import RLAsyncConfig
+        from training.rl.trainer.run import initial_checkpoint, resolve_tokenizer
 
         rl = validate_config(RLAsyncConfig, data, str(config))
         cfg = rl.orchestrator

@@ -13,7 +13,7 @@ since its last checkpoint: on restart it reloads it, re-sends its commit and, if
 went out, its weights; the orchestrator hands the uncommitted groups back — each trajectory is
 trained exactly once in the run's surviving history.
 
-Runs as its own process (``python -m training.rl.async_trainer``), started by ``train``.
+Runs as its own process (``python -m training.rl.trainer.process``), started by ``train``.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from training.model.glm import GLMModel
 from training.optim.optimizers import build_optimizer
 from training.rl.algo.losses import group_advantages
 from training.rl.algo.update import policy_update
-from training.rl.async_config import RLAsyncConfig
+from training.rl.trainer.config import RLAsyncConfig
 from training.rl.trajectory import Trajectory
 from training.serving.http_json import CallFailure, call
 

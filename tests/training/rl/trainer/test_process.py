@@ -7,7 +7,7 @@ import json
 import pytest
 
 from training.rl.algo.update import batch_tensors
-from training.rl.async_trainer import newest_tokens_only, split_stale
+from training.rl.trainer.process import newest_tokens_only, split_stale
 from training.rl.trajectory import Trajectory
 
 
@@ -49,7 +49,7 @@ def test_partial_rollout_masks_old_version_tokens_only_when_configured():
 def test_config_refuses_inconsistent_settings():
     from core.config import validate_config
     from core.errors import ConfigError
-    from training.rl.async_config import RLAsyncConfig
+    from training.rl.trainer.config import RLAsyncConfig
 
     with pytest.raises(ConfigError, match="temperature"):  # trainer logprobs of another distribution
         validate_config(RLAsyncConfig, {"orchestrator": {"sampling": {"temperature": 0.7}}})

@@ -15,17 +15,17 @@ from pathlib import Path
 import pytest
 import torch
 
-import training.rl.async_trainer as trainer_mod
+import training.rl.trainer.process as trainer_mod
 from core.cli import load_cli_config
-from training.rl.async_config import RLAsyncConfig
-from training.rl.async_run import initial_checkpoint, resolve_tokenizer
-from training.rl.async_trainer import AsyncTrainer
 from training.rl.rollout.groups import Group, Job
 from training.rl.rollout.ledger import audit
 from training.rl.rollout.orchestrator import Orchestrator
+from training.rl.trainer.config import RLAsyncConfig
+from training.rl.trainer.process import AsyncTrainer
+from training.rl.trainer.run import initial_checkpoint, resolve_tokenizer
 from training.serving.codec import Codec
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 TINY = ["model.num_layers=2", "model.hidden_size=32", "model.ffn_hidden_size=64", "model.q_lora_rank=16",
         "model.kv_lora_rank=16", "model.qk_head_dim=8", "model.qk_pos_emb_head_dim=8", "model.v_head_dim=8",
         "model.moe_ffn_hidden_size=16", "model.moe_shared_expert_intermediate_size=16"]

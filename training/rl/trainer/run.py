@@ -27,9 +27,9 @@ from core.errors import ConfigError, UserError
 from training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from training.model.glm import GLMModel
 from training.optim.optimizers import build_optimizer
-from training.rl.async_config import RLAsyncConfig
 from training.rl.rollout.ledger import audit
 from training.rl.rollout.orchestrator import Orchestrator
+from training.rl.trainer.config import RLAsyncConfig
 from training.serving.codec import Codec
 
 
@@ -98,7 +98,7 @@ def run_training(cfg: RLAsyncConfig, out: Path, resume: bool = False, log=print)
             raise UserError(f"servers not healthy in time: {json.dumps(orch.registry.view())}")
         log(f"servers ready in {time.monotonic() - t0:.1f}s")
         while True:
-            cmd = [sys.executable, "-m", "training.rl.async_trainer", "--config", str(out / "config.json"),
+            cmd = [sys.executable, "-m", "training.rl.trainer.process", "--config", str(out / "config.json"),
                    "--out", str(out), "--orchestrator", url]
             rc = subprocess.run(cmd).returncode
             if rc == 0:

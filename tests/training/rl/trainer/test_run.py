@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 from core.cli import load_cli_config
-from training.rl.async_config import RLAsyncConfig
-from training.rl.async_run import run_training
+from training.rl.trainer.config import RLAsyncConfig
+from training.rl.trainer.run import run_training
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 TINY = [  # smaller and shorter than the shipped config: CI time
     "model.num_layers=2", "model.hidden_size=32", "model.ffn_hidden_size=64", "model.q_lora_rank=16",
     "model.kv_lora_rank=16", "model.qk_head_dim=8", "model.qk_pos_emb_head_dim=8", "model.v_head_dim=8",

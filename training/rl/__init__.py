@@ -1,16 +1,17 @@
-"""Reinforcement learning for the GLM-5-shaped model (post-training).
+"""Reinforcement learning for the GLM-5-shaped model (post-training), by role.
 
-Modules, one concern each:
-``sampler``      batched token-in/token-out sampling with the MLA latent KV cache
-``rollouts``     multi-turn episodes recorded token-in/token-out, the agentic mask, append-only check
-``losses``       group-normalised advantages, the clipped token-level policy loss, KL, TIS
-``update``       one policy update from trajectories (RL advantages or distillation teachers)
-``distill``      on-policy cross-stage distillation (per-token teacher advantages)
-``toy_tasks``    verifiable toy tasks with programmatic rewards
-``stages``       the SFT -> reasoning RL -> agentic RL -> general RL -> distillation pipeline
-                 (its config: ``stage_config``)
-``demo``         the CPU demonstration (``python -m training.rl demo --out OUT``)
+``trajectory``  the one ``Trajectory`` from sampling to update (token-in/token-out; its payload is its fields)
+``algo/``       the algorithm: group-wise losses, the policy update, on-policy distillation
+``tasks/``      what is rolled out and rewarded: toy tasks, task backends, the task service
+``stages/``     the stage runner: SFT -> RL stages -> distillation in sequence in one process, the demo
+``rollout/``    asynchronous RL's rollout side: orchestrator, registry, ledger, faults, trainer protocol
+``trainer/``    asynchronous RL's trainer side: the run's supervisor and the trainer process
 
-The asynchronous side (rollout servers, orchestrator, async trainer, ledger, task services,
-fault injection) builds on these; ``python -m training.rl`` lists every subcommand.
+Rollout servers and the sampler live in ``training.serving``, which imports nothing from here.
+``python -m training.rl`` lists every subcommand.
 """
+
+from pathlib import Path
+
+# the shipped YAML (configs/rl_*.yaml): the CLIs' default configs, found from any working directory
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"

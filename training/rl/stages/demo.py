@@ -18,6 +18,7 @@ import typer
 
 from core.cli import user_errors
 from core.io import atomic_write_text
+from training.rl import CONFIGS
 from training.rl.stages.runner import StageRunner, curves_of, load_stages_config
 
 
@@ -84,7 +85,7 @@ app = typer.Typer(add_completion=False, help=__doc__.split("\n\n")[0])
 @user_errors
 def main(
     out: Path = typer.Option(Path("out/rl_demo"), help="output directory (curves.json, curves.png, checkpoints)"),
-    config: Path = typer.Option(Path("configs/rl_stages_demo.yaml"), help="stages YAML"),
+    config: Path = typer.Option(CONFIGS / "rl_stages_demo.yaml", help="stages YAML"),
     override: list[str] = typer.Option([], "--set", help="override a config key, e.g. --set rollout.group_size=4"),
 ) -> None:
     cfg = load_stages_config(config, override)

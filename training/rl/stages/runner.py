@@ -42,6 +42,7 @@ from training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpo
 from training.model.glm import GLMModel
 from training.optim.optimizers import build_optimizer
 from training.optim.schedules import lr_at
+from training.rl import CONFIGS
 from training.rl.algo.distill import TeacherSet
 from training.rl.algo.update import policy_update, rl_advantages
 from training.rl.stages.config import StagesConfig, StageSpec
@@ -256,7 +257,7 @@ app = typer.Typer(add_completion=False, help="Run post-training stages (SFT -> R
 @app.command()
 @user_errors
 def main(
-    config: Path = typer.Option(Path("configs/rl_stages_tiny.yaml"), help="stages YAML"),
+    config: Path = typer.Option(CONFIGS / "rl_stages_tiny.yaml", help="stages YAML"),
     out: Path = typer.Option(Path("out/rl_stages"), help="output directory (re-run to resume at the next stage)"),
     stop_after: int = typer.Option(None, help="run at most this many stages in this call"),
     override: list[str] = typer.Option([], "--set", help="override a config key, e.g. --set rollout.group_size=4"),

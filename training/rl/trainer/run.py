@@ -27,6 +27,7 @@ from core.errors import ConfigError, UserError
 from training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from training.model.glm import GLMModel
 from training.optim.optimizers import build_optimizer
+from training.rl import CONFIGS
 from training.rl.rollout.ledger import audit
 from training.rl.rollout.orchestrator import Orchestrator
 from training.rl.trainer.config import RLAsyncConfig
@@ -125,7 +126,7 @@ app = typer.Typer(add_completion=False, help="Asynchronous RL: supervisor of one
 @app.command()
 @user_errors(sigterm_unwinds=True)
 def train(
-    config: Path = typer.Option(Path("configs/rl_async_tiny.yaml"), help="RL config YAML"),
+    config: Path = typer.Option(CONFIGS / "rl_async_tiny.yaml", help="RL config YAML"),
     out: Path = typer.Option(Path("out/rl_async"), help="run directory"),
     resume: bool = typer.Option(False, help="continue the run in OUT from its last checkpoint"),
     set_: list[str] = typer.Option(None, "--set", help="override a config key, e.g. --set trainer.updates=4"),

@@ -1,7 +1,7 @@
 """On-policy cross-stage distillation (GLM-5's last post-training stage).
 
 The student samples its own responses (group size 1); each sample's teacher is the final
-checkpoint of the stage that owns the sample's task type (registered by the stage pipeline:
+checkpoint of the stage that owns the sample's task type (registered by the stage runner:
 SFT, reasoning RL, agentic RL, general RL). The per-token advantage is
 ``sg[log pi_teacher(y_t) - log pi_theta(y_t)]`` on the student's tokens, masked like RL (only
 model-generated tokens), and the update is the same clipped token-level policy loss — the

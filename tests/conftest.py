@@ -97,3 +97,11 @@ def llm_server(smollm2_dir):
     yield f"http://127.0.0.1:{server.server_address[1]}/v1"
     server.shutdown()
     server.server_close()
+
+
+@pytest.fixture(scope="session")
+def extraction_eval():
+    """trafilatura 1.0.0's labelled test pages (pages folder, labelled pages), fetched once into data/."""
+    from samples.extraction_eval import obtain_extraction_eval
+
+    return obtain_extraction_eval(ROOT / "data", log=lambda m: None)

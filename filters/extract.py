@@ -1,16 +1,22 @@
-"""HTML -> text with trafilatura (datatrove's extractor), dropping with reasons.
+"""HTML -> text, dropping with reasons: trafilatura (datatrove's extractor) or Resiliparse.
 
 datatrove's ``BaseExtractor.run`` drops documents on timeout, extractor error or empty output
-without saying why; this step runs the same trafilatura extraction in datatrove's
-``ExtractorSandbox`` (per-document timeout, isolated process) and records the reason of every
-drop in ``metadata["filter_reason"]`` so the step chain turns it into a reject.
+without saying why; this step runs the extraction in datatrove's ``ExtractorSandbox``
+(per-document timeout, isolated process) and records the reason of every drop in
+``metadata["filter_reason"]`` so the step chain turns it into a reject. Both backends go through
+the same sandbox, so they drop for the same reasons and count the same stats.
 Documents that are not HTML (``metadata["content_type"]`` other than ``text/html``) pass
 through unchanged: one corpus can mix crawled pages and plain-text books.
+
+Backends, measured by ``benchmarks/extractors.py`` (docs/web.md has the figures): trafilatura
+is the more precise (less boilerplate kept), Resiliparse (``resiliparse.extract.html2text``,
+main-content mode, the extractor DCLM's pool was built with) an order of magnitude faster.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from datatrove.pipeline.extractors.base import ExtractorSandbox
 from datatrove.pipeline.extractors.trafilatura import Trafilatura
@@ -18,6 +24,17 @@ from datatrove.pipeline.extractors.trafilatura import Trafilatura
 from core.records import REJECT_DETAIL_KEY
 
 HTML_TYPES = {"text/html", "application/xhtml+xml"}
+ExtractBackend = Literal["trafilatura", "resiliparse"]
+BACKENDS: tuple[str, ...] = ExtractBackend.__args__
+
+
+def resiliparse_text(html: str) -> str:
+    """Resiliparse's main-content text. Comments off, as datatrove's trafilatura call has them;
+    image alt texts and post metadata (author, date lines) off: on trafilatura's labelled pages
+    they only added boilerplate (precision 0.79 -> 0.84, recall unchanged)."""
+    from resiliparse.extract.html2text import extract_plain_text
+
+    return extract_plain_text(html, main_content=True, comments=False, alt_texts=False, post_meta=False)
 
 
 class HtmlToText(Trafilatura):
@@ -25,11 +42,22 @@ class HtmlToText(Trafilatura):
     stage_name = "html_to_text"
 
     def __init__(
-        self, timeout: float = 10.0, favour_precision: bool = True, deduplicate: bool = True, **kwargs
+        self,
+        timeout: float = 10.0,
+        favour_precision: bool = True,
+        deduplicate: bool = True,
+        backend: ExtractBackend = "trafilatura",  # the web job picks its own default (configs/web.yaml)
+        **kwargs,
     ):
+        if backend not in BACKENDS:
+            raise ValueError(f"extract backend {backend!r}: expected one of {', '.join(BACKENDS)}")
         super().__init__(
             favour_precision=favour_precision, timeout=timeout, deduplicate=deduplicate, **kwargs
         )
+        self.backend = backend
+
+    def extract(self, text: str) -> str:
+        return resiliparse_text(text) if self.backend == "resiliparse" else super().extract(text)
 
     def run(self, data, rank: int = 0, world_size: int = 1):
         with ExtractorSandbox(timeout=self.timeout, warmup_text="") as sandbox:
@@ -43,12 +71,12 @@ class HtmlToText(Trafilatura):
                     try:
                         text = sandbox.process_document(doc.text, self.extract)
                     except TimeoutError:
-                        self._drop(doc, "extract_timeout", f"trafilatura took over {self.timeout}s")
+                        self._drop(doc, "extract_timeout", f"{self.backend} took over {self.timeout}s")
                         continue
                     except EOFError:
                         self._drop(doc, "extract_crashed", "extractor process died (out of memory?)")
                         continue
-                    except Exception as err:  # trafilatura/lxml raise many types on broken HTML
+                    except Exception as err:  # trafilatura/lxml and Resiliparse raise many types on broken HTML
                         self._drop(doc, "extract_error", f"{type(err).__name__}: {err}")
                         continue
                 if not text or not text.strip():

@@ -42,7 +42,7 @@ from filters.assistant_phrases import AssistantPhrases, AssistantPhrasesConfig
 from filters.dclm import DclmConfig, DclmKeepTop, DclmScore, DclmThreshold, FastTextArgs, train_classifier
 from filters.edu import EduConfig, EduScore, EduThreshold, LlmSample
 from filters.edu_distill import EduDistilledScore, LlmScoredRows, train_distilled
-from filters.extract import HtmlToText
+from filters.extract import ExtractBackend, HtmlToText
 from filters.langid import LangId, LangIdConfig, obtain_lid_model
 from filters.length import LengthConfig, TextLength
 from filters.machine_text_classifier import MachineText, MachineTextConfig
@@ -120,6 +120,10 @@ class WebConfig(StrictModel):
     data_dir: str = cache_field()  # models and samples (default: the user cache, core.cache)
     read: ReadLimits = ReadLimits()
     extract_timeout_s: float = Field(default=60.0, gt=0)
+    # HTML -> text: Resiliparse, an order of magnitude faster than trafilatura and less precise; at
+    # crawl scale extraction is most of the per-page CPU (docs/web.md: the measurements, and when
+    # trafilatura is worth its cost)
+    extract_backend: ExtractBackend = "resiliparse"
     length: LengthConfig = LengthConfig()
     langid: LangIdConfig = LangIdConfig()
     heuristics: HeuristicsConfig = HeuristicsConfig()
@@ -158,7 +162,7 @@ def resolve_paths(cfg: WebConfig) -> WebConfig:
 
 def quality_steps(cfg: WebConfig) -> list:
     h = cfg.heuristics
-    steps = [HtmlToText(timeout=cfg.extract_timeout_s), TextLength(cfg.length)]
+    steps = [HtmlToText(timeout=cfg.extract_timeout_s, backend=cfg.extract_backend), TextLength(cfg.length)]
     steps.append(LangId(cfg.langid, cfg.langid.model_path or obtain_lid_model(cfg.data_dir)))
     # datatrove's own filters, all given one warm spaCy tokenizer (same tokens, ~2x faster)
     shared = SharedSpacyTokenizer("en")

@@ -2,17 +2,20 @@
 SmolLM2 endpoint: same kept documents, same rejects, same corpus-pass results."""
 
 import json
+from pathlib import Path
 
 import duckdb
 import pytest
 
 from core.config import validate_config
-from core.errors import UserError
+from core.errors import ConfigError, UserError
 from core.spark import SparkConfig
 from pipelines.inputs import InputSpec
-from pipelines.jobs.web import WebConfig, WebJob
+from pipelines.jobs.web import WebConfig, WebJob, quality_steps
 from pipelines.local import LocalEngine, LocalEngineConfig
 from pipelines.spark import SparkEngine
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def web_cfg(sample_corpus, llm_url, cache_dir, **over):
@@ -104,3 +107,20 @@ def test_nothing_sent_to_the_llm_skips_distillation_with_a_reason(sample_corpus,
     assert summary["corpus"]["edu_distillation"] == "skipped: no document was scored by the LLM"
     counts = summary["counts"]["edu_threshold"]
     assert counts["kept"] == 0 and counts["reasons"] == {"edu_unscored": counts["docs_in"]}
+
+
+def test_the_extract_backend_is_validated_and_reaches_the_extraction_step():
+    from filters.extract import HtmlToText
+    from filters.langid import obtain_lid_model
+
+    lid = str(obtain_lid_model(ROOT / "data"))
+
+    def extractor(**over):
+        cfg = validate_config(WebConfig, {"langid": {"model_path": lid}, **over})
+        (step,) = [s for s in quality_steps(cfg) if isinstance(s, HtmlToText)]
+        return step.backend
+
+    assert extractor() == "resiliparse"  # the crawl default (docs/web.md says why)
+    assert extractor(extract_backend="trafilatura") == "trafilatura"
+    with pytest.raises(ConfigError, match="extract_backend"):
+        validate_config(WebConfig, {"extract_backend": "readability"})

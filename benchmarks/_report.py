@@ -31,6 +31,7 @@ import datetime as dt
 import json
 import math
 import os
+import resource
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -81,6 +82,14 @@ class Result:
             **({"notes": self.notes} if self.notes else {}),
             **self.extra,
         }
+
+
+def cpu_seconds() -> float:
+    """CPU seconds of this process and of its children that have ended: a shared, loaded machine
+    disturbs them far less than wall time, and work done in a child process (datatrove's extractor
+    sandbox) counts once the child is reaped."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def _git(*args: str) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import os
-import re
 import tempfile
 from functools import cached_property
 from pathlib import Path
@@ -122,21 +121,6 @@ def diff(path: Path, old: str, new: str) -> str:
     if old == new:
         return ""
     return git(path, "diff", "--binary", "--full-index", old, new).decode("utf-8", "replace")
-
-
-def patch_paths(patch: str) -> list[str]:
-    """Paths a unified diff writes (new names; a deleted file's own name), in order. Git's
-    headers are read by the miner's diff parser (quoted names, names with spaces); a plain
-    unified diff by its ``+++`` lines."""
-    from swe_envs.mining.patches import parse_diff, unquote_path
-
-    out = [f.path for f in parse_diff(patch) if f.path]
-    if not out:
-        for m in re.finditer(r"^\+\+\+ (.+)$", patch, re.M):
-            name = unquote_path(m.group(1))
-            if name != "/dev/null":
-                out.append(name.removeprefix("b/"))
-    return list(dict.fromkeys(out))
 
 
 def check_patches(path: Path, commit: str, patches: list[tuple[str, str]]) -> str | None:

@@ -31,6 +31,7 @@ from core.errors import InputError, UserError
 from core.io import parsed_lines
 from core.llm import LLMClient
 from swe_envs.config import SweEnvsConfig
+from swe_envs.diff import patch_paths
 from swe_envs.docker_setup import docker_client
 from swe_envs.envs.builder import EnvBuilder, Environment
 from swe_envs.envs.validator import InstanceFailure, Validator
@@ -39,7 +40,7 @@ from swe_envs.git import git
 from swe_envs.images import Images
 from swe_envs.instance import missing_fields
 from swe_envs.registry import host_access
-from swe_envs.repos import check_patches, find_repo, patch_paths
+from swe_envs.repos import check_patches, find_repo
 from swe_envs.sandbox import Sandbox, sweep_orphans
 
 OUTPUTS = ("validated.jsonl", "failures.jsonl", "environments.jsonl", "summary.json", "logs")

@@ -21,13 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from swe_envs.config import SweEnvsConfig
+from swe_envs.diff import patch_paths
 from swe_envs.envs import languages, own_runners
 from swe_envs.envs.builder import Environment
 from swe_envs.envs.network_needs import network_needed
 from swe_envs.envs.parsers import FAILED, PASSED, ParseResult, parse_log
 from swe_envs.envs.test_ids import map_ids, scheme_for
 from swe_envs.paths import is_test_path
-from swe_envs.repos import Snapshot, diff, patch_paths
+from swe_envs.repos import Snapshot, diff
 from swe_envs.sandbox import RunLog, Sandbox
 
 

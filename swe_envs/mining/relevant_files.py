@@ -23,11 +23,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from swe_envs.diff import FileDiff
 from swe_envs.git import GitRepo
 from swe_envs.mining.config import RelevantFilesConfig
 from swe_envs.mining.imports import FileIndex, imported_paths
 from swe_envs.mining.language import stop_words
-from swe_envs.mining.patches import FileDiff
 from swe_envs.paths import is_source_path
 
 METHOD = "touched+imports+imported_by+cochange+lexical+same_dir"

@@ -25,14 +25,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from core.errors import InputError
+from swe_envs.diff import parse_diff, patch_paths
 from swe_envs.git import GitError, GitRepo, RepoCache
 from swe_envs.mining.config import MiningConfig, PatchFilterConfig, RelevantFilesConfig
 from swe_envs.mining.git_history import _log
-from swe_envs.mining.patches import Patch, PatchProblem, obtain_patch, parse_diff, patch_problem
+from swe_envs.mining.patches import Patch, PatchProblem, obtain_patch, patch_problem
 from swe_envs.mining.refs import pr_number_from_commit
 from swe_envs.mining.relevant_files import select_relevant_files
 from swe_envs.mining.stages import EXTRACT_SCHEMA, MineUnit, safe_extract_rows, to_batch
-from swe_envs.repos import Snapshot, check_patches, diff, find_repo, patch_paths
+from swe_envs.repos import Snapshot, check_patches, diff, find_repo
 from tests.reliability.gitobjects import Commit, write_history
 from tests.reliability.ledger import LEDGER, fuzz_settings
 from tests.reliability.strategies import RAW

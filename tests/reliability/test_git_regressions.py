@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from core.errors import InputError
+from swe_envs.diff import header_paths, parse_diff, patch_paths
 from swe_envs.git import GitRepo
 from swe_envs.mining.config import MiningConfig
-from swe_envs.mining.patches import header_paths, parse_diff
 from swe_envs.mining.refs import iso_utc, pr_number_from_commit
 from swe_envs.mining.stages import EXTRACT_SCHEMA, MineUnit, safe_extract_rows, to_batch
-from swe_envs.repos import diff, find_repo, patch_paths
+from swe_envs.repos import diff, find_repo
 from tests.reliability.gitobjects import Commit, write_history
 
 BASE = {b"src/util.py": b"def f():\n    return 1\n", b"tests/test_util.py": b"def test_f():\n    pass\n"}

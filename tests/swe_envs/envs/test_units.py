@@ -8,6 +8,7 @@ import pytest
 
 from samples.swe_envs.lang_repos import ALL, make_repo
 from swe_envs.config import SweEnvsConfig
+from swe_envs.diff import patch_paths
 from swe_envs.docker_setup import apt_mirror
 from swe_envs.envs import languages
 from swe_envs.envs.build_rules import rule_fix
@@ -15,7 +16,7 @@ from swe_envs.envs.builder import extract_recipe
 from swe_envs.envs.validate_job import read_instances
 from swe_envs.images import env_dockerfile, toolchain_dockerfile
 from swe_envs.paths import is_test_path
-from swe_envs.repos import Snapshot, check_patches, patch_paths
+from swe_envs.repos import Snapshot, check_patches
 from tests.swe_envs.envs.fixture_projects import SUREFIRE
 from tests.swe_envs.envs.regen_fixtures import make_git
 

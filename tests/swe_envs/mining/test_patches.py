@@ -3,6 +3,7 @@ import json
 import pytest
 
 from samples.swe_mine.gitrepo import commit_files, git, merge_pr
+from swe_envs.diff import parse_diff
 from swe_envs.git import RepoCache
 from swe_envs.mining.config import GitScanConfig, PatchFilterConfig
 from swe_envs.mining.git_history import scan_repo
@@ -12,7 +13,6 @@ from swe_envs.mining.patches import (
     PatchProblem,
     files_from_api,
     obtain_patch,
-    parse_diff,
     patch_problem,
 )
 from tests.swe_envs.gitrepos import project

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from swe_envs.crates import DEBIAN_CRATES, cargo_deps, cargo_source_line, debian_crate_package
 from swe_envs.envs import rules_java, rules_php, rules_python, rules_ruby, rules_rust
 from swe_envs.envs.parsers.base import clean
+from swe_envs.offline.crates import DEBIAN_CRATES, cargo_deps, cargo_source_line, debian_crate_package
 from swe_envs.repos import Snapshot
 
 # Part of every verified environment's cache key (builder): an image verified under older rules,

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import date, datetime
 
 from swe_envs.git import commit_date as git_commit_date
+from swe_envs.offline.maven import declared_java
 from swe_envs.repos import Snapshot
 
 # first release of each toolchain version Debian's suites ship (bullseye / bookworm / trixie)
@@ -137,16 +138,8 @@ def _node_evidence(snap: Snapshot) -> dict:
 
 
 def _java_evidence(snap: Snapshot) -> dict:
-    text = (snap.read("pom.xml") or "") + (snap.read("build.gradle") or "")
-    m = re.search(r"<maven\.compiler\.(?:release|source)>(?:1\.)?(\d+)<", text) or \
-        re.search(r"<(?:release|source)>(?:1\.)?(\d+)</", text) or re.search(r"sourceCompatibility\s*=\s*['\"]?(?:1\.)?(\d+)", text)
-    return {"java": m.group(1), "min": m.group(1)} if m else {}
-
-
-def java_level(snap: Snapshot) -> int | None:
-    """The Java language level the build files declare (7 for ``1.7``), if any."""
-    level = _java_evidence(snap).get("java")
-    return int(level) if level else None
+    level = declared_java(snap)
+    return {"java": level, "min": level} if level else {}
 
 
 _EVIDENCE = {"python": _python_evidence, "go": _go_evidence, "rust": _rust_evidence,

@@ -20,7 +20,7 @@ import shlex
 import tomllib
 from dataclasses import dataclass, field
 
-from swe_envs.crates import DEBIAN_CRATES
+from swe_envs.offline.crates import DEBIAN_CRATES
 from swe_envs.repos import Snapshot
 
 RULE = "dev-dependencies Debian lacks"

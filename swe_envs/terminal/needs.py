@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from swe_envs.crates import cargo_deps, debian_crate_package
-from swe_envs.envs.gradle_offline import gradle_deps
+from swe_envs.offline.crates import cargo_deps, debian_crate_package
+from swe_envs.offline.gradle import gradle_deps
 from swe_envs.terminal.substitute import from_images
 from swe_envs.terminal.task import HarborTask
 from swe_envs.terminal.warm import GRADLE_SERVED, cargo_added, test_scripts

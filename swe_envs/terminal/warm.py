@@ -11,7 +11,7 @@ what trials run. Each applied rule is recorded as a substitution of the check re
   everything in place offline (``npm_config_offline``, see ``environment.offline_env``).
 - ``gradle-wrapper``: ``gradlew`` downloads a Gradle distribution and the build's JUnit/AssertJ
   come from Maven repositories; neither is a package registry reachable here. ``gradlew`` in the
-  working directory is replaced by a stand-in (``swe_envs.envs.gradle_offline``, the SWE
+  working directory is replaced by a stand-in (``swe_envs.offline.gradle``, the SWE
   environments' Gradle stand-in) that compiles ``src/main/java`` and ``src/test/java`` with
   ``javac`` against Debian's jars (JUnit 5, AssertJ) and runs the JUnit console launcher (the
   upstream script is kept as ``gradlew.upstream``). Debian's versions (JUnit 5.9, AssertJ 3.14)
@@ -37,11 +37,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-# shared with the SWE environments' Rust rule (moved to swe_envs/crates.py)
-from swe_envs.crates import cargo_deps, cargo_source_line, debian_crate_package
-
-# the Gradle stand-in is the SWE environments' too (javac + launcher shared with the mvn stand-in)
-from swe_envs.envs.gradle_offline import GRADLEW_STANDIN
+# shared with the SWE environments' Rust and Java rules (javac + launcher shared with the mvn stand-in)
+from swe_envs.offline.crates import cargo_deps, cargo_source_line, debian_crate_package
+from swe_envs.offline.gradle import GRADLEW_STANDIN
 
 # Debian packages of the jars the stand-in puts on the class path
 JAVA_TEST_PACKAGES = "junit5 libassertj-core-java"

@@ -329,13 +329,13 @@ POM = """<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0<
 def test_maven_without_a_repository_gets_the_stand_in_over_debian_jars(tmp_path):
     # libcommons-codec-java 1.15: parent commons-parent 52, Debian's repository has 43 (and few of
     # the plugins the parent binds): Maven cannot build offline, whatever the project's code
-    from swe_envs.envs import maven_offline
+    from swe_envs.offline import maven
 
-    assert maven_offline.pom_dependencies(POM) == [("junit", "junit"), ("org.apache.commons", "commons-lang3")]
-    assert maven_offline.pom_dependencies("<project><oops") == []
-    assert maven_offline.debian_package("junit", "junit")[0] == "junit4"
-    assert maven_offline.debian_package("org.junit.jupiter", "junit-jupiter-api")[0] == "junit5"
-    assert maven_offline.debian_package("org.apache.commons", "commons-lang3") == ["libcommons-lang3-java"]
+    assert maven.pom_dependencies(POM) == [("junit", "junit"), ("org.apache.commons", "commons-lang3")]
+    assert maven.pom_dependencies("<project><oops") == []
+    assert maven.debian_package("junit", "junit")[0] == "junit4"
+    assert maven.debian_package("org.junit.jupiter", "junit-jupiter-api")[0] == "junit5"
+    assert maven.debian_package("org.apache.commons", "commons-lang3") == ["libcommons-lang3-java"]
     repo, head = make_git(tmp_path / "codec", {"pom.xml": POM, "src/main/java/A.java": "class A {}\n"})
     snap = Snapshot(repo, head)
     log = ("[FATAL] Non-resolvable parent POM for commons-codec:commons-codec:1.15: Could not find artifact "
@@ -354,14 +354,14 @@ def test_maven_without_a_repository_gets_the_stand_in_over_debian_jars(tmp_path)
     old_pom = POM.replace("<dependencies>", "<properties><maven.compiler.source>1.7</maven.compiler.source>"
                                             "</properties><dependencies>")
     repo7, head7 = make_git(tmp_path / "c4", {"pom.xml": old_pom})
-    assert "'release=\"8\"" in maven_offline.standin_recipe(Snapshot(repo7, head7))[1]
+    assert "'release=\"8\"" in maven.standin_recipe(Snapshot(repo7, head7))[1]
     assert rule_fix("java", fixed, log, snap) is None  # applied once
     assert rule_fix("java", recipe, "[ERROR] COMPILATION ERROR\n", snap) is None  # the code's own failure
     # the script survives the trip through one shell line intact
     import subprocess
     out = subprocess.run(["sh", "-c", write.replace("/usr/local/bin/mvn", str(tmp_path / "mvn"))],
                          capture_output=True, text=True)
-    assert out.returncode == 0 and (tmp_path / "mvn").read_text() == maven_offline.standin_script(snap)
+    assert out.returncode == 0 and (tmp_path / "mvn").read_text() == maven.standin_script(snap)
     bad = subprocess.run(["sh", str(tmp_path / "mvn"), "-B", "-s", "settings.xml", "deploy"], capture_output=True, text=True)
     assert bad.returncode == 2 and "goal deploy is not supported" in bad.stderr
 
@@ -395,7 +395,7 @@ def test_mvn_stand_in_states_the_reports_totals_as_surefire_does(tmp_path):
     # launcher's XML reports (commons-collections4: the launcher's own totals missed 1828 JUnit 4
     # tests registered while running). javac and java are test doubles here (no JUnit jars on
     # this machine); the benchmark runs the real ones in Docker
-    from swe_envs.envs import maven_offline
+    from swe_envs.offline import maven
 
     bin_ = tmp_path / "bin"
     bin_.mkdir()
@@ -412,7 +412,7 @@ def test_mvn_stand_in_states_the_reports_totals_as_surefire_does(tmp_path):
                                "exit 1\n")
     for f in bin_.iterdir():
         f.chmod(0o755)
-    (tmp_path / "mvn").write_text(maven_offline.STANDIN)
+    (tmp_path / "mvn").write_text(maven.STANDIN)
     project = tmp_path / "p"
     (project / "src" / "test" / "java").mkdir(parents=True)
     (project / "src" / "test" / "java" / "ATest.java").write_text("class ATest {}\n")
@@ -431,7 +431,7 @@ def test_mvn_stand_in_compiles_again_only_when_a_source_changed(tmp_path):
     import os
     import subprocess
 
-    from swe_envs.envs import maven_offline
+    from swe_envs.offline import maven
 
     bin_ = tmp_path / "bin"
     bin_.mkdir()
@@ -439,7 +439,7 @@ def test_mvn_stand_in_compiles_again_only_when_a_source_changed(tmp_path):
     (bin_ / "java").write_text("#!/bin/sh\necho '[         1 tests found           ]'\n")
     for f in bin_.iterdir():
         f.chmod(0o755)
-    (tmp_path / "mvn").write_text(maven_offline.STANDIN)
+    (tmp_path / "mvn").write_text(maven.STANDIN)
     project = tmp_path / "p"
     (project / "src" / "test" / "java").mkdir(parents=True)
     test_file = project / "src" / "test" / "java" / "ATest.java"

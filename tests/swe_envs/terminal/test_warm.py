@@ -58,7 +58,7 @@ def test_gradlew_standin_rejects_unknown_tasks_and_needs_one(tmp_path):
 
 
 def test_cargo_rule_lists_registry_crates_as_debian_packages(tmp_path):
-    from swe_envs.crates import cargo_deps, debian_crate_package
+    from swe_envs.offline.crates import cargo_deps, debian_crate_package
     from swe_envs.terminal.warm import CARGO
 
     toml = ('[package]\nname = "x"\n[dependencies]\nrand = "0.8"\nlocal = { path = "../l" }\n'

@@ -2,12 +2,12 @@
 
 A Gradle build fetches a Gradle distribution (``gradlew``) and its plugins and dependencies from
 Maven repositories; none is reachable here, and Debian's own ``gradle`` (4.4) resolves from the
-same repositories. As for Maven (``maven_offline``), the tree stays as it is and a stand-in takes
+same repositories. As for Maven (``swe_envs.offline.maven``), the tree stays as it is and a stand-in takes
 the build tool's place: it compiles each project's ``src/main/java`` and ``src/test/java`` with
 javac against Debian's jars (the projects it depends on first) and runs the JUnit console
 launcher, writing the XML reports where Gradle writes them (``<project>/build/test-results/test``)
 and the reports' totals in the form of Gradle's ``N tests completed, M failed, K skipped``. The
-javac + launcher part is the Maven stand-in's (``maven_offline.JUNIT_RUN``), test sources that
+javac + launcher part is the Maven stand-in's (``maven.JUNIT_RUN``), test sources that
 need an unavailable package are left out the same way (listed, at most a quarter).
 
 Used by the SWE environments (a recorded rule, after the Gradle route failed) and by the
@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import shlex
 
-from swe_envs.envs import era, maven_offline
+from swe_envs.offline import maven
 from swe_envs.repos import Snapshot
 
 # Gradle's failures to get a distribution, a plugin or a dependency offline, or no Gradle that
@@ -34,6 +34,8 @@ UNRESOLVABLE = re.compile(r"Could not resolve (?:all (?:files|dependencies)|[\w.
                           r"Unable to locate package gradle|Could not find method \w+\(\) for arguments|"
                           r"Minimum supported Gradle version|Gradle [\d.]+ (?:or (?:later|newer) )?is required")
 
+# The script is a recipe line (and a file of the terminal tasks' warm layer), so its text is part of
+# every environment key: kept byte for byte, its comments still name the module as it was then called.
 GRADLEW_STANDIN = r"""#!/bin/sh
 # Gradle stand-in (swe_envs.envs.gradle_offline): no Gradle distribution or Maven repository is
 # reachable offline. javac + the JUnit console launcher over Debian's jars, per project (the
@@ -56,7 +58,7 @@ for a in "$@"; do
 done
 [ -n "$task" ] || { echo "gradlew stand-in: no task given (test, check, build, classes)" >&2; exit 2; }
 echo "gradlew stand-in: javac + JUnit console launcher from Debian packages (no Gradle offline)"
-""" + maven_offline.JUNIT_RUN + r"""
+""" + maven.JUNIT_RUN + r"""
 top=$(pwd); rc=0; done_=0; failed=0; skipped=0
 for entry in $projects; do
   dir=${entry%%=*}; deps=""; [ "$entry" = "$dir" ] || deps=$(echo "${entry#*=}" | tr , ' ')
@@ -135,7 +137,7 @@ def java_level(snap: Snapshot) -> int | None:
     for f in sorted(snap.files):
         if f.endswith((".gradle", ".gradle.kts")) and (m := _LEVEL.search(snap.read(f) or "")):
             return int(m.group(1))
-    return era.java_level(snap)
+    return maven.java_level(snap)
 
 
 def standin_script(snap: Snapshot) -> str:
@@ -152,9 +154,9 @@ def standin_recipe(snap: Snapshot) -> list[str]:
     ``./gradlew``, the upstream wrapper kept as ``gradlew.upstream``), a compile that fails the build
     when the jars fall short, and the resolved set (jars' packages, test sources left out)."""
     text = "\n".join(snap.read(f) or "" for f in snap.files if f.endswith((".gradle", ".gradle.kts")))
-    wanted = list(maven_offline.STANDIN_PACKAGES)
+    wanted = list(maven.STANDIN_PACKAGES)
     for dep in gradle_deps(text):
-        wanted += maven_offline.debian_package(*dep.split(":", 1))
+        wanted += maven.debian_package(*dep.split(":", 1))
     names = " ".join(dict.fromkeys(wanted))
     install = (f"pkgs=; for p in {names}; do if apt-cache show $p >/dev/null 2>&1; then pkgs=\"$pkgs $p\"; fi; "
                "done; echo \"jars from Debian:$pkgs\"; apt-get install -y --no-install-recommends $pkgs")

@@ -25,7 +25,6 @@ import re
 import shlex
 import xml.etree.ElementTree as ET
 
-from swe_envs.envs import era
 from swe_envs.repos import Snapshot
 
 # groupId[:artifactId] -> the Debian package, where the package's name does not follow lib<artifactId>-java
@@ -129,7 +128,7 @@ def debian_package(group: str, artifact: str) -> list[str]:
     return list(dict.fromkeys(([named] if named else []) + guesses))
 
 
-# The shared part of the build-tool stand-ins (mvn here, gradlew in gradle_offline): one project's
+# The shared part of the build-tool stand-ins (mvn here, gradlew in offline/gradle.py): one project's
 # javac + JUnit console launcher, in a subshell (cd, exit stay inside). Arguments: the project's
 # directory, its build directory, its reports directory, class path entries it needs besides
 # Debian's jars (other projects' classes), and the goal (main: its classes only; compile; test).
@@ -215,6 +214,8 @@ junit_totals() {
 }
 """
 
+# The script is a recipe line, so its text is part of every environment key (builder): kept byte for
+# byte, its comments still name the module as it was called when they were written.
 STANDIN = r"""#!/bin/sh
 # mvn stand-in (swe_envs.envs.maven_offline): no Maven repository beyond Debian's is reachable.
 # javac + the JUnit console launcher against Debian's jars; Maven itself is /usr/bin/mvn.
@@ -248,12 +249,33 @@ exit $rc
 """
 
 
+# the first that matches: the compiler plugin's property, its <release>/<source>, Gradle's sourceCompatibility
+_JAVA_LEVEL = (re.compile(r"<maven\.compiler\.(?:release|source)>(?:1\.)?(\d+)<"),
+               re.compile(r"<(?:release|source)>(?:1\.)?(\d+)</"),
+               re.compile(r"sourceCompatibility\s*=\s*['\"]?(?:1\.)?(\d+)"))
+
+
+def declared_java(snap: Snapshot) -> str | None:
+    """The Java level pom.xml (compiler release/source) or build.gradle (sourceCompatibility) declares,
+    ``7`` for ``1.7``: what the stand-ins compile for, and the era's evidence for a JDK
+    (``swe_envs.envs.era``)."""
+    text = (snap.read("pom.xml") or "") + (snap.read("build.gradle") or "")
+    m = next((m for rx in _JAVA_LEVEL if (m := rx.search(text))), None)
+    return m.group(1) if m else None
+
+
+def java_level(snap: Snapshot) -> int | None:
+    """The Java language level the build files declare (7 for ``1.7``), if any."""
+    level = declared_java(snap)
+    return int(level) if level else None
+
+
 def standin_script(snap: Snapshot) -> str:
     """The stand-in for this tree: the POM's Java level and Surefire patterns filled in."""
     pom = snap.read("pom.xml") or ""
     # the POM's level, at least 8 (what today's JDKs still compile for): collections4 4.2's tests
     # (Java 7) call toArray(null), ambiguous against JDK 11's toArray(IntFunction)
-    level = era.java_level(snap)
+    level = java_level(snap)
     script = STANDIN.replace('release=""', f'release="{max(level, 8)}"', 1) if level else STANDIN
     includes, excludes = surefire_patterns(pom)
     script = script.replace('include=""', f"include={shlex.quote(class_pattern(includes))}", 1)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from swe_envs.envs import maven_offline
+from swe_envs.offline import maven
 from swe_envs.repos import Snapshot
 from tests.swe_envs.envs.regen_fixtures import make_git
 
@@ -32,26 +32,26 @@ def _matches(pattern: str, name: str) -> bool:
 
 
 def test_surefire_selection_comes_from_the_pom_or_surefires_defaults():
-    includes, excludes = maven_offline.surefire_patterns(C4_POM)
+    includes, excludes = maven.surefire_patterns(C4_POM)
     assert includes == ["**/*Test.java"]  # the profile (not active) is not read
     assert excludes == ["**/*$*", "**/TestUtils.java", "**/Abstract*.java", "**/BulkTest.java"]
-    inc, exc = maven_offline.class_pattern(includes), maven_offline.class_pattern(excludes)
+    inc, exc = maven.class_pattern(includes), maven.class_pattern(excludes)
     assert _matches(inc, "org.apache.commons.collections4.map.TreeMapTest") and _matches(inc, "TopTest")
     assert not _matches(inc, "org.apache.commons.collections4.map.TestUtilsHelper")
     for excluded in ("a.b.BulkTest", "a.AbstractMapTest", "a.AbstractMapTest$TestMapEntrySet", "TestUtils"):
         assert _matches(exc, excluded), excluded
     assert not _matches(exc, "a.b.TreeMapTest")
     # no configuration: Surefire's defaults (Test*, *Test, *Tests, *TestCase; no inner classes)
-    assert maven_offline.surefire_patterns("<project/>") == (list(maven_offline.SUREFIRE_INCLUDES),
-                                                             list(maven_offline.SUREFIRE_EXCLUDES))
-    assert maven_offline.surefire_patterns("<project><oops") == maven_offline.surefire_patterns("<project/>")
-    default = maven_offline.class_pattern(list(maven_offline.SUREFIRE_INCLUDES))
+    assert maven.surefire_patterns("<project/>") == (list(maven.SUREFIRE_INCLUDES),
+                                                             list(maven.SUREFIRE_EXCLUDES))
+    assert maven.surefire_patterns("<project><oops") == maven.surefire_patterns("<project/>")
+    default = maven.class_pattern(list(maven.SUREFIRE_INCLUDES))
     assert all(_matches(default, n) for n in ("x.TestFoo", "x.FooTest", "x.FooTests", "x.FooTestCase"))
     assert not _matches(default, "x.FooHelper")
     # a package-anchored pattern and commons-io's class-file form; %regex[] is not translated
-    assert _matches(maven_offline.class_pattern(["**/testtools/**"]), "org.apache.commons.io.testtools.X")
-    assert _matches(maven_offline.class_pattern(["**/*Test*.class"]), "org.apache.commons.io.FileUtilsTestCase")
-    assert maven_offline.class_pattern(["%regex[.*Slow.*]"]) == ""
+    assert _matches(maven.class_pattern(["**/testtools/**"]), "org.apache.commons.io.testtools.X")
+    assert _matches(maven.class_pattern(["**/*Test*.class"]), "org.apache.commons.io.FileUtilsTestCase")
+    assert maven.class_pattern(["%regex[.*Slow.*]"]) == ""
 
 
 def _project(tmp_path: Path, files: dict[str, str], pom: str = C4_POM) -> tuple[Path, Path]:
@@ -64,7 +64,7 @@ def _project(tmp_path: Path, files: dict[str, str], pom: str = C4_POM) -> tuple[
                                "while [ $# -gt 0 ]; do [ \"$1\" = --reports-dir ] && d=$2; shift; done\n"
                                f"printf '%s' '{report}' > $d/TEST-junit-vintage.xml\n")
     (bin_ / "java").chmod(0o755)
-    (tmp_path / "mvn").write_text(maven_offline.standin_script(Snapshot(repo, head)))
+    (tmp_path / "mvn").write_text(maven.standin_script(Snapshot(repo, head)))
     return repo, bin_
 
 
@@ -80,7 +80,7 @@ def test_the_launcher_gets_the_poms_selection(tmp_path):
     out = _mvn(tmp_path, repo, bin_)
     assert out.returncode == 0, out.stdout + out.stderr
     args = re.findall(r"^ARG<(.*)>$", out.stdout, re.M)
-    inc, exc = (maven_offline.class_pattern(p) for p in maven_offline.surefire_patterns(C4_POM))
+    inc, exc = (maven.class_pattern(p) for p in maven.surefire_patterns(C4_POM))
     assert args[args.index("--include-classname") + 1] == inc
     assert args[args.index("--exclude-classname") + 1] == exc
     assert "[INFO] Tests run: 2, Failures: 0, Errors: 0, Skipped: 0" in out.stdout

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from swe_envs.envs import gradle_offline, languages
+from swe_envs.envs import languages
 from swe_envs.envs.build_rules import rule_fix
 from swe_envs.envs.parsers import parse_log
+from swe_envs.offline import gradle
 from swe_envs.repos import Snapshot
 from tests.swe_envs.envs.regen_fixtures import make_git
 
@@ -43,7 +44,7 @@ def test_gradle_dependencies_in_string_and_map_notation():
             '    testImplementation platform("org.junit:junit-bom:5.10.0")\n'
             "    testImplementation 'org.junit.jupiter:junit-jupiter'\n    // implementation \"x:commented\"\n"
             "    testImplementation(group: 'junit', name: 'junit', version: '4.12')\n    testCompile 'org.mockito:mockito-core:2.1'\n}\n")
-    assert gradle_offline.gradle_deps(text) == ["io.reactivex.rxjava2:rxjava", "junit:junit", "org.junit.jupiter:junit-jupiter",
+    assert gradle.gradle_deps(text) == ["io.reactivex.rxjava2:rxjava", "junit:junit", "org.junit.jupiter:junit-jupiter",
                                                 "org.junit:junit-bom", "org.mockito:mockito-core"]
 
 
@@ -51,14 +52,14 @@ def test_projects_with_tests_and_what_they_need_first(tmp_path):
     repo, head = make_git(tmp_path / "h", HAMCREST)
     snap = Snapshot(repo, head)
     # library needs core, which needs hamcrest: compiled in that order; integration has no tests
-    assert gradle_offline.projects(snap) == [("hamcrest", []), ("hamcrest-library", ["hamcrest", "hamcrest-core"])]
-    script = gradle_offline.standin_script(snap)
+    assert gradle.projects(snap) == [("hamcrest", []), ("hamcrest-library", ["hamcrest", "hamcrest-core"])]
+    script = gradle.standin_script(snap)
     assert "projects='hamcrest hamcrest-library=hamcrest,hamcrest-core'" in script
     # its Java level, as Gradle's compileJava uses it: hamcrest 2.2 does not compile as Java 8
-    assert gradle_offline.java_level(snap) == 7 and 'release="7"' in script
+    assert gradle.java_level(snap) == 7 and 'release="7"' in script
     # a single-project build (the terminal tasks' layout): the root
     repo1, head1 = make_git(tmp_path / "one", {"build.gradle": "", "src/test/java/ATest.java": "class ATest {}\n"})
-    assert gradle_offline.projects(Snapshot(repo1, head1)) == [(".", [])]
+    assert gradle.projects(Snapshot(repo1, head1)) == [(".", [])]
 
 
 def test_gradle_that_cannot_resolve_gets_the_stand_in(tmp_path):
@@ -83,7 +84,7 @@ def test_gradle_that_cannot_resolve_gets_the_stand_in(tmp_path):
     # the script survives the trip through one shell line
     out = subprocess.run(["sh", "-c", write.split(" && if [ -f gradlew ]")[0].replace("/usr/local/bin/gradle", str(tmp_path / "gradle"))],
                          capture_output=True, text=True)
-    assert out.returncode == 0 and (tmp_path / "gradle").read_text() == gradle_offline.standin_script(snap)
+    assert out.returncode == 0 and (tmp_path / "gradle").read_text() == gradle.standin_script(snap)
     # the test command Gradle projects get is the stand-in's, with Gradle's report paths
     plan = languages.test_plan("java", snap)
     assert plan.command.startswith("gradle --no-daemon test") and plan.runner == "gradle"
@@ -102,11 +103,11 @@ def test_stand_in_runs_each_project_and_states_gradles_summary(tmp_path):
                                f"c=$(cd $s && find . -name '*.class' | head -1)\nprintf '{report}' > $d/TEST-junit-vintage.xml\n"
                                "exit 1\n".replace("{c}", "$c"))
     (bin_ / "java").chmod(0o755)
-    gradle = tmp_path / "gradle"
-    gradle.write_text(gradle_offline.standin_script(Snapshot(repo, head)))
+    standin = tmp_path / "gradle"
+    standin.write_text(gradle.standin_script(Snapshot(repo, head)))
 
     def run(*args):
-        return subprocess.run(["sh", str(gradle), *args], cwd=repo, capture_output=True, text=True,
+        return subprocess.run(["sh", str(standin), *args], cwd=repo, capture_output=True, text=True,
                               env={"PATH": f"{bin_}:/usr/bin:/bin"}, timeout=300)
 
     assert run("--no-daemon", "testClasses").returncode == 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import subprocess
 
-from swe_envs.crates import CARGO_SOURCE, cargo_deps, cargo_source_line, debian_crate_package
+from swe_envs.offline.crates import CARGO_SOURCE, cargo_deps, cargo_source_line, debian_crate_package
 
 
 def test_registry_crates_only():

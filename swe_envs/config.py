@@ -19,7 +19,7 @@ LANGUAGES = ("python", "javascript", "java", "go", "rust", "c", "cpp", "php", "r
 class ToolchainConfig(StrictModel):
     base_image: str = "local/debian:bookworm"
     # era-correct toolchains: version -> base image giving it (Debian suites on the mirror);
-    # chosen per repo-version from evidence (``swe_envs.envs.era``). Empty: base_image only.
+    # chosen per repo-version from evidence (``swe_envs.envs.rules.era``). Empty: base_image only.
     versions: dict[str, str] = Field(default_factory=dict)
     apt_packages: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)

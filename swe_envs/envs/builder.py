@@ -3,12 +3,12 @@
 Round 1 is the deterministic recipe from the repository's files (``languages.recipe``).
 A round fails at ``build`` (docker build error) or at ``collect`` (the built image runs the
 test command and no test is parsed: missing modules, compile errors, wrong layout). The next
-recipe comes from a rule when one applies (``swe_envs.envs.build_rules``: a missing module, a compiler,
+recipe comes from a rule when one applies (``swe_envs.envs.rules``: a missing module, a compiler,
 setuptools-scm, build isolation, unsatisfiable era pins; a removed stdlib name switches to an
 older interpreter, i.e. another toolchain image), otherwise, with an endpoint configured,
 from the LLM, which sees the failure log and the Dockerfile; up to ``refine_rounds`` rounds in
 all, rules alone included. Every attempt is kept (recipe, stage, error, seconds, full log on
-disk). The toolchain version and its evidence (``swe_envs.envs.era``), the era cut-off, the
+disk). The toolchain version and its evidence (``swe_envs.envs.rules.era``), the era cut-off, the
 registry access handed in and the resolved dependency set are recorded in the environment
 spec. An image is tagged under its final name only after the collect check passed, so a tag
 that exists is a verified environment.
@@ -26,10 +26,10 @@ import docker
 
 from core.llm import LLMClient, LLMError
 from swe_envs.config import SweEnvsConfig
-from swe_envs.envs import era, languages, own_runners
-from swe_envs.envs.build_rules import RULES_VERSION, rule_fix
+from swe_envs.envs import languages, own_runners
 from swe_envs.envs.network_needs import network_needed
 from swe_envs.envs.parsers import parse_log
+from swe_envs.envs.rules import RULES_VERSION, era, rule_fix
 from swe_envs.images import Images, env_dockerfile, instance_dockerfile, sha, slug
 from swe_envs.paths import is_test_path
 from swe_envs.repos import Snapshot

@@ -258,7 +258,7 @@ _JAVA_LEVEL = (re.compile(r"<maven\.compiler\.(?:release|source)>(?:1\.)?(\d+)<"
 def declared_java(snap: Snapshot) -> str | None:
     """The Java level pom.xml (compiler release/source) or build.gradle (sourceCompatibility) declares,
     ``7`` for ``1.7``: what the stand-ins compile for, and the era's evidence for a JDK
-    (``swe_envs.envs.era``)."""
+    (``swe_envs.envs.rules.era``)."""
     text = (snap.read("pom.xml") or "") + (snap.read("build.gradle") or "")
     m = next((m for rx in _JAVA_LEVEL if (m := rx.search(text))), None)
     return m.group(1) if m else None

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 
-from swe_envs.envs import languages, project_files
-from swe_envs.envs.build_rules import rule_fix
+from swe_envs.envs import languages
+from swe_envs.envs.languages import go, javascript
 from swe_envs.envs.parsers import parse_log
+from swe_envs.envs.rules import rule_fix
 from swe_envs.repos import Snapshot
 from tests.swe_envs.envs.regen_fixtures import make_git
 
@@ -19,17 +20,17 @@ def test_go_repo_without_go_mod_gets_its_import_path(tmp_path):
         "spew/spew_test.go": 'package spew_test\n\nimport (\n\t"testing"\n\n\t"github.com/davecgh/go-spew/spew"\n)\n',
     })
     snap = Snapshot(repo, head)
-    assert project_files.go_module_path(snap) == "github.com/davecgh/go-spew"
+    assert go.go_module_path(snap) == "github.com/davecgh/go-spew"
     assert languages.recipe("go", snap)[0] == "go mod init github.com/davecgh/go-spew"
     # golang-github-pkg-errors 0.9.1: the root package imports itself in an example test
     repo, head = make_git(tmp_path / "errors", {
         "errors.go": "package errors\n",
         "example_test.go": 'package errors_test\n\nimport "github.com/pkg/errors"\n',
     })
-    assert project_files.go_module_path(Snapshot(repo, head)) == "github.com/pkg/errors"
+    assert go.go_module_path(Snapshot(repo, head)) == "github.com/pkg/errors"
     # an import comment names it outright; nothing to go by: a local name, still a module
     repo, head = make_git(tmp_path / "comment", {"a.go": 'package a // import "example.org/x/a"\n'})
-    assert project_files.go_module_path(Snapshot(repo, head)) == "example.org/x/a"
+    assert go.go_module_path(Snapshot(repo, head)) == "example.org/x/a"
     repo, head = make_git(tmp_path / "bare", {"a.go": "package a\n", "a_test.go": "package a\n"})
     assert languages.recipe("go", Snapshot(repo, head))[0] == "go mod init testbed"
     # a repository with go.mod is left as it was
@@ -300,14 +301,14 @@ def test_test_unit_verbose_output(tmp_path):
 def test_npm_test_script_runs_the_tests_not_the_linters(tmp_path):
     # node-ansi-regex 5.0.1: "xo && ava && tsd"; xo (newer than the era: the registry's dates
     # cannot pin it) found a blank line missing in test.js, and ava never ran
-    assert project_files.npm_test_script({"test": "xo && ava && tsd"}) == "ava"
+    assert javascript.npm_test_script({"test": "xo && ava && tsd"}) == "ava"
     # npm run steps spelled out (node-array-flatten), lint ones left out with them
     scripts = {"test": "npm run lint && npm run test-cov", "lint": "standard", "test-cov": "nyc mocha test/"}
-    assert project_files.npm_test_script(scripts) == "nyc mocha test/"
+    assert javascript.npm_test_script(scripts) == "nyc mocha test/"
     # a build step stays (tests run on what it makes); anything beyond a plain chain stays as written
-    assert project_files.npm_test_script({"test": "tsc && mocha"}) == "tsc && mocha"
-    assert project_files.npm_test_script({"test": "standard && mocha || true"}) == "standard && mocha || true"
-    assert project_files.npm_test_script({"test": "xo"}) == "xo"  # nothing but lint: as written
+    assert javascript.npm_test_script({"test": "tsc && mocha"}) == "tsc && mocha"
+    assert javascript.npm_test_script({"test": "standard && mocha || true"}) == "standard && mocha || true"
+    assert javascript.npm_test_script({"test": "xo"}) == "xo"  # nothing but lint: as written
     repo, head = make_git(tmp_path / "ar", {"package.json": json.dumps(
         {"scripts": {"test": "xo && ava && tsd"}, "devDependencies": {"ava": "^2.4.0"}}), "index.js": ""})
     plan = languages.test_plan("javascript", Snapshot(repo, head))

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from swe_envs.envs import languages
-from swe_envs.envs.build_rules import rule_fix
 from swe_envs.envs.parsers import parse_log
+from swe_envs.envs.rules import rule_fix
 from swe_envs.offline import gradle
 from swe_envs.repos import Snapshot
 from tests.swe_envs.envs.regen_fixtures import make_git

@@ -1,10 +1,10 @@
-"""An RSpec output formatter the spec helper loads and Debian lacks (swe_envs/envs/rules_ruby.py)."""
+"""An RSpec output formatter the spec helper loads and Debian lacks (swe_envs/envs/rules/ruby.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from swe_envs.envs.build_rules import rule_fix
+from swe_envs.envs.rules import rule_fix
 from tests.swe_envs.envs.fresh_build import build_fresh
 
 # ruby-colorator 1.1.0's collect run after "gems from Debian" (luna-rspec-formatters is not packaged)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from swe_envs.envs.build_rules import rule_fix
+from swe_envs.envs.rules import rule_fix
 
 UV = "uv pip install --python /opt/venv/bin/python --exclude-newer 2013-01-10T23:59:59Z"
 TOOLS = " --exclude-newer-package setuptools=2023-06-30 --exclude-newer-package wheel=2023-06-30"

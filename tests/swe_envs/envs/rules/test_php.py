@@ -1,4 +1,4 @@
-"""composer's registry unreachable -> composer packages from Debian (swe_envs/envs/rules_php.py).
+"""composer's registry unreachable -> composer packages from Debian (swe_envs/envs/rules/php.py).
 
 Found on php-doctrine-lexer 2.1.0 (benchmarks/swe_langs_debian.py): its one runtime dependency
 (doctrine/deprecations) made the recipe ``composer install``, which cannot reach its registry here."""
@@ -9,8 +9,9 @@ import json
 
 import pytest
 
-from swe_envs.envs import project_files, rules_php
-from swe_envs.envs.build_rules import rule_fix
+from swe_envs.envs.languages import php
+from swe_envs.envs.rules import php as php_rules
+from swe_envs.envs.rules import rule_fix
 from swe_envs.repos import Snapshot
 from tests.swe_envs.envs.fresh_build import build_fresh
 from tests.swe_envs.envs.regen_fixtures import make_git
@@ -39,11 +40,11 @@ def _snap(tmp_path, comp: dict | str) -> Snapshot:
 
 def test_declared_packages_a_test_may_load(tmp_path):
     # runtime and test dependencies and extensions; not php itself, phpunit (the image's) or the linters
-    assert project_files.php_packages(_snap(tmp_path / "lexer", LEXER)) == [
+    assert php.php_packages(_snap(tmp_path / "lexer", LEXER)) == [
         "doctrine/deprecations", "ext-mbstring", "mikey179/vfsstream"]
     # malformed sections are no dependencies (and no crash)
-    assert project_files.php_packages(_snap(tmp_path / "bad", {"require": ["x/y"], "require-dev": None})) == []
-    assert project_files.php_packages(_snap(tmp_path / "notjson", "{not json")) == []
+    assert php.php_packages(_snap(tmp_path / "bad", {"require": ["x/y"], "require-dev": None})) == []
+    assert php.php_packages(_snap(tmp_path / "notjson", "{not json")) == []
 
 
 def test_composer_install_without_a_registry_takes_debians_packages(tmp_path):
@@ -72,7 +73,7 @@ def test_the_rule_needs_an_unreachable_registry_and_the_repositorys_files(tmp_pa
     # TLS interception the image does not trust fails the same way
     assert rule_fix("php", recipe, "curl error 60 while downloading https://x/packages.json: SSL certificate problem", snap)
     # nothing declared: nothing to install
-    assert rules_php.debian_packages(recipe, UNREACHABLE, _snap(tmp_path / "none", {"require": {"php": ">=7"}})) is None
+    assert php_rules.debian_packages(recipe, UNREACHABLE, _snap(tmp_path / "none", {"require": {"php": ">=7"}})) is None
 
 
 @pytest.mark.docker
@@ -121,7 +122,7 @@ def test_fixture_methods_of_a_pre_phpunit_8_suite_are_declared_void_when_it_runs
     assert rule == "PHPUnit 8+ fixture signatures" and fixed[:2] == recipe
     # a phpunit ahead of Debian's on PATH (and behind vendor/bin/phpunit when that is Debian's):
     # the rewrite happens at each run, after a patch was applied, so no patch's context changes
-    assert f"> {rules_php.PHPUNIT_WRAPPER} " in fixed[2] and 'exec /usr/bin/phpunit "$@"' in fixed[2]
+    assert f"> {php_rules.PHPUNIT_WRAPPER} " in fixed[2] and 'exec /usr/bin/phpunit "$@"' in fixed[2]
     assert "ln -sf /usr/local/bin/phpunit vendor/bin/phpunit" in fixed[2]
     assert rule_fix("php", fixed, PRE8) is None  # applied once
     # another incompatibility is not this rule's
@@ -135,12 +136,12 @@ def test_a_bootstrap_autoloader_the_build_generates_is_generated_with_phpab_at_e
     repo, head = make_git(tmp_path / "v", {"composer.json": json.dumps(comp), "src/Version.php": "<?php\n",
                                            "tests/VersionTest.php": "<?php\n"})
     snap = Snapshot(repo, head)
-    assert project_files.php_autoload_dirs(snap) == ["src"]  # lib/ is not in the tree
+    assert php.php_autoload_dirs(snap) == ["src"]  # lib/ is not in the tree
     log = 'PHPUnit 9.6.7 by Sebastian Bergmann and contributors.\n\nCannot open file "/testbed/src/autoload.php".\n'
     fixed, rule = rule_fix("php", [], log, snap)
     assert rule == "generated autoloader (phpab)"
     assert fixed[0] == "apt-get install -y --no-install-recommends phpab"
-    assert "phpab --output src/autoload.php src >/dev/null" in fixed[1] and f"> {rules_php.PHPUNIT_WRAPPER} " in fixed[1]
+    assert "phpab --output src/autoload.php src >/dev/null" in fixed[1] and f"> {php_rules.PHPUNIT_WRAPPER} " in fixed[1]
     assert rule_fix("php", fixed, log, snap) is None  # applied once
     # composer's own autoloader and paths outside the tree are not this rule's
     assert rule_fix("php", [], log.replace("src/autoload.php", "vendor/autoload.php"), snap) is None

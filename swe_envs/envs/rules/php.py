@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 import shlex
 
-from swe_envs.envs import project_files
+from swe_envs.envs.languages import php
 from swe_envs.repos import Snapshot
 
 RULE = "composer packages from Debian"
@@ -68,7 +68,7 @@ def debian_packages(recipe: list[str], log: str, snap: Snapshot | None) -> list[
     nothing the composer.json declares."""
     if snap is None or COMPOSER_INSTALL not in recipe or not COMPOSER_UNREACHABLE.search(log):
         return None
-    packages = project_files.php_packages(snap)
+    packages = php.php_packages(snap)
     if not packages:
         return None
     out: list[str] = []
@@ -132,7 +132,7 @@ def generated_autoloader(recipe: list[str], log: str, snap: Snapshot | None) -> 
     target = m.group(1)
     here = target.rsplit("/", 1)[0] if "/" in target else "."
     # the directory it sits in (phpab's usual argument), and what composer.json says to autoload
-    dirs = [here, *project_files.php_autoload_dirs(snap)] if snap is not None else [here]
+    dirs = [here, *php.php_autoload_dirs(snap)] if snap is not None else [here]
     dirs = [d for d in dict.fromkeys(d.rstrip("/") or "." for d in dirs) if ".." not in d.split("/")]
     hook = hook_line("generated-autoloader", f"{AUTOLOADER_RULE}: {target}, as the project's build generates it",
                      f"phpab --output {shlex.quote(target)} {' '.join(shlex.quote(d) for d in dirs)} >/dev/null")

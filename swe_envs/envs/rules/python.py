@@ -1,4 +1,4 @@
-"""Python: rule-based recipe repairs for uv installs and pytest runs (build_rules dispatches here).
+"""Python: rule-based recipe repairs for uv installs and pytest runs (``swe_envs.envs.rules`` dispatches here).
 
 Each rule reads the failure log and returns the revised recipe, or None when it does not apply or
 its fix is already there. Tooling (setuptools, wheel, pytest) may be newer than the repo-version's
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from swe_envs.envs.languages import BUILD_TOOLS, UV_PIP, editable_with_version
+from swe_envs.envs.languages.python import BUILD_TOOLS, UV_PIP, editable_with_version
 
 # import name -> distribution name, where they differ (the common cases)
 PY_DISTRIBUTIONS = {
@@ -91,7 +91,7 @@ def _scm_version(recipe: list[str], log: str) -> list[str] | None:
 
 def _editable_backend(recipe: list[str], log: str) -> list[str] | None:
     """A backend without PEP 660 (``build_editable``): let setuptools be new enough for it."""
-    from swe_envs.envs.languages import EDITABLE_SETUPTOOLS
+    from swe_envs.envs.languages.python import EDITABLE_SETUPTOOLS
 
     if "has no attribute 'build_editable'" not in log or "--exclude-newer-package setuptools" in " ".join(recipe):
         return None
@@ -147,7 +147,7 @@ def _interpreter_era_package(recipe: list[str], log: str) -> list[str] | None:
     interpreter's release; every other package keeps the repo-version's cut-off."""
     from datetime import date, timedelta
 
-    from swe_envs.envs.era import RELEASED
+    from swe_envs.envs.rules.era import RELEASED
 
     tb = log.rfind("Traceback (most recent call last)")
     if tb < 0 or not _CRASH.search(log, tb):
@@ -267,7 +267,7 @@ def _era_test_runner(recipe: list[str], log: str, interpreter: str | None) -> li
     release (SWE-bench's harness installs a current pytest too); the code under test keeps its era."""
     from datetime import date, timedelta
 
-    from swe_envs.envs.era import RELEASED
+    from swe_envs.envs.rules.era import RELEASED
 
     released = RELEASED["python"].get(interpreter or "")
     tooling = next((i for i, line in enumerate(recipe) if line.endswith(" --upgrade-package pytest pytest")

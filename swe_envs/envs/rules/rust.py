@@ -1,4 +1,5 @@
-"""Rust: dev-dependencies that Debian's crates cannot serve, dropped as debcargo does.
+"""Rust: a stale Cargo.lock; no crates registry -> the declared crates from Debian; then
+dev-dependencies that Debian's crates cannot serve, dropped as debcargo does.
 
 After the "crates from Debian" rule (no crates registry: cargo's crates-io replaced by the
 ``librust-*-dev`` directory), a dev-dependency Debian does not package at a matching version
@@ -20,7 +21,7 @@ import shlex
 import tomllib
 from dataclasses import dataclass, field
 
-from swe_envs.offline.crates import DEBIAN_CRATES
+from swe_envs.offline.crates import DEBIAN_CRATES, cargo_deps, cargo_source_line, debian_crate_package
 from swe_envs.repos import Snapshot
 
 RULE = "dev-dependencies Debian lacks"
@@ -236,3 +237,36 @@ def drop_unservable_dev_dependencies(recipe: list[str], log: str, snap: Snapshot
         return None
     at = next((i for i, line in enumerate(recipe) if line.startswith("cargo ")), len(recipe))
     return recipe[:at] + [drop_line(drops)] + recipe[at:]
+
+
+# cargo could not reach the crates registry (or the host configured none it can reach)
+_CRATES_UNREACHABLE = re.compile(r"failed to get `[^`]+` as a dependency|Unable to update registry|"
+                                 r"failed to (?:update|query replaced source|load source for)|"
+                                 r"failed to download from|spurious network error|Couldn't resolve host")
+
+
+def _debian_crates(recipe: list[str], log: str, snap: Snapshot | None) -> list[str] | None:
+    """No crates registry: the declared crates from Debian's librust-*-dev packages (those the
+    archive has), cargo's crates-io replaced by their directory; a lockfile's crates.io pins
+    cannot hold there, so cargo may re-resolve it."""
+    if snap is None or not _CRATES_UNREACHABLE.search(log) or any(DEBIAN_CRATES in line for line in recipe):
+        return None
+    crates = sorted({c for f in snap.files if f.rsplit("/", 1)[-1] == "Cargo.toml" and "/target/" not in f"/{f}"
+                     for c in cargo_deps(snap.read(f) or "")})
+    if not crates:
+        return None
+    wanted = " ".join(debian_crate_package(c) for c in crates)
+    install = (f"pkgs=; for p in {wanted}; do if apt-cache show $p >/dev/null 2>&1; then pkgs=\"$pkgs $p\"; fi; "
+               f"done; echo \"crates from Debian ({DEBIAN_CRATES}):$pkgs\"; "
+               "apt-get install -y --no-install-recommends $pkgs")
+    return [install, cargo_source_line(), *(line.replace(" --locked", "") for line in recipe)]
+
+
+def cargo_rules(recipe: list[str], log: str, snap: Snapshot | None = None) -> tuple[list[str], str] | None:
+    if "--locked" in " ".join(recipe) and re.search(r"lock file .* needs to be updated|--locked was passed", log):
+        return [line.replace(" --locked", "") for line in recipe], "stale Cargo.lock"
+    fixed = _debian_crates(recipe, log, snap)
+    if fixed is not None:
+        return fixed, "crates from Debian"
+    fixed = drop_unservable_dev_dependencies(recipe, log, snap)
+    return (fixed, RULE) if fixed is not None else None

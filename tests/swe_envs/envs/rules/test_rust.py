@@ -1,5 +1,5 @@
 """Dev-dependencies Debian's crates cannot serve, dropped with the targets that use them
-(``swe_envs/envs/rules_rust.py``); manifests reduced from rust-hex 0.4.3 and rust-adler32 1.2.0,
+(``swe_envs/envs/rules/rust.py``); manifests reduced from rust-hex 0.4.3 and rust-adler32 1.2.0,
 whose ``criterion`` 0.3 bookworm does not package. No Docker: the shell line runs against the
 host's cargo and a directory registry made here."""
 
@@ -12,8 +12,7 @@ import subprocess
 
 import pytest
 
-from swe_envs.envs import rules_rust
-from swe_envs.envs.build_rules import rule_fix
+from swe_envs.envs.rules import rule_fix, rust
 from swe_envs.repos import Snapshot
 from tests.swe_envs.envs.regen_fixtures import make_git
 
@@ -78,7 +77,7 @@ def _snap(tmp_path, name, files):
 
 
 def test_each_dev_dependency_knows_its_lines_and_the_targets_that_use_it(tmp_path):
-    drops = rules_rust.dev_dependency_drops(_snap(tmp_path, "hex", HEX_FILES))
+    drops = rust.dev_dependency_drops(_snap(tmp_path, "hex", HEX_FILES))
     assert sorted(drops) == ["criterion", "pretty_assertions", "version-sync"]
     lines = HEX.splitlines()
     crit = drops["criterion"]
@@ -92,7 +91,7 @@ def test_each_dev_dependency_knows_its_lines_and_the_targets_that_use_it(tmp_pat
 
 
 def test_inline_keys_multiline_values_and_target_specific_tables(tmp_path):
-    drops = rules_rust.dev_dependency_drops(_snap(tmp_path, "adler32", {
+    drops = rust.dev_dependency_drops(_snap(tmp_path, "adler32", {
         "Cargo.toml": ADLER32, "src/lib.rs": "", "src/bench.rs": "extern crate criterion;\nuse rand::Rng;\n"}))
     lines = ADLER32.splitlines()
     got = {c: [lines[a - 1:b] for a, b in sorted(d.lines["Cargo.toml"])] for c, d in drops.items()}
@@ -109,7 +108,7 @@ def test_rule_applies_only_after_crates_from_debian_and_only_once(tmp_path):
     assert rule_fix("rust", ["cargo test --no-run"], unreachable, snap)[1] == "crates from Debian"
     assert rule_fix("rust", ["cargo test --no-run"], DEBIAN_LOG, snap) is None
     fixed, rule = rule_fix("rust", AFTER_DEBIAN_CRATES, DEBIAN_LOG, snap)
-    assert rule == rules_rust.RULE and fixed[-1] == "cargo test --no-run" and fixed[-2].startswith(rules_rust.MARK)
+    assert rule == rust.RULE and fixed[-1] == "cargo test --no-run" and fixed[-2].startswith(rust.MARK)
     assert rule_fix("rust", fixed, DEBIAN_LOG, snap) is None  # once
     assert rule_fix("rust", AFTER_DEBIAN_CRATES, "error[E0425]: cannot find value `x`\n", snap) is None
     assert rule_fix("rust", AFTER_DEBIAN_CRATES, DEBIAN_LOG, None) is None
@@ -138,7 +137,7 @@ def test_the_shell_line_drops_what_the_registry_cannot_serve(tmp_path):
     tree = tmp_path / "hex"
     snap = _snap(tmp_path, "hex", HEX_FILES)
     resolved = tmp_path / "resolved.txt"
-    line = rules_rust.drop_line(rules_rust.dev_dependency_drops(snap)).replace("/opt/swe-resolved.txt",
+    line = rust.drop_line(rust.dev_dependency_drops(snap)).replace("/opt/swe-resolved.txt",
                                                                                 str(resolved))
     env = {**os.environ, "CARGO_HOME": str(home)}
     proc = subprocess.run(["sh", "-c", line], cwd=tree, env=env, capture_output=True, text=True, timeout=120)

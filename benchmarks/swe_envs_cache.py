@@ -1,7 +1,7 @@
 """SWE environments: environments/hour with a cold vs a warm image cache; image bytes per environment.
 
 The tiny per-language repositories of the tests, ``--tasks`` instances each on one
-repo-version, go through ``run_batch`` twice: first cold, in a cache namespace of its own
+repo-version, go through ``validate_instances`` twice: first cold, in a cache namespace of its own
 (``build.cache_namespace``: toolchain tags no one else uses, so no image is found) with Docker's
 layer cache bypassed (the debootstrapped base image is kept), then again in that namespace with
 everything cached (warm). The images other work uses are neither removed nor replaced. Baseline for speed: the cold run.
@@ -32,7 +32,7 @@ from core.io import read_jsonl, write_jsonl_atomic  # noqa: E402
 from samples.swe_envs.lang_repos import ALL, make_repo  # noqa: E402
 from swe_envs.config import LANGUAGES, SweEnvsConfig  # noqa: E402
 from swe_envs.docker_setup import docker_client, ensure_docker  # noqa: E402
-from swe_envs.envs.validate_job import run_batch  # noqa: E402
+from swe_envs.envs.validate.job import validate_instances  # noqa: E402
 
 
 def _remove_own_images(client, toolchain_tags: set[str]) -> int:
@@ -79,7 +79,7 @@ def main() -> None:
                 # cold: a namespace no image is tagged in yet, Docker's layer cache bypassed; warm: all cached
                 cfg.build.no_cache = name == "cold"
                 t0 = time.perf_counter()
-                res = run_batch(root / "instances.jsonl", root / "repos", root / name, cfg, log=lambda m: None)
+                res = validate_instances(root / "instances.jsonl", root / "repos", root / name, cfg, log=lambda m: None)
                 runs[name] = (time.perf_counter() - t0, res)
                 envs = read_jsonl(root / name / "environments.jsonl", "environments")
                 toolchains |= {(e.get("toolchain") or {}).get("image", "") for e in envs}
@@ -99,7 +99,7 @@ def main() -> None:
     write(
         __file__,
         Result("swe envs per hour warm vs cold", n_env / warm * 3600, n_env / cold * 3600, "environments/h",
-               ours_label="run_batch, images cached", baseline_label="run_batch, a fresh cache namespace, layer cache bypassed",
+               ours_label="validate_instances, images cached", baseline_label="validate_instances, a fresh cache namespace, layer cache bypassed",
                extra={"tasks_per_hour_warm": n_task / warm * 3600, "tasks_per_hour_cold": n_task / cold * 3600}),
         {"languages": languages, "repo_versions": n_env, "tasks": n_task, "cache_namespace": cfg.build.cache_namespace, "own_images_removed_after": removed},
         [Result("swe env bytes per environment", layer / 2**20, whole / 2**20, "MiB", higher_is_better=False,

@@ -304,7 +304,7 @@ def run_project(builder, language: str, package: str, apt: AptSource) -> dict:
 def measure_env(builder, env, log_path: Path, t0: float) -> dict:
     """A built (or failed) environment's row: its build, one run of its tests, parse vs summary."""
     from swe_envs.envs.parsers import parse_log
-    from swe_envs.envs.validator import check_run
+    from swe_envs.envs.validate.validator import check_run
 
     row: dict = {"built": False, "parsed_ok": False}
     row |= {"build_s": round(env.seconds, 1), "cached": env.cached, "runner": env.runner,
@@ -372,7 +372,7 @@ def main() -> int:
     try:
         from swe_envs.config import SweEnvsConfig
         from swe_envs.docker_setup import docker_client
-        from swe_envs.envs.validate_job import make_builder
+        from swe_envs.envs.environment.group import make_builder
 
         client = docker_client()
     except Exception as err:  # no engine: a skipped row, not a crash

@@ -46,7 +46,7 @@ def main() -> int:
     try:
         from swe_envs.config import SweEnvsConfig
         from swe_envs.docker_setup import docker_client
-        from swe_envs.envs.validate_job import make_builder
+        from swe_envs.envs.environment.group import make_builder
 
         client = docker_client()
     except Exception as err:  # no engine: a skipped row, not a crash

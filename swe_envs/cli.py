@@ -42,12 +42,12 @@ def validate(
     spark_conf: list[str] = typer.Option(None, "--spark-conf", help="a Spark setting KEY=VALUE (repeat), with --master"),
 ) -> None:
     """Build one image per repo-version, run the tests before/after each fix, write F2P/P2P."""
-    from swe_envs.envs.validate_job import run_batch
+    from swe_envs.envs.validate.job import validate_instances
     from swe_envs.fanout import make_pool
 
     cfg = load_cli_config(SweEnvsConfig, config, set_)
     pool = make_pool(master, cfg.validation.workers, spark_conf)
-    res = run_batch(instances, repos, output, cfg, overwrite=overwrite, log=typer.echo, pool=pool)
+    res = validate_instances(instances, repos, output, cfg, overwrite=overwrite, log=typer.echo, pool=pool)
     typer.echo(f"validated {res.validated}, failed {res.failed} -> {output / 'validated.jsonl'}")
     for lang, d in res.summary["languages"].items():
         rate = d["build_success_rate"]
@@ -141,8 +141,8 @@ def make_parser(
 ) -> None:
     """Ask an LLM for a parser of an unknown runner; keep it only if it reproduces the known statuses."""
     from core.llm import LLMClient, LLMConfig
-    from swe_envs.envs.llm_parser import save_parser, synthesize_parser, truth_from_single_runs
     from swe_envs.envs.parsers import parse_log
+    from swe_envs.envs.parsers.llm import save_parser, synthesize_parser, truth_from_single_runs
 
     full = load_cli_config(SweEnvsConfig, config, None)
     for p in log:

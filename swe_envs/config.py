@@ -127,7 +127,7 @@ class ValidateConfig(StrictModel):
     # per repository: a command running one test, "{test}" standing for its id; checks an LLM
     # parser (validation.parsers: file:PATH) against single-test exit codes when a log has no JUnit XML
     single_test_commands: dict[str, str] = Field(default_factory=dict)
-    # per repository: the test-id scheme of the dataset's FAIL_TO_PASS lists (swe_envs.envs.test_ids:
+    # per repository: the test-id scheme of the dataset's FAIL_TO_PASS lists (swe_envs.envs.parsers.test_ids:
     # native, pytest-options, bare-name); unset: SWE-bench's own per-repository schemes
     id_schemes: dict[str, str] = Field(default_factory=dict)
 

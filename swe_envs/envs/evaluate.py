@@ -30,8 +30,9 @@ from core.errors import InputError
 from core.io import atomic_write_text, parsed_lines
 from swe_envs.config import SweEnvsConfig
 from swe_envs.envs.parsers import PASSED, parse_log
-from swe_envs.envs.test_ids import map_ids, scheme_for
+from swe_envs.envs.parsers.test_ids import map_ids, scheme_for
 from swe_envs.git import git
+from swe_envs.instance import read_instances
 from swe_envs.repos import find_repo
 
 OUTPUTS = ("report.json", "results.jsonl", "instances")
@@ -140,7 +141,7 @@ class Evaluator:
 
     def group_key(self, inst: dict[str, Any]) -> tuple[str, str]:
         """(repo, the commit its environment is built at), the way validate groups instances."""
-        from swe_envs.envs.validate_job import environment_commit
+        from swe_envs.envs.environment.group import environment_commit
 
         spec = inst.get("environment") if isinstance(inst.get("environment"), dict) else {}
         if spec.get("environment_setup_commit"):
@@ -151,8 +152,8 @@ class Evaluator:
 
     def environment(self, inst: dict[str, Any], members: list[dict[str, Any]]) -> tuple[Any, Path | None]:
         """(environment, clone path); a failed environment carries its reason."""
-        from swe_envs.envs.builder import Environment
-        from swe_envs.envs.validate_job import build_group
+        from swe_envs.envs.environment.builder import Environment
+        from swe_envs.envs.environment.group import build_group
 
         key = self.group_key(inst)
         commit = key[1]
@@ -190,7 +191,7 @@ class Evaluator:
             return None
 
     def run(self, inst: dict[str, Any], pred: dict[str, Any], members: list[dict[str, Any]]) -> Outcome:
-        from swe_envs.envs.validator import InstanceFailure, Validator
+        from swe_envs.envs.validate.validator import InstanceFailure, Validator
 
         iid, model = inst["instance_id"], str(pred.get("model_name_or_path") or "unknown")
         patch = pred.get("model_patch")
@@ -275,7 +276,7 @@ def evaluate(instances_path: Path, predictions: str, out: Path, cfg: SweEnvsConf
              overwrite: bool = False, log: Callable[[str], None] = print, pool=None) -> dict[str, Any]:
     """``pool``: where the repo-version groups run (default: ``cfg.validation.workers`` local
     threads; a ``swe_envs.fanout.SparkPool`` runs each group as one Spark task)."""
-    from swe_envs.envs.validate_job import prepare_output, read_instances
+    from swe_envs.envs.validate.job import prepare_output
     from swe_envs.fanout import LocalPool
 
     if repos_dir is not None and not repos_dir.is_dir():
@@ -337,7 +338,7 @@ class EvaluateWork:
     def start(self, client, workdir: Path, emit):
         from types import SimpleNamespace
 
-        from swe_envs.envs.validate_job import make_builder
+        from swe_envs.envs.environment.group import make_builder
         from swe_envs.sandbox import sweep_orphans
 
         sweep_orphans(client)  # test runs of a killed evaluation would run on beside this one

@@ -107,8 +107,9 @@ def openers(instances: Path | None, repos: Path | None, tasks: Path | None, out:
         return {load_task(d).name: (lambda d=d: TerminalSession(ctx, d, out / "verifier")) for d in dirs}, []
     from swe_envs.config import SweEnvsConfig
     from swe_envs.docker_setup import docker_client
+    from swe_envs.envs.environment.group import make_builder
     from swe_envs.envs.evaluate import Evaluator
-    from swe_envs.envs.validate_job import make_builder, read_instances
+    from swe_envs.instance import read_instances
 
     rows, bad = read_instances(instances)
     cfg = load_cli_config(SweEnvsConfig, config, None)

@@ -117,7 +117,7 @@ class SweSession(Session):
         import docker.errors
 
         from swe_envs.disk_guard import DiskGuard, fsize_ulimit
-        from swe_envs.envs.validator import InstanceFailure, Validator
+        from swe_envs.envs.validate.validator import InstanceFailure, Validator
 
         super().__init__()
         self.evaluator, self.inst = evaluator, inst

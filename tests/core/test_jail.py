@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from core import jail
-from swe_envs.envs.llm_parser import ParserRunError, run_parser_full
+from swe_envs.envs.parsers.llm import ParserRunError, run_parser_full
 
 
 def test_setup_installs_exactly_what_is_missing():

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from swe_envs.config import SandboxConfig
-from swe_envs.envs.validator import check_run
+from swe_envs.envs.validate.validator import check_run
 from swe_envs.sandbox import LABEL, Sandbox, owner
 from tests.reliability.ledger import LEDGER
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from swe_envs.config import LLMParserConfig
-from swe_envs.envs.llm_parser import ParserRunError, run_parser_file, run_parser_full
+from swe_envs.envs.parsers.llm import ParserRunError, run_parser_file, run_parser_full
 from tests.reliability.ledger import LEDGER, LONG
 from tests.reliability.test_containment import Listener
 

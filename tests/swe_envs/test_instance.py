@@ -2,8 +2,7 @@
 
 import json
 
-from swe_envs.envs.validate_job import read_instances
-from swe_envs.instance import REQUIRED, missing_fields, new_instance
+from swe_envs.instance import REQUIRED, missing_fields, new_instance, read_instances
 
 
 def _mined(**over):

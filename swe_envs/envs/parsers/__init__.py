@@ -77,7 +77,7 @@ def parse_log(runner: str, log: str) -> ParseResult:
         found = detect_runner(log)
         return RUNNERS[found](log) if found else ParseResult("auto")
     if runner.startswith("file:"):
-        from swe_envs.envs.llm_parser import run_parser_file
+        from swe_envs.envs.parsers.llm import run_parser_file
 
         return run_parser_file(runner[5:], log)
     if runner not in RUNNERS:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from swe_envs.config import SweEnvsConfig
-from swe_envs.envs.builder import EnvBuilder, Environment
+from swe_envs.envs.environment.builder import EnvBuilder, Environment
 from swe_envs.images import Images
 from swe_envs.sandbox import Sandbox
 from tests.swe_envs.envs.regen_fixtures import make_git

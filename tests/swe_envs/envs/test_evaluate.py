@@ -8,10 +8,10 @@ import pytest
 
 from core.errors import InputError
 from swe_envs.config import SweEnvsConfig
-from swe_envs.envs.builder import Environment
+from swe_envs.envs.environment.builder import Environment
+from swe_envs.envs.environment.network_needs import network_needed
 from swe_envs.envs.evaluate import Outcome, grade, make_report, patch_problem, read_predictions
-from swe_envs.envs.network_needs import network_needed
-from swe_envs.envs.validator import Validator, gold_comparison
+from swe_envs.envs.validate.validator import Validator, gold_comparison
 
 INSTANCES = {"a": {"instance_id": "a", "patch": "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-1\n+2\n"},
              "b": {"instance_id": "b", "patch": "p"}}

@@ -71,7 +71,7 @@ _SINGLE = "python -m pytest -q -p no:cacheprovider {test}"
 def test_llm_parser_checked_against_single_test_exit_codes(lang_batch, docker_ready):
     """Truth from exit codes of single-test runs in the real environment image, in the before state."""
     from swe_envs.config import LLMParserConfig, SandboxConfig
-    from swe_envs.envs.llm_parser import check_parser, truth_from_single_runs
+    from swe_envs.envs.parsers.llm import check_parser, truth_from_single_runs
     from swe_envs.sandbox import Sandbox
 
     rec = lang_batch["validated"]["tests__calc-python-1"]
@@ -87,8 +87,8 @@ def test_llm_parser_checked_against_single_test_exit_codes(lang_batch, docker_re
 def test_validate_checks_a_file_parser_by_single_test_runs(lang_batch, docker_ready, tmp_path):
     """validate with an LLM-written parser and no JUnit XML: single-test exit codes decide whether it is trusted."""
     from swe_envs.config import SweEnvsConfig
-    from swe_envs.envs.builder import Environment
-    from swe_envs.envs.validator import InstanceFailure, Validator
+    from swe_envs.envs.environment.builder import Environment
+    from swe_envs.envs.validate.validator import InstanceFailure, Validator
     from swe_envs.sandbox import Sandbox
 
     rec = lang_batch["validated"]["tests__calc-python-1"]

@@ -95,7 +95,7 @@ def test_evaluate_gold_and_bad_predictions(flask_validated):
 
 def test_bundles_are_repos_and_missing_commits_fall_back(tmp_path):
     """--repos DIR may hold owner__name.bundle; an environment commit absent from it falls back to base."""
-    from swe_envs.envs.validate_job import environment_commit
+    from swe_envs.envs.environment.group import environment_commit
     from swe_envs.repos import find_repo
 
     inst = _instance()

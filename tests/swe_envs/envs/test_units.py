@@ -11,10 +11,10 @@ from swe_envs.config import SweEnvsConfig
 from swe_envs.diff import patch_paths
 from swe_envs.docker_setup import apt_mirror
 from swe_envs.envs import languages
-from swe_envs.envs.builder import extract_recipe
+from swe_envs.envs.environment.builder import extract_recipe
 from swe_envs.envs.rules import rule_fix
-from swe_envs.envs.validate_job import read_instances
 from swe_envs.images import env_dockerfile, toolchain_dockerfile
+from swe_envs.instance import read_instances
 from swe_envs.paths import is_test_path
 from swe_envs.repos import Snapshot, check_patches
 from tests.swe_envs.envs.fixture_projects import SUREFIRE

@@ -15,7 +15,7 @@ import pytest
 from samples.swe_envs.lang_repos import PY, make_repo
 from tests.pipelines.test_spark_cluster import cluster  # noqa: F401 (the standalone cluster fixture)
 from tests.swe_envs.envs.conftest import run_cli, write_jsonl
-from tests.swe_envs.envs.test_validate_job import _files, _rows
+from tests.swe_envs.envs.validate.test_job import _files, _rows
 
 pytestmark = [pytest.mark.docker, pytest.mark.spark]
 

@@ -12,16 +12,16 @@ from pathlib import Path
 import pytest
 
 from core.errors import UserError
-from swe_envs.envs import own_runners
+from swe_envs.envs.environment import own_runners
 from swe_envs.envs.languages import TestPlan as Plan
 from swe_envs.envs.parsers import parse_log
-from swe_envs.envs.test_ids import map_ids, scheme_for
-from swe_envs.envs.validator import check_run
+from swe_envs.envs.parsers.test_ids import map_ids, scheme_for
+from swe_envs.envs.validate.validator import check_run
 from swe_envs.repos import Snapshot
 from swe_envs.sandbox import RunLog
 from tests.swe_envs.envs.regen_fixtures import make_git
 
-REAL = Path(__file__).parent / "fixtures" / "real"
+REAL = Path(__file__).parents[1] / "fixtures" / "real"
 
 
 def _rc(log: str) -> int:
@@ -176,7 +176,7 @@ def test_django_runner_ids_are_its_descriptions(name, rc, counts):
 
 @pytest.mark.parametrize("name", ["pytest-3.0.7-rs", "pytest-6.2.5-rA"])
 def test_a_failure_names_the_skip_reasons_of_every_era(name):
-    from swe_envs.envs.validator import skip_reasons
+    from swe_envs.envs.validate.validator import skip_reasons
 
     log = (REAL / "pytest-skips" / f"{name}.log").read_text()
     reasons = skip_reasons([log])

@@ -16,8 +16,8 @@ import sys
 import pytest
 
 from swe_envs.config import LLMParserConfig
-from swe_envs.envs.llm_parser import SampledTruth, check_parser, pick_single_tests
 from swe_envs.envs.parsers import parse_log
+from swe_envs.envs.parsers.llm import SampledTruth, check_parser, pick_single_tests
 
 MODULES = ["test.test_json", "test.test_textwrap"]
 # the stdlib suite passes whole here, so the sample has no failing test: the runner's counts are what

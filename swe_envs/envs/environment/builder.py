@@ -26,8 +26,9 @@ import docker
 
 from core.llm import LLMClient, LLMError
 from swe_envs.config import SweEnvsConfig
-from swe_envs.envs import languages, own_runners
-from swe_envs.envs.network_needs import network_needed
+from swe_envs.envs import languages
+from swe_envs.envs.environment import own_runners
+from swe_envs.envs.environment.network_needs import network_needed
 from swe_envs.envs.parsers import parse_log
 from swe_envs.envs.rules import RULES_VERSION, era, rule_fix
 from swe_envs.images import Images, env_dockerfile, instance_dockerfile, sha, slug
@@ -60,7 +61,7 @@ class Environment:
     test_command: str = ""
     runner: str = ""
     custom_command: bool = False  # configured per repository, not derived from the language
-    # the repository's own test runner (swe_envs.envs.own_runners kind) where pytest collected nothing
+    # the repository's own test runner (swe_envs.envs.environment.own_runners kind) where pytest collected nothing
     own_runner: str = ""
     recipe: list[str] = field(default_factory=list)
     attempts: list[Attempt] = field(default_factory=list)

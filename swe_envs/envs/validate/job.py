@@ -1,4 +1,5 @@
-"""The batch job: SWE-bench instances + local clones -> environments -> validated instances.
+"""``python -m swe_envs validate``: SWE-bench instances + local clones -> environments -> validated
+instances (``validate_instances``).
 
 Outputs under OUT (written as results arrive, so an interrupted batch keeps what it did):
 ``validated.jsonl`` (instances with FAIL_TO_PASS / PASS_TO_PASS, image, logs),
@@ -28,47 +29,18 @@ from types import SimpleNamespace
 from typing import Any
 
 from core.errors import InputError, UserError
-from core.io import parsed_lines
-from core.llm import LLMClient
 from swe_envs.config import SweEnvsConfig
-from swe_envs.diff import patch_paths
 from swe_envs.docker_setup import docker_client
-from swe_envs.envs.builder import EnvBuilder, Environment
-from swe_envs.envs.validator import InstanceFailure, Validator
+from swe_envs.envs.environment.builder import Environment
+from swe_envs.envs.environment.group import build_group, environment_commit, make_builder
+from swe_envs.envs.validate.validator import InstanceFailure, Validator
 from swe_envs.fanout import LocalPool, SparkPool
 from swe_envs.git import git
-from swe_envs.images import Images
-from swe_envs.instance import missing_fields
-from swe_envs.registry import host_access
+from swe_envs.instance import read_instances
 from swe_envs.repos import check_patches, find_repo
-from swe_envs.sandbox import Sandbox, sweep_orphans
+from swe_envs.sandbox import sweep_orphans
 
 OUTPUTS = ("validated.jsonl", "failures.jsonl", "environments.jsonl", "summary.json", "logs")
-
-
-def read_instances(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(instances, failures): a malformed line or a missing field is a failure, not a crash."""
-    if not path.is_file():
-        raise InputError(f"instances file not found: {path}")
-    good, bad, seen = [], [], set()
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for n, inst, err in parsed_lines(fh):
-            if err is not None:
-                bad.append({"instance_id": f"{path.name}:{n}", "stage": "read", "reason": f"malformed JSON: {err}"})
-                continue
-            if not isinstance(inst, dict):
-                bad.append({"instance_id": f"{path.name}:{n}", "stage": "read", "reason": "not a JSON object"})
-                continue
-            missing = missing_fields(inst)
-            iid = str(inst.get("instance_id") or f"{path.name}:{n}")
-            if missing:
-                bad.append({"instance_id": iid, "stage": "read", "reason": f"missing field(s): {', '.join(missing)}"})
-            elif iid in seen:
-                bad.append({"instance_id": iid, "stage": "read", "reason": "duplicate instance_id"})
-            else:
-                seen.add(iid)
-                good.append(inst)
-    return good, bad
 
 
 @dataclass
@@ -106,7 +78,7 @@ def prepare_output(out: Path, overwrite: bool, outputs: tuple[str, ...] = OUTPUT
     out.mkdir(parents=True, exist_ok=True)
 
 
-def run_batch(instances_path: Path, repos_dir: Path, out: Path, cfg: SweEnvsConfig, overwrite: bool = False,
+def validate_instances(instances_path: Path, repos_dir: Path, out: Path, cfg: SweEnvsConfig, overwrite: bool = False,
               log: Callable[[str], None] = print, pool: LocalPool | SparkPool | None = None) -> BatchResult:
     """``pool``: where the repo-version groups run (default: ``cfg.validation.workers`` local threads)."""
     if not repos_dir.is_dir():
@@ -226,27 +198,6 @@ class ValidateWork:
         return events + [("log", f"environment {item['repo']}@{item['commit'][:12]}: FAILED — {reason}")]
 
 
-def make_builder(client, cfg: SweEnvsConfig, out: Path, log: Callable[[str], None] = print) -> EnvBuilder:
-    """Images (with the host's registry access), sandbox and refine loop, shared by validate and evaluate."""
-    llm = LLMClient(cfg.build.llm) if cfg.build.llm else None
-    access = host_access(cfg.build.ca_bundle, cfg.build.host_index_settings)
-    images = Images(client, cfg.build, access, log)
-    return EnvBuilder(cfg, images, Sandbox(client, cfg.sandbox), llm, out / "logs" / "environments")
-
-
-def build_group(builder: EnvBuilder, cfg: SweEnvsConfig, repo: str, path: Path, commit: str,
-                members: list[dict[str, Any]]) -> Environment:
-    """The environment of one repo-version, from what its instances say (dates, version, tests)."""
-    lang = cfg.validation.languages.get(repo)
-    touched = sorted({p for m in members for p in patch_paths(m.get("test_patch") or "")})
-    versions = sorted({str(m["version"]) for m in members if m.get("version")})
-    return builder.build(repo, path, commit, lang, cfg.validation.test_commands.get(repo),
-                         cfg.validation.parsers.get(repo),
-                         created_at=[str(m["created_at"]) for m in members if m.get("created_at")],
-                         version=versions[-1] if versions else None,
-                         network=cfg.validation.network.get(repo), collect_files=touched)
-
-
 def _group(instances: list[dict[str, Any]], repos_dir: Path, writer: _Writer,
            stats: dict[str, Any]) -> dict[tuple[str, str], tuple[Path, list[dict[str, Any]]]]:
     """Instances by repo-version: (repo, environment_setup_commit or base_commit)."""
@@ -269,19 +220,6 @@ def _group(instances: list[dict[str, Any]], repos_dir: Path, writer: _Writer,
             continue
         groups.setdefault((inst["repo"], commit), (path, []))[1].append(inst)
     return groups
-
-
-def environment_commit(path: Path, inst: dict[str, Any]) -> str:
-    """The commit a repo-version's image is built at: ``environment_setup_commit`` when the clone
-    has it (a shallow clone or a bundle may not), else the instance's own base commit."""
-    env_commit = inst.get("environment_setup_commit")
-    if env_commit and env_commit != inst["base_commit"]:
-        try:
-            git(path, "cat-file", "-e", f"{env_commit}^{{commit}}")
-            return env_commit
-        except Exception:
-            pass  # recorded: the environment spec names the commit it was built at
-    return inst["base_commit"]
 
 
 def summarize(stats: dict[str, Any], out: Path, seconds: float) -> dict[str, Any]:

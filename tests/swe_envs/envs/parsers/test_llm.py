@@ -14,12 +14,12 @@ import pytest
 
 from core.llm import LLMClient, LLMConfig
 from swe_envs.config import LLMParserConfig
-from swe_envs.envs.llm_parser import check_parser, run_parser, run_parser_file, synthesize_parser
 from swe_envs.envs.parsers import parse_log
+from swe_envs.envs.parsers.llm import check_parser, run_parser, run_parser_file, synthesize_parser
 from tests.support.scripted_server import Reply, ScriptedServer
 from tests.swe_envs.envs.conftest import run_cli
 
-FIX = Path(__file__).parent / "fixtures"
+FIX = Path(__file__).parents[1] / "fixtures"
 
 GOOD_CTEST = r'''```python
 import re

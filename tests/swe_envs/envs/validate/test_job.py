@@ -57,11 +57,11 @@ def batch(docker_ready, tmp_path_factory):
 
 def test_validate_on_spark_executors_equals_the_local_pool(batch, spark):
     from swe_envs.config import SweEnvsConfig
-    from swe_envs.envs.validate_job import run_batch
+    from swe_envs.envs.validate.job import validate_instances
     from swe_envs.fanout import SparkPool
 
     local, out = batch / "local", batch / "spark"
-    res = run_batch(batch / "in.jsonl", batch / "repos", out, SweEnvsConfig(), log=lambda m: None,
+    res = validate_instances(batch / "in.jsonl", batch / "repos", out, SweEnvsConfig(), log=lambda m: None,
                     pool=SparkPool(spark))
     assert res.validated == 2 and res.failed == 2
     for name in ("environments.jsonl", "validated.jsonl", "failures.jsonl"):

@@ -13,7 +13,7 @@ import pytest
 
 from samples.swe_envs.pypi_sdists import fetch_sdist, unpack
 from swe_envs.config import SweEnvsConfig
-from swe_envs.envs.validate_job import make_builder
+from swe_envs.envs.environment.group import make_builder
 from tests.samples.swe_envs.test_pypi_sdists import CACHE
 
 pytestmark = pytest.mark.docker

@@ -10,14 +10,14 @@ from pathlib import Path
 
 from core.llm import LLMClient, LLMConfig
 from swe_envs.config import LLMParserConfig
-from swe_envs.envs.llm_parser import check_parser, pick_single_tests, run_parser_file, synthesize_parser
 from swe_envs.envs.parsers import parse_log
-from swe_envs.envs.validator import check_run
+from swe_envs.envs.parsers.llm import check_parser, pick_single_tests, run_parser_file, synthesize_parser
+from swe_envs.envs.validate.validator import check_run
 from swe_envs.sandbox import RunLog
 from tests.support.scripted_server import ScriptedServer
 from tests.swe_envs.envs.conftest import run_cli
 
-FIX = Path(__file__).parent / "fixtures"
+FIX = Path(__file__).parents[1] / "fixtures"
 LOG = (FIX / "ctest.log").read_text()
 TRUTH = json.loads((FIX / "ctest.json").read_text())["expected"]
 CFG = LLMParserConfig(timeout_s=5)

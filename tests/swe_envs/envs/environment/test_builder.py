@@ -9,7 +9,7 @@ import pytest
 from core.llm import LLMClient, LLMConfig
 from samples.swe_envs.lang_repos import LangRepo, make_repo
 from swe_envs.config import SweEnvsConfig
-from swe_envs.envs.builder import EnvBuilder
+from swe_envs.envs.environment.builder import EnvBuilder
 from swe_envs.images import Images
 from swe_envs.sandbox import Sandbox
 from tests.support.scripted_server import Reply, ScriptedServer
@@ -102,7 +102,7 @@ def test_smollm2_cannot_fix_it_and_every_round_is_recorded(docker_ready, tmp_pat
 
 def test_changed_rules_are_a_new_environment_not_the_cached_one(docker_ready, tmp_path, monkeypatch):
     """An image verified under older rules/parsers is not reused once RULES_VERSION changes."""
-    import swe_envs.envs.builder as builder_mod
+    import swe_envs.envs.environment.builder as builder_mod
 
     builder = _builder(docker_ready, tmp_path)
     first = _build(builder, tmp_path, NEEDS_YAML, "rules-version")

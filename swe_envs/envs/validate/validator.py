@@ -22,11 +22,12 @@ from typing import Any
 
 from swe_envs.config import SweEnvsConfig
 from swe_envs.diff import patch_paths
-from swe_envs.envs import languages, own_runners
-from swe_envs.envs.builder import Environment
-from swe_envs.envs.network_needs import network_needed
+from swe_envs.envs import languages
+from swe_envs.envs.environment import own_runners
+from swe_envs.envs.environment.builder import Environment
+from swe_envs.envs.environment.network_needs import network_needed
 from swe_envs.envs.parsers import FAILED, PASSED, ParseResult, parse_log
-from swe_envs.envs.test_ids import map_ids, scheme_for
+from swe_envs.envs.parsers.test_ids import map_ids, scheme_for
 from swe_envs.paths import is_test_path
 from swe_envs.repos import Snapshot, diff
 from swe_envs.sandbox import RunLog, Sandbox
@@ -245,7 +246,7 @@ class Validator:
             raise InstanceFailure("parser", why)
 
     def _parser_problem(self, inst, env, patches, log, parsed, network, image) -> str | None:
-        from swe_envs.envs.llm_parser import check_parser, pick_single_tests, truth_from_single_runs
+        from swe_envs.envs.parsers.llm import check_parser, pick_single_tests, truth_from_single_runs
 
         pcfg = self.cfg.llm_parser
         xml = parse_log("junit-xml", log)

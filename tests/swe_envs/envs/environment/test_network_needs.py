@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from swe_envs.envs.network_needs import network_needed
+from swe_envs.envs.environment.network_needs import network_needed
 from tests.swe_envs.envs.fresh_build import build_fresh
 
 # ruby-akismet 3.0.0 (benchmarks/swe_langs_debian.py): its test helper demands an API key of the live service

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from swe_envs.envs.parsers import RUNNERS, detect_runner, parse_log
-from swe_envs.envs.validator import check_run, classify
+from swe_envs.envs.validate.validator import check_run, classify
 from swe_envs.sandbox import RunLog
 from tests.swe_envs.envs.conftest import run_cli
 from tests.swe_envs.envs.fixture_projects import ALL as FIXTURES
 
-FIX = Path(__file__).parent / "fixtures"
+FIX = Path(__file__).parents[1] / "fixtures"
 NAMES = [f.name for f in FIXTURES]
 
 

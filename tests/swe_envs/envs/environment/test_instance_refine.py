@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 from swe_envs.config import SweEnvsConfig
-from swe_envs.envs.builder import EnvBuilder
+from swe_envs.envs.environment.builder import EnvBuilder
 from swe_envs.images import Images
 from swe_envs.sandbox import Sandbox
 from tests.swe_envs.envs.regen_fixtures import make_git

@@ -111,7 +111,9 @@ class TrialSpec:
     name: str
 
 
-def _verify(env, step: Step, task: HarborTask, cfg: TerminalConfig, vdir: Path) -> tuple[float | None, dict, str]:
+def verify_step(env, step: Step, task: HarborTask, cfg: TerminalConfig, vdir: Path) -> tuple[float | None, dict, str]:
+    """Run one step's verifier (its tests/ uploaded fresh) in ``env``: (reward, the reward file's
+    fields, why there is none); a trial and an agent's session score a step the same way."""
     v = task.config.verifier
     timeout = min((step.timeout_sec or v.timeout_sec) * cfg.runner.timeout_multiplier, cfg.runner.verifier_timeout_max_s)
     env.exec("rm -rf /tests /logs/verifier && mkdir -p /tests /logs/verifier", timeout_s=60)
@@ -184,7 +186,7 @@ def run_trial(ctx: Context, spec: TrialSpec, out: Path) -> dict:
                 result["agent_error"] = run.error
             tv = time.monotonic()
             vdir = tdir / "verifier" if len(task.steps) == 1 else tdir / "verifier" / step.name
-            value, fields, why = _verify(env, step, task, cfg, vdir)
+            value, fields, why = verify_step(env, step, task, cfg, vdir)
             result["steps"].append({"step": step.name, "reward": value, "rewards": fields, "error": why or None,
                                     "agent_s": round(tv - ta, 2), "verify_s": round(time.monotonic() - tv, 2)})
             if why:

@@ -1,4 +1,4 @@
-"""Suites that cannot run offline are reported as needing network (swe_envs/envs/network_needs.py),
+"""Suites that cannot run offline are reported as needing network (swe_envs/envs/environment/network_needs.py),
 in the validator (FAIL_TO_PASS) and in the builder (a suite that cannot even load offline)."""
 
 from __future__ import annotations

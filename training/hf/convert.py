@@ -52,6 +52,10 @@ def checkpoint_config(step_dir: Path) -> ModelConfig:
     model = json.loads(meta.read_text(encoding="utf-8")).get("config", {}).get("model")
     if not model:
         raise InputError(f"{meta}: records no model config (config.model)")
+    if not model.get("vocab_size") and (step_dir / "model.safetensors").is_file():
+        # the trainer records the YAML's 0 ("from the shard manifest"): the embedding has the size
+        with safe_open(str(step_dir / "model.safetensors"), "pt") as st:
+            model = {**model, "vocab_size": st.get_slice("embedding.word_embeddings.weight").get_shape()[0]}
     return ModelConfig.model_validate(model).check(f"{meta}: config.model")
 
 

@@ -8,6 +8,10 @@ rank 0) holds what a run needs to continue bit-exactly: the step, the loader pos
 RNG state and the producing config. Written under a temporary name and renamed
 (``training.checkpoint.publish``), so a listed checkpoint is complete; ``latest_checkpoint`` is
 our trainer's.
+
+A *weights-only* checkpoint (``save`` without an optimizer; what ``convert.py`` writes from our
+checkpoints) marks ``weights_only`` in its common state: resuming from it loads the model and
+keeps the freshly built optimizer, since optimizer state does not convert between optimizers.
 """
 
 from __future__ import annotations
@@ -22,16 +26,34 @@ import torch.distributed as dist
 from core.errors import InputError
 from training.checkpoint import PREFIX, latest_checkpoint, publish
 
-__all__ = ["latest_checkpoint", "load", "save"]
+__all__ = ["common_state", "is_megatron_checkpoint", "latest_checkpoint", "load", "load_weights", "save"]
 
 
 def _sharded(model, optimizer, is_loading: bool) -> dict[str, Any]:
     model_sd = model.sharded_state_dict()
+    if optimizer is None:
+        return {"model": model_sd}
     return {"model": model_sd, "optimizer": optimizer.sharded_state_dict(model_sd, is_loading=is_loading)}
 
 
+def is_megatron_checkpoint(path: str | Path) -> bool:
+    """A step directory written by ``dist_checkpointing`` (its ``metadata.json`` names the format)."""
+    return (Path(path) / "metadata.json").is_file() and (Path(path) / "common.pt").is_file()
+
+
+def common_state(path: str | Path) -> dict[str, Any]:
+    """The trainer's common state (step, loader, config, ...) without loading any tensor."""
+    from megatron.core import dist_checkpointing
+
+    path = Path(path)
+    if not is_megatron_checkpoint(path) or not dist_checkpointing.check_is_distributed_checkpoint(str(path)):
+        raise InputError(f"{path}: not a Megatron distributed checkpoint")
+    return dict(dist_checkpointing.load_common_state_dict(str(path)).get("trainer", {}))
+
+
 def save(root: str | Path, step: int, model, optimizer, extra: dict[str, Any]) -> Path:
-    """All ranks call this (collective). ``model`` is the unwrapped GPTModel."""
+    """All ranks call this (collective). ``model`` is the unwrapped GPTModel; ``optimizer`` None
+    writes a weights-only checkpoint."""
     from megatron.core import dist_checkpointing
 
     root = Path(root)
@@ -42,7 +64,7 @@ def save(root: str | Path, step: int, model, optimizer, extra: dict[str, Any]) -
         tmp.mkdir(parents=True)
     dist.barrier()
     state = _sharded(model, optimizer, is_loading=False)
-    state["trainer"] = {"step": step, "rng": torch.get_rng_state(), **extra}
+    state["trainer"] = {"step": step, "rng": torch.get_rng_state(), "weights_only": optimizer is None, **extra}
     dist_checkpointing.save(state, str(tmp))
     dist.barrier()
     if dist.get_rank() == 0:
@@ -52,12 +74,13 @@ def save(root: str | Path, step: int, model, optimizer, extra: dict[str, Any]) -
 
 
 def load(path: str | Path, model, optimizer) -> dict[str, Any]:
-    """Load weights, optimizer state and RNG state in place; return the trainer state."""
+    """Load weights, optimizer state and RNG state in place; return the trainer state. A
+    weights-only checkpoint leaves ``optimizer`` and the RNG as they are."""
     from megatron.core import dist_checkpointing
 
     path = Path(path)
-    if not dist_checkpointing.check_is_distributed_checkpoint(str(path)):
-        raise InputError(f"{path}: not a Megatron distributed checkpoint")
+    if common_state(path).get("weights_only"):
+        return load_weights(path, model)
     state = _sharded(model, optimizer, is_loading=True)
     state["trainer"] = {}  # common state: filled from the checkpoint
     loaded = dist_checkpointing.load(state, str(path))
@@ -65,4 +88,16 @@ def load(path: str | Path, model, optimizer) -> dict[str, Any]:
     optimizer.load_state_dict(loaded["optimizer"])
     trainer = dict(loaded["trainer"])
     torch.set_rng_state(trainer.pop("rng"))
+    return trainer
+
+
+def load_weights(path: str | Path, model) -> dict[str, Any]:
+    """Load only the model's tensors (any optimizer state in the checkpoint is left unread);
+    return the trainer state. Megatron reshards: the checkpoint may come from another TP/PP/EP layout."""
+    from megatron.core import dist_checkpointing
+
+    trainer = common_state(path)
+    loaded = dist_checkpointing.load({"model": model.sharded_state_dict()}, str(path))
+    model.load_state_dict(loaded["model"])
+    trainer.pop("rng", None)
     return trainer

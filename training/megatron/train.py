@@ -33,6 +33,7 @@ import torch
 import torch.distributed as dist
 
 from core.errors import ConfigError
+from training.checkpoint import load_checkpoint
 from training.loader import ShardLoader
 from training.megatron import checkpoint
 from training.megatron.batches import to_microbatch
@@ -86,12 +87,13 @@ def check_supported(cfg: TrainerConfig) -> None:
 class World:
     """torch.distributed + Megatron's parallel_state for this run (a gloo world of 1 when not under torchrun)."""
 
-    def __init__(self, cfg: TrainerConfig):
+    def __init__(self, cfg: TrainerConfig, cpu: bool = False):
         from megatron.core import parallel_state as ps
 
+        cuda = torch.cuda.is_available() and not cpu  # cpu: checkpoint conversion, on any machine
         self.created = not dist.is_initialized()
         if self.created:
-            backend = "nccl" if torch.cuda.is_available() else "gloo"
+            backend = "nccl" if cuda else "gloo"
             if "WORLD_SIZE" in os.environ:  # torchrun
                 dist.init_process_group(backend)
             else:  # one process: a world of 1 on loopback
@@ -99,7 +101,7 @@ class World:
         p = cfg.parallel
         ps.initialize_model_parallel(p.tensor_model_parallel_size, p.pipeline_model_parallel_size,
                                      expert_model_parallel_size=p.expert_model_parallel_size)  # fmt: skip
-        if torch.cuda.is_available():
+        if cuda:
             from megatron.core.tensor_parallel.random import model_parallel_cuda_manual_seed
 
             torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
@@ -108,7 +110,7 @@ class World:
         self.dp_rank, self.dp_size = ps.get_data_parallel_rank(), ps.get_data_parallel_world_size()
         self.tp_rank, self.tp_size = ps.get_tensor_model_parallel_rank(), ps.get_tensor_model_parallel_world_size()
         self.rank = dist.get_rank()
-        self.device = torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
+        self.device = torch.device("cuda", torch.cuda.current_device()) if cuda else torch.device("cpu")
 
     def close(self) -> None:
         self.ps.destroy_model_parallel()
@@ -124,16 +126,22 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def build(cfg: TrainerConfig, stages, world: World):
+def build(cfg: TrainerConfig, stages, world: World, init_from: str | Path | None = None):
+    """Our model's initial weights (or ``init_from``'s: a checkpoint of ours or of Megatron) in
+    Megatron's DDP-wrapped GPTModel, and the optimizer over it."""
     from megatron.core.distributed import DistributedDataParallel, DistributedDataParallelConfig
     from megatron.core.distributed.finalize_model_grads import finalize_model_grads
 
     from training.megatron.attention import document_masked_attention_class
+    from training.megatron.convert import resolve
     from training.megatron.optim import build_optimizer
     from training.megatron.weights import load_our_weights
     from training.tools.megatron_bridge import build_megatron_model
 
     ours = build_model(cfg, stages)  # our trainer's initial weights (same seed, same vocab rule)
+    kind, init_step = resolve(init_from) if init_from is not None else (None, None)
+    if kind == "ours":  # refuses a checkpoint of another shape, listing the tensors
+        load_checkpoint(init_step, ours)
     dispatcher = cfg.megatron.token_dispatcher
     if dispatcher == "auto":
         dispatcher = "alltoall" if torch.cuda.is_available() else "allgather"
@@ -146,6 +154,8 @@ def build(cfg: TrainerConfig, stages, world: World):
         sequence_parallel=world.tp_size > 1 and bool(cfg.model.num_moe_experts),
     )  # fmt: skip
     load_our_weights(meg, ours.cfg, ours.state_dict(), world.tp_rank, world.tp_size)
+    if kind == "megatron":  # Megatron reshards it onto this run's layout
+        checkpoint.load_weights(init_step, meg)
     meg = meg.to(world.device)
     ddp = DistributedDataParallel(meg.config, DistributedDataParallelConfig(), meg)
     meg.config.finalize_model_grads_func = finalize_model_grads
@@ -161,9 +171,15 @@ def train(
     log: Callable[[str], None] = print,
     stop_after: int | None = None,
     resume: bool = True,
+    init_from: str | Path | None = None,
 ) -> MegatronResult:
     """Train until the last stage ends (or ``stop_after`` steps in this call, then checkpoint);
-    with ``resume`` and a checkpoint in ``checkpoint.dir``, continue from the latest one."""
+    with ``resume`` and a checkpoint in ``checkpoint.dir``, continue from the latest one; else,
+    with ``init_from`` (a checkpoint of ours, HF-imported ones included, or of Megatron), start
+    from its weights at step 0 with a fresh optimizer. The YAML's model must fit the checkpoint's
+    tensors; other fields it sets differently are logged."""
+    if init_from is not None:
+        cfg = _fit_model_to(cfg, init_from, log)
     check_supported(cfg)
     threads = torch.get_num_threads()
     if cfg.threads:
@@ -172,25 +188,39 @@ def train(
         with cpu_stand_ins():
             world = World(cfg)
             try:
-                return _train(cfg, shards, metrics_path, log, stop_after, resume, world)
+                return _train(cfg, shards, metrics_path, log, stop_after, resume, world, init_from)
             finally:
                 world.close()
     finally:
         torch.set_num_threads(threads)
 
 
-def _train(cfg, shards, metrics_path, log, stop_after, resume, world: World) -> MegatronResult:
+def _fit_model_to(cfg: TrainerConfig, init_from: str | Path, log) -> TrainerConfig:
+    from training.megatron.convert import differing_fields, model_config
+
+    recorded = model_config(init_from)
+    for diff in differing_fields(cfg.model, recorded):
+        log(f"warning: --init-from {init_from}: model.{diff} (training with the yaml's)")
+    if cfg.model.vocab_size:
+        return cfg
+    return cfg.model_copy(update={"model": cfg.model.model_copy(update={"vocab_size": recorded.vocab_size})})
+
+
+def _train(cfg, shards, metrics_path, log, stop_after, resume, world: World, init_from=None) -> MegatronResult:
     from megatron.core.pipeline_parallel import get_forward_backward_func
     from megatron.core.transformer.multi_token_prediction import MTPLossLoggingHelper
 
     stages = resolve_stages(cfg, shards)
     total = sum(s.steps for s in stages)
-    model_cfg, meg, ddp, opt = build(cfg, stages, world)
     if world.rank != 0:
         log = _quiet
     step, loader_state = 0, None
     ckpt_dir = Path(cfg.checkpoint.dir) if cfg.checkpoint.dir else None
     found = checkpoint.latest_checkpoint(ckpt_dir) if (ckpt_dir and resume) else None
+    # a checkpoint to resume from wins: the run already started from init_from's weights
+    model_cfg, meg, ddp, opt = build(cfg, stages, world, init_from if found is None else None)
+    if init_from is not None and found is None:
+        log(f"initialised from {init_from}")
     if found is not None:
         saved = checkpoint.load(found, meg, opt)
         step, loader_state = saved["step"], saved.get("loader")
@@ -262,10 +292,10 @@ def _train(cfg, shards, metrics_path, log, stop_after, resume, world: World) -> 
                 done_here += 1
                 loader_state = {"stage": idx, "state": loader.state_dict()}
                 if ckpt_dir and cfg.checkpoint.every and step % cfg.checkpoint.every == 0:
-                    last_ckpt = _save(ckpt_dir, step, meg, opt, loader_state, cfg)
+                    last_ckpt = _save(ckpt_dir, step, meg, opt, loader_state, cfg, model_cfg)
             loader_state = None
         if ckpt_dir and done_here and (last_ckpt is None or not last_ckpt.name.endswith(f"{step:08d}")):
-            last_ckpt = _save(ckpt_dir, step, meg, opt, {"stage": idx, "state": loader.state_dict()}, cfg)
+            last_ckpt = _save(ckpt_dir, step, meg, opt, {"stage": idx, "state": loader.state_dict()}, cfg, model_cfg)
     finally:
         sink.close()
     return MegatronResult(step, metrics, meg, last_ckpt)
@@ -294,8 +324,10 @@ def _forward_step(data_iterator, model):
     return per_token, loss_func
 
 
-def _save(ckpt_dir: Path, step: int, meg, opt, loader_state, cfg) -> Path:
-    return checkpoint.save(ckpt_dir, step, meg, opt, {"loader": loader_state, "config": cfg.model_dump(mode="json")})
+def _save(ckpt_dir: Path, step: int, meg, opt, loader_state, cfg, model_cfg) -> Path:
+    # the model as built (vocab_size resolved from the shards), so conversion needs no shards
+    config = cfg.model_copy(update={"model": model_cfg}).model_dump(mode="json")
+    return checkpoint.save(ckpt_dir, step, meg, opt, {"loader": loader_state, "config": config})
 
 
 def _quiet(msg: str) -> None:

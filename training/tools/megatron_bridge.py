@@ -181,6 +181,29 @@ def to_megatron_state_dict(
     return out
 
 
+def from_megatron_state_dict(
+    cfg: ModelConfig, meg: dict[str, torch.Tensor], ours: list[str], spec: Spec = "te"
+) -> dict[str, torch.Tensor]:
+    """The inverse of ``to_megatron_state_dict`` for full (TP-gathered) tensors: our names
+    ``ours`` (a ``GLMModel``'s state-dict keys) from Megatron's. Experts are stacked back;
+    Megatron 0.16's per-depth MTP copies (it trains them apart; ours shares one layer) must be
+    equal, else there is no faithful conversion and it says which tensor differs."""
+    out: dict[str, torch.Tensor] = {}
+    for name, targets in megatron_names(cfg, ours, spec).items():
+        absent = [m for m, _ in targets if m not in meg]
+        if absent:
+            raise KeyError(f"{name}: the Megatron state dict has no {absent[0]}")
+        g = cfg.num_moe_experts if targets[0][1] is not None else 1  # experts are stacked back
+        groups = [targets[i : i + g] for i in range(0, len(targets), g)]  # one group per MTP depth
+        copies = [torch.stack([meg[m] for m, _ in grp]) if grp[0][1] is not None else meg[grp[0][0]] for grp in groups]
+        for grp, other in zip(groups[1:], copies[1:], strict=True):
+            if not torch.equal(other, copies[0]):
+                raise ValueError(f"{name}: Megatron's MTP depths hold different weights ({grp[0][0]} differs from "
+                                 "depth 0); our model shares one MTP layer across depths")  # fmt: skip
+        out[name] = copies[0]
+    return out
+
+
 def build_megatron_model(cfg: ModelConfig, spec: Spec = "local", core_attention: Any = None, **parallel: Any):
     """Megatron GPTModel for ``cfg`` (call after ``parallel_state.initialize_model_parallel``).
 

@@ -3,7 +3,12 @@ import torch
 
 from tests.training.glm_tiny import tiny_model
 from training.model.glm import GLMModel
-from training.tools.megatron_bridge import megatron_names, to_megatron_config, to_megatron_state_dict
+from training.tools.megatron_bridge import (
+    from_megatron_state_dict,
+    megatron_names,
+    to_megatron_config,
+    to_megatron_state_dict,
+)
 
 
 def test_state_dict_under_megatron_te_names():
@@ -46,6 +51,22 @@ def test_state_dict_under_megatron_te_names():
     local = to_megatron_state_dict(cfg, ours, spec="local")
     assert "decoder.layers.2.mlp.experts.local_experts.3.linear_fc1.weight" in local
     assert "decoder.layers.0.pre_mlp_layernorm.weight" in local
+
+
+@pytest.mark.parametrize("spec", ["te", "local"])
+def test_megatron_names_convert_back_to_ours(spec):
+    """from_megatron_state_dict inverts to_megatron_state_dict (experts stacked back, the MTP
+    layer read once); MTP depths that Megatron trained apart do not convert to our shared layer."""
+    torch.manual_seed(0)
+    model = GLMModel(tiny_model(vocab_size=50))  # two MTP depths
+    ours = model.state_dict()
+    meg = {k: v.clone() for k, v in to_megatron_state_dict(model.cfg, ours, spec).items()}
+    back = from_megatron_state_dict(model.cfg, meg, list(ours), spec)
+    assert set(back) == set(ours) and all(torch.equal(back[k], ours[k]) for k in ours)
+    name = next(k for k in meg if k.startswith("mtp.layers.1.") and k.endswith("linear_kv_down_proj.weight"))
+    meg[name] += 1e-3
+    with pytest.raises(ValueError, match="MTP depths hold different weights"):
+        from_megatron_state_dict(model.cfg, meg, list(ours), spec)
 
 
 def test_dsa_indexer_names_and_config():

@@ -8,6 +8,8 @@ exists moves the old directory aside first (``.step-….old``) and deletes it on
 one is in place; a kill between the two renames leaves the old checkpoint aside, and
 ``latest_checkpoint`` puts it back, so no window loses the step. Loading refuses a checkpoint
 whose tensors do not match the model (another config) and lists the mismatches.
+``checkpoint_config`` / ``load_model`` read a step directory back as a model (HF export,
+Megatron conversion, RL and serving).
 """
 
 from __future__ import annotations
@@ -19,9 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
 from core.errors import InputError, UserError
+from training.model.config import ModelConfig
+from training.model.glm import GLMModel
 
 PREFIX = "step-"
 
@@ -111,3 +116,37 @@ def load_checkpoint(path: str | Path, model: torch.nn.Module, optimizer=None) ->
         optimizer.load_state_dict(blob["optimizer"])
         torch.set_rng_state(blob["rng"])
     return json.loads((path / "trainer.json").read_text(encoding="utf-8"))
+
+
+def checkpoint_step(path: str | Path) -> Path:
+    """A step directory: ``path`` itself, or the latest ``step-*`` under it."""
+    path = Path(path)
+    if (path / "model.safetensors").is_file():
+        return path
+    found = latest_checkpoint(path)
+    if found is None:
+        raise InputError(f"{path}: no checkpoint (neither model.safetensors nor step-* directories)")
+    return found
+
+
+def checkpoint_config(step_dir: Path) -> ModelConfig:
+    """The model config a step directory records (HF export, RL, serving and conversion read it)."""
+    meta = step_dir / "trainer.json"
+    if not meta.is_file():
+        raise InputError(f"{step_dir}: not a checkpoint (no trainer.json)")
+    model = json.loads(meta.read_text(encoding="utf-8")).get("config", {}).get("model")
+    if not model:
+        raise InputError(f"{meta}: records no model config (config.model)")
+    if not model.get("vocab_size") and (step_dir / "model.safetensors").is_file():
+        # the trainer records the YAML's 0 ("from the shard manifest"): the embedding has the size
+        with safe_open(str(step_dir / "model.safetensors"), "pt") as st:
+            model = {**model, "vocab_size": st.get_slice("embedding.word_embeddings.weight").get_shape()[0]}
+    return ModelConfig.model_validate(model).check(f"{meta}: config.model")
+
+
+def load_model(path: str | Path) -> tuple[GLMModel, Path]:
+    """Our model from a checkpoint (weights and buffers exactly as saved), in eval mode."""
+    step = checkpoint_step(path)
+    model = GLMModel(checkpoint_config(step))
+    load_checkpoint(step, model)
+    return model.eval(), step

@@ -23,7 +23,7 @@ from safetensors.torch import load_file, save_file
 
 from core.errors import InputError, UserError
 from core.io import atomic_write_text
-from training.checkpoint import latest_checkpoint, load_checkpoint, mismatches, save_checkpoint
+from training.checkpoint import checkpoint_config, checkpoint_step, load_model, mismatches, save_checkpoint
 from training.hf import config_map, weights
 from training.model.config import ModelConfig
 from training.model.glm import GLMModel
@@ -31,40 +31,6 @@ from training.model.glm import GLMModel
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "chat_template.jinja")
 EOS_TOKENS = ("<|endoftext|>", "<|user|>", "<|observation|>")  # GLM's stop tokens, when the tokenizer has them
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-
-
-# -- our checkpoints ----------------------------------------------------------------------------
-def checkpoint_step(path: str | Path) -> Path:
-    """A step directory: ``path`` itself, or the latest ``step-*`` under it."""
-    path = Path(path)
-    if (path / "model.safetensors").is_file():
-        return path
-    found = latest_checkpoint(path)
-    if found is None:
-        raise InputError(f"{path}: no checkpoint (neither model.safetensors nor step-* directories)")
-    return found
-
-
-def checkpoint_config(step_dir: Path) -> ModelConfig:
-    meta = step_dir / "trainer.json"
-    if not meta.is_file():
-        raise InputError(f"{step_dir}: not a checkpoint (no trainer.json)")
-    model = json.loads(meta.read_text(encoding="utf-8")).get("config", {}).get("model")
-    if not model:
-        raise InputError(f"{meta}: records no model config (config.model)")
-    if not model.get("vocab_size") and (step_dir / "model.safetensors").is_file():
-        # the trainer records the YAML's 0 ("from the shard manifest"): the embedding has the size
-        with safe_open(str(step_dir / "model.safetensors"), "pt") as st:
-            model = {**model, "vocab_size": st.get_slice("embedding.word_embeddings.weight").get_shape()[0]}
-    return ModelConfig.model_validate(model).check(f"{meta}: config.model")
-
-
-def load_model(path: str | Path) -> tuple[GLMModel, Path]:
-    """Our model from a checkpoint (weights and buffers exactly as saved), in eval mode."""
-    step = checkpoint_step(path)
-    model = GLMModel(checkpoint_config(step))
-    load_checkpoint(step, model)
-    return model.eval(), step
 
 
 def _tokenizer_dir(step: Path) -> Path | None:

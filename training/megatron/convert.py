@@ -24,52 +24,13 @@ import contextlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from core.errors import InputError
-from training.checkpoint import latest_checkpoint, save_checkpoint
+from training.checkpoint import save_checkpoint
 from training.megatron import checkpoint as megatron_checkpoint
+from training.megatron.sources import recorded_config, resolve
 from training.model.config import ModelConfig
-
-Kind = Literal["ours", "megatron"]
-
-
-def resolve(path: str | Path) -> tuple[Kind, Path]:
-    """Which trainer wrote ``path`` (a step directory, or a checkpoint directory: its latest step)."""
-    path = Path(path)
-    for step in (path, latest_checkpoint(path)):
-        if step is None:
-            continue
-        if (step / "model.safetensors").is_file():
-            return "ours", step
-        if megatron_checkpoint.is_megatron_checkpoint(step):
-            return "megatron", step
-    raise InputError(f"{path}: no checkpoint of ours (model.safetensors) or of Megatron (metadata.json, common.pt)")
-
-
-def recorded_config(kind: Kind, step: Path) -> dict[str, Any]:
-    """The trainer config the checkpoint records (as JSON), its model's vocab size filled in
-    (both trainers record the YAML's 0, "from the shards", before they resolved it)."""
-    if kind == "ours":
-        from training.hf.convert import checkpoint_config
-
-        config = dict(json.loads((step / "trainer.json").read_text(encoding="utf-8")).get("config") or {})
-        return {**config, "model": checkpoint_config(step).model_dump(mode="json")}
-    config = dict(megatron_checkpoint.common_state(step).get("config") or {})
-    model = dict(config.get("model") or {})
-    if not model:
-        raise InputError(f"{step}: records no model config (config.model)")
-    if not model.get("vocab_size"):
-        from megatron.core import dist_checkpointing
-
-        meta = dist_checkpointing.load_tensors_metadata(str(step))
-        model["vocab_size"] = int(meta["embedding.word_embeddings.weight"].global_shape[0])
-    return {**config, "model": model}
-
-
-def model_config(path: str | Path) -> ModelConfig:
-    kind, step = resolve(path)
-    return ModelConfig.model_validate(recorded_config(kind, step)["model"]).check(f"{step}: config.model")
 
 
 @contextlib.contextmanager
@@ -127,7 +88,7 @@ def to_ours(src: str | Path, out: str | Path, log=print) -> Path:
 
 def to_megatron(src: str | Path, out: str | Path, log=print) -> Path:
     """Our checkpoint ``src`` -> a weights-only Megatron dist checkpoint ``out/step-00000000``."""
-    from training.hf.convert import load_model
+    from training.checkpoint import load_model
     from training.megatron.weights import load_our_weights
 
     kind, step = resolve(src)
@@ -145,10 +106,3 @@ def to_megatron(src: str | Path, out: str | Path, log=print) -> Path:
         written = megatron_checkpoint.save(out, 0, meg, None, extra)
     log(f"converted our checkpoint {step} (step {source_step}) -> {written} (weights only)")
     return written
-
-
-def differing_fields(yaml_model: ModelConfig, recorded: ModelConfig) -> list[str]:
-    """Model fields where the training YAML and the checkpoint's recorded config disagree."""
-    a, b = yaml_model.model_dump(), recorded.model_dump()
-    return [f"{k}: yaml {a[k]!r}, checkpoint {b[k]!r}" for k in a if a[k] != b.get(k) and k != "vocab_size"]
-

@@ -133,8 +133,8 @@ def build(cfg: TrainerConfig, stages, world: World, init_from: str | Path | None
     from megatron.core.distributed.finalize_model_grads import finalize_model_grads
 
     from training.megatron.attention import document_masked_attention_class
-    from training.megatron.convert import resolve
     from training.megatron.optim import build_optimizer
+    from training.megatron.sources import resolve
     from training.megatron.weights import load_our_weights
     from training.tools.megatron_bridge import build_megatron_model
 
@@ -196,7 +196,7 @@ def train(
 
 
 def _fit_model_to(cfg: TrainerConfig, init_from: str | Path, log) -> TrainerConfig:
-    from training.megatron.convert import differing_fields, model_config
+    from training.megatron.sources import differing_fields, model_config
 
     recorded = model_config(init_from)
     for diff in differing_fields(cfg.model, recorded):

@@ -110,7 +110,6 @@ def build_optimizer(ddp_model, model_cfg: ModelConfig, up_proj_blocks, cfg: Opti
     """Megatron optimizer wrapper for ``ddp_model`` (Megatron's DDP around a GPTModel)."""
     from megatron.core import parallel_state as ps
     from megatron.core.optimizer import get_megatron_optimizer
-    from megatron.core.optimizer.optimizer import FP32Optimizer
 
     mcfg = megatron_optimizer_config(cfg, grad_clip)
     if cfg.qk_clip_tau:
@@ -120,6 +119,26 @@ def build_optimizer(ddp_model, model_cfg: ModelConfig, up_proj_blocks, cfg: Opti
     tp = ps.get_tensor_model_parallel_world_size()
     split = split_blocks(model_cfg, up_proj_blocks, tp) if cfg.name == "muon_split" else {}
     named = [(n, p) for n, p in ddp_model.module.named_parameters() if p.requires_grad]
+    if ps.get_expert_model_parallel_world_size() == 1:
+        return _muon_fp32(named, cfg, mcfg, split)
+    from megatron.core.optimizer.optimizer import ChainedOptimizer
+
+    # as Megatron's own get_megatron_optimizer: expert parameters (held by one EP rank each) get
+    # their own optimizer whose grad norm is reduced over the expert-parallel ranks; the chain
+    # clips both by the combined norm
+    expert = [(n, p) for n, p in named if not getattr(p, "allreduce", True)]
+    dense = [(n, p) for n, p in named if getattr(p, "allreduce", True)]
+    opts = [_muon_fp32(dense, cfg, mcfg, split), _muon_fp32(expert, cfg, mcfg, split)]
+    opts[0].grad_stats_parallel_group = ps.get_model_parallel_group()
+    opts[1].grad_stats_parallel_group = ps.get_expert_tensor_model_pipeline_parallel_group()
+    return ChainedOptimizer(opts)
+
+
+def _muon_fp32(named: list[tuple[str, torch.Tensor]], cfg: OptimizerConfig, mcfg, split: dict[str, Any]):
+    """Our (Split)Muon over ``named`` inside Megatron's FP32Optimizer."""
+    from megatron.core import parallel_state as ps
+    from megatron.core.optimizer.optimizer import FP32Optimizer
+
     routes = {n: route(n, p, cfg, split) for n, p in named}
     params = dict(named)
     tp_groups = {}

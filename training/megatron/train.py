@@ -38,6 +38,7 @@ from training.loader import ShardLoader
 from training.megatron import checkpoint
 from training.megatron.batches import to_microbatch
 from training.megatron.cpu import cpu_stand_ins
+from training.megatron.moe_metrics import LoadReader, take_aux_loss
 from training.metrics_log import MetricsSink
 from training.optim.schedules import lr_at
 from training.trainer import TrainerConfig, build_model, resolve_stages, stage_at
@@ -63,8 +64,6 @@ def check_supported(cfg: TrainerConfig) -> None:
     p, m = cfg.parallel, cfg.model
     if p.pipeline_model_parallel_size > 1 or p.virtual_pipeline_model_parallel_size:
         raise ConfigError("parallel.pipeline_model_parallel_size: pipeline stages are not wired into the Megatron trainer yet")
-    if p.expert_model_parallel_size > 1:
-        raise ConfigError("parallel.expert_model_parallel_size: expert parallelism is not wired into the Megatron trainer yet")
     if m.dsa_indexer_n_heads:
         raise ConfigError("model.dsa_indexer_n_heads: Megatron's DSAttention has no document masks or dense "
                           "warm-up here; train DSA with our trainer")  # fmt: skip
@@ -109,6 +108,7 @@ class World:
         self.ps = ps
         self.dp_rank, self.dp_size = ps.get_data_parallel_rank(), ps.get_data_parallel_world_size()
         self.tp_rank, self.tp_size = ps.get_tensor_model_parallel_rank(), ps.get_tensor_model_parallel_world_size()
+        self.ep_rank, self.ep_size = ps.get_expert_model_parallel_rank(), ps.get_expert_model_parallel_world_size()
         self.rank = dist.get_rank()
         self.device = torch.device("cuda", torch.cuda.current_device()) if cuda else torch.device("cpu")
 
@@ -149,16 +149,17 @@ def build(cfg: TrainerConfig, stages, world: World, init_from: str | Path | None
     meg = build_megatron_model(
         ours.cfg, core_attention=document_masked_attention_class(), use_cpu_initialization=cpu,
         moe_token_dispatcher_type=dispatcher,  # perform_initialization stays on: it sets the TP attributes
-        tensor_model_parallel_size=world.tp_size, bf16=cfg.precision == "bf16",
+        tensor_model_parallel_size=world.tp_size, expert_model_parallel_size=world.ep_size,
+        bf16=cfg.precision == "bf16",
         # Megatron refuses MoE + TP in training without it ("performance may degrade ...")
         sequence_parallel=world.tp_size > 1 and bool(cfg.model.num_moe_experts),
     )  # fmt: skip
-    load_our_weights(meg, ours.cfg, ours.state_dict(), world.tp_rank, world.tp_size)
+    load_our_weights(meg, ours.cfg, ours.state_dict(), world.tp_rank, world.tp_size, world.ep_rank, world.ep_size)
     if kind == "megatron":  # Megatron reshards it onto this run's layout
         checkpoint.load_weights(init_step, meg)
     meg = meg.to(world.device)
     ddp = DistributedDataParallel(meg.config, DistributedDataParallelConfig(), meg)
-    meg.config.finalize_model_grads_func = finalize_model_grads
+    meg.config.finalize_model_grads_func = LoadReader(finalize_model_grads)  # + the step's expert loads
     meg.config.no_sync_func = ddp.no_sync
     opt = build_optimizer(ddp, ours.cfg, ours.up_proj_blocks(), cfg.optimizer, cfg.grad_clip)
     return ours.cfg, meg, ddp, opt
@@ -263,7 +264,10 @@ def _train(cfg, shards, metrics_path, log, stop_after, resume, world: World, ini
                     seq_length=loader.seq_len, micro_batch_size=mb.tokens.shape[0] // k, forward_only=False,
                 )  # fmt: skip
                 _, grad_norm, _ = opt.step()
-                sums = torch.stack([sum(s["lm_sum"] for s in stats), sum(s["tokens"] for s in stats).float()])
+                aux = take_aux_loss(model_cfg.moe_router_load_balancing_type, model_cfg.moe_aux_loss_coeff, k,
+                                    model_cfg.num_layers)  # fmt: skip
+                sums = torch.cat([torch.stack([sum(s["lm_sum"] for s in stats), sum(s["tokens"] for s in stats).float()]),
+                                  aux])  # fmt: skip
                 mtp = None
                 if depths:
                     mtp = MTPLossLoggingHelper.tracker["values"].detach().clone() / k
@@ -271,17 +275,18 @@ def _train(cfg, shards, metrics_path, log, stop_after, resume, world: World, ini
                     sums = torch.cat([sums, mtp])
                 if world.dp_size > 1:  # gloo has no AVG: sum, then divide
                     dist.all_reduce(sums, group=world.ps.get_data_parallel_group())
-                lm = float(sums[0] / sums[1])
-                rec: dict[str, Any] = {"step": step, "lm_loss": round(lm, 6)}
-                loss = lm
+                lm, aux_loss, mtp_aux = float(sums[0] / sums[1]), *(float(x) / world.dp_size for x in sums[2:4])
+                rec: dict[str, Any] = {"step": step, "lm_loss": round(lm, 6), "aux_loss": round(aux_loss, 6)}
+                loss = lm + aux_loss + mtp_aux
                 if depths:
-                    mtp_loss = float(sums[2:].mean()) / world.dp_size
+                    mtp_loss = float(sums[4:].mean()) / world.dp_size
                     rec["mtp_loss"] = round(mtp_loss, 6)
                     loss += model_cfg.mtp_loss_scaling_factor * mtp_loss
                 dt = time.perf_counter() - t0
                 ntok = int(batch.tokens.numel()) * world.dp_size
                 rec = {"step": step, "loss": round(loss, 6), **{k2: v for k2, v in rec.items() if k2 != "step"},
                        "lr": lr, "grad_norm": None if grad_norm is None else round(float(grad_norm), 6),
+                       "expert_load_max_over_mean": _load_ratio(meg.config.finalize_model_grads_func),
                        "stage": stage.name, "seq_len": loader.seq_len, "epoch": loader.epoch, "tokens": ntok,
                        "tokens_per_s": round(ntok / dt, 1), "backend": "megatron"}  # fmt: skip
                 metrics.append(rec)
@@ -299,6 +304,11 @@ def _train(cfg, shards, metrics_path, log, stop_after, resume, world: World, ini
     finally:
         sink.close()
     return MegatronResult(step, metrics, meg, last_ckpt)
+
+
+def _load_ratio(reader) -> float | None:
+    total, routers = (float(x) for x in reader.ratio_sum)
+    return round(total / routers, 4) if routers else None
 
 
 def _slice(mb, i: int, k: int):

@@ -5,10 +5,14 @@ tensor-parallel rank holds a slice of each tensor-parallel parameter: Megatron m
 with ``tensor_model_parallel`` and ``partition_dim``, and the slice is the rank's contiguous
 chunk along that dim (heads for the MLA up-projections, so every rank holds whole heads),
 except SwiGLU's ``linear_fc1``, whose local weight is [gate chunk; up chunk]. The same
-parameters are how ``optim.TPMuon`` reassembles a full matrix.
+parameters are how ``optim.TPMuon`` reassembles a full matrix. An expert-parallel rank holds
+``num_moe_experts / ep`` whole experts, global ``ep_rank * E_local + i`` as its
+``local_experts.i`` (Megatron's ``SequentialMLP``).
 """
 
 from __future__ import annotations
+
+import re
 
 import torch
 
@@ -42,12 +46,27 @@ def full_from_slices(parts: list[torch.Tensor], dim: int, glu: bool) -> torch.Te
     return torch.cat([h[0] for h in halves] + [h[1] for h in halves], dim=dim)
 
 
+def local_experts(sd: dict[str, torch.Tensor], num_experts: int, ep_rank: int, ep_size: int) -> dict[str, torch.Tensor]:
+    """``sd`` (global expert numbers) with only this expert-parallel rank's experts, renumbered locally."""
+    if ep_size == 1:
+        return sd
+    per_rank = num_experts // ep_size
+    out = {}
+    for name, t in sd.items():
+        m = re.fullmatch(r"(.*\.local_experts\.)(\d+)(\..*)", name)
+        if m is None:
+            out[name] = t
+        elif ep_rank * per_rank <= int(m.group(2)) < (ep_rank + 1) * per_rank:
+            out[f"{m.group(1)}{int(m.group(2)) - ep_rank * per_rank}{m.group(3)}"] = t
+    return out
+
+
 @torch.no_grad()
 def load_our_weights(meg: torch.nn.Module, cfg: ModelConfig, ours: dict[str, torch.Tensor],
-                     tp_rank: int = 0, tp_size: int = 1) -> None:  # fmt: skip
-    """Copy our full state dict into ``meg`` (this TP rank's slices); every Megatron
-    parameter and buffer must be written (``_extra_state`` aside), every tensor of ours used."""
-    sd = to_megatron_state_dict(cfg, ours, "local")
+                     tp_rank: int = 0, tp_size: int = 1, ep_rank: int = 0, ep_size: int = 1) -> None:  # fmt: skip
+    """Copy our full state dict into ``meg`` (this TP rank's slices, this EP rank's experts); every
+    Megatron parameter and buffer must be written (``_extra_state`` aside), every tensor of ours used."""
+    sd = local_experts(to_megatron_state_dict(cfg, ours, "local"), cfg.num_moe_experts or 0, ep_rank, ep_size)
     targets = dict(meg.named_parameters()) | dict(meg.named_buffers())
     # _extra_state: TE/fp8 metadata; local_tokens_per_expert: the step's load counter (zero at start)
     missing = [k for k in targets if k not in sd and not k.endswith(("_extra_state", "local_tokens_per_expert"))]

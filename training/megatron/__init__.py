@@ -4,14 +4,17 @@
 ``batches.py`` our batches as Megatron's inputs with document masks, ``attention.py`` the
 document-masked core attention for the local MLA spec, ``optim.py`` Megatron's AdamW or our
 (Split)Muon over Megatron's parameters, ``weights.py`` our initial weights onto (TP) ranks,
-``checkpoint.py`` ``dist_checkpointing`` save/resume, ``options.py`` the ``megatron:`` YAML
-section, ``cpu.py`` what stands in for CUDA on a CPU-only torch (and what still needs it).
+``checkpoint.py`` ``dist_checkpointing`` save/resume, ``convert.py`` checkpoints Megatron <-> ours
+(``python -m training.megatron convert``), ``sources.py`` which trainer wrote a checkpoint,
+``moe_metrics.py`` aux loss and expert load for the metrics rows, ``options.py`` the
+``megatron:`` YAML section, ``cpu.py`` what stands in for CUDA on a CPU-only torch (and what
+still needs it).
 
-Modes measured on CPU (gloo) against our trainer (tests/training/megatron/):
+Modes measured on CPU (gloo) against our trainer (tests/training/megatron/, docs/megatron.md):
 one process (AdamW, MuonSplit: |lm_loss| diff <= 1e-6 over 8 steps), data parallel under
-torchrun (same losses as one process), TP=2 for dense models (<= 1e-4 over 4 steps),
-micro-batches > 1, dist checkpoint resume (bit-exact). Refused with the reason
-(``train.check_supported``): MoE + TP without Apex (Megatron requires sequence parallelism
-there and its torch norm refuses it), pipeline and expert parallelism (not wired yet), DSA,
-QK-clip, bf16 without CUDA.
+torchrun, TP=2 for dense models (AdamW, MuonSplit), EP=2, PP=2 (planned layout, MTP on the last
+stage), micro-batches > 1, dist checkpoint resume (bit-exact), conversion to ours and back.
+Refused with the reason (``train.check_supported``): MoE + TP without Apex (Megatron requires
+sequence parallelism there and its torch norm refuses it), the interleaved (virtual) pipeline
+(not wired), DSA, QK-clip, bf16 without CUDA.
 """

@@ -29,8 +29,17 @@ from training.checkpoint import PREFIX, latest_checkpoint, publish
 __all__ = ["common_state", "is_megatron_checkpoint", "latest_checkpoint", "load", "load_weights", "save"]
 
 
+def _model_sharded(model) -> dict[str, Any]:
+    from megatron.core.transformer.utils import ensure_metadata_has_dp_cp_group
+
+    # Megatron 0.16.1's GPTModel.sharded_state_dict reads metadata["dp_cp_group"] on a pipeline
+    # stage holding MTP without the embedding stage, but fills the default only in its parent's
+    # copy (TypeError: 'NoneType' object is not subscriptable): pass it filled
+    return model.sharded_state_dict(metadata=ensure_metadata_has_dp_cp_group(None))
+
+
 def _sharded(model, optimizer, is_loading: bool) -> dict[str, Any]:
-    model_sd = model.sharded_state_dict()
+    model_sd = _model_sharded(model)
     if optimizer is None:
         return {"model": model_sd}
     return {"model": model_sd, "optimizer": optimizer.sharded_state_dict(model_sd, is_loading=is_loading)}
@@ -97,7 +106,7 @@ def load_weights(path: str | Path, model) -> dict[str, Any]:
     from megatron.core import dist_checkpointing
 
     trainer = common_state(path)
-    loaded = dist_checkpointing.load({"model": model.sharded_state_dict()}, str(path))
+    loaded = dist_checkpointing.load({"model": _model_sharded(model)}, str(path))
     model.load_state_dict(loaded["model"])
     trainer.pop("rng", None)
     return trainer

@@ -13,11 +13,15 @@ GPU outright. Measured on this machine (CPU-only torch 2.x, gloo), each raises
 * ``dist_checkpointing/strategies/filesystem_async.py`` ``preload_tensors`` (every torch_dist
   save): ``torch.cuda.synchronize()`` after the device-to-host copies;
 * ``RotaryEmbedding``, the DDP grad buffers (``param_and_grad_buffer.py``), the MTP and MoE
-  loss trackers: ``device=torch.cuda.current_device()``.
+  loss trackers, the pipeline's send/receive buffers: ``device=torch.cuda.current_device()``;
+* ``LanguageModule.setup_embeddings_and_output_layer`` under pipeline parallelism (the first
+  stage's embedding and the last stage's copy, for the output layer or MTP, start equal):
+  ``weight.data = weight.data.cuda()`` before its all-reduce.
 
-Four stand-ins cover all of them, active only inside ``cpu_stand_ins()`` and only where CUDA
+Five stand-ins cover all of them, active only inside ``cpu_stand_ins()`` and only where CUDA
 is absent: ``torch.cuda.current_device()`` answers ``"cpu"``; ``torch.cuda.synchronize()`` is a
-no-op (there is no device queue to wait for); a ``TorchFunctionMode`` turns a
+no-op (there is no device queue to wait for); ``Tensor.cuda()`` returns the tensor (it is where
+Megatron's code runs); a ``TorchFunctionMode`` turns a
 literal ``device="cuda"`` given to a tensor factory (``zeros``/``ones``/``empty``/``tensor``/
 ``full``/``arange``) into the CPU; and the optimizer's ``clip_grad_by_total_norm_fp32`` is
 ``clip_grads_fp32_on_cpu`` below (the same scaling, ``max_norm / (total_norm + 1e-6)`` when
@@ -78,6 +82,11 @@ def _no_device_queue(device=None) -> None:
     """``torch.cuda.synchronize`` without CUDA: CPU work is already done when it returns."""
 
 
+def _stay_on_cpu(self: torch.Tensor, *args, **kwargs) -> torch.Tensor:
+    """``Tensor.cuda`` without CUDA: the tensor stays where Megatron's CPU run keeps everything."""
+    return self
+
+
 @contextlib.contextmanager
 def cpu_stand_ins() -> Iterator[bool]:
     """Run Megatron on the CPU (yields True) or, with CUDA present, unchanged (yields False)."""
@@ -86,14 +95,15 @@ def cpu_stand_ins() -> Iterator[bool]:
         return
     import megatron.core.optimizer.optimizer as megatron_optimizer
 
-    real, real_sync = torch.cuda.current_device, torch.cuda.synchronize
+    real, real_sync, real_to_cuda = torch.cuda.current_device, torch.cuda.synchronize, torch.Tensor.cuda
     real_clip = megatron_optimizer.clip_grad_by_total_norm_fp32
     torch.cuda.current_device = lambda: "cpu"
     torch.cuda.synchronize = _no_device_queue
+    torch.Tensor.cuda = _stay_on_cpu
     megatron_optimizer.clip_grad_by_total_norm_fp32 = clip_grads_fp32_on_cpu
     try:
         with _CudaFactoriesOnCpu():
             yield True
     finally:
-        torch.cuda.current_device, torch.cuda.synchronize = real, real_sync
+        torch.cuda.current_device, torch.cuda.synchronize, torch.Tensor.cuda = real, real_sync, real_to_cuda
         megatron_optimizer.clip_grad_by_total_norm_fp32 = real_clip

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from training.megatron.weights import full_from_slices, is_glu_fc1, is_tp_sharded, local_slice
+from training.megatron.weights import full_from_slices, global_names, is_glu_fc1, is_tp_sharded, local_slice
 from training.model.config import ModelConfig
 from training.optim.muon import Muon, orthogonal_update
 from training.optim.optimizers import EMBEDDING_NAMES, OptimizerConfig
@@ -63,11 +63,14 @@ def route(name: str, p: torch.Tensor, cfg: OptimizerConfig, split: dict[str, Any
 class TPMuon(Muon):
     """``Muon`` whose TP-sharded, non-split matrices are orthogonalised whole (see module doc).
     Muon parameters also count a ``step``, so Megatron's ``FP32Optimizer`` checkpoint finds one
-    common step for every parameter (it refuses per-parameter steps)."""
+    common step for every parameter (it refuses per-parameter steps). Each parameter's name and
+    MuonSplit blocks live here, not in the param groups: the groups are checkpoint "common
+    state", written by rank 0 alone, and pipeline stages hold different parameters."""
 
-    def __init__(self, param_groups, tp_groups: dict[int, Any], **kw):
+    def __init__(self, param_groups, tp_groups: dict[int, Any], meta: dict[int, tuple[str, Any]], **kw):
         super().__init__(param_groups, **kw)
         self.tp_groups = tp_groups  # id(param) -> process group holding its slices
+        self.meta = meta  # id(param) -> (whole-model name, MuonSplit blocks or None)
 
     def _update(self, p: torch.Tensor, u: torch.Tensor, spec, name: str, args) -> torch.Tensor:
         group = self.tp_groups.get(id(p))
@@ -82,9 +85,10 @@ class TPMuon(Muon):
 
     def _muon(self, g: dict[str, Any]) -> None:
         lr, wd, mu = g["lr"], g["weight_decay"], g["momentum"]
-        for p, spec, name in zip(g["params"], g["blocks"], g["names"], strict=True):
+        for p in g["params"]:
             if p.grad is None:
                 continue
+            name, spec = self.meta[id(p)]
             state = self.state[p]
             if "momentum_buffer" not in state:
                 state["momentum_buffer"] = torch.zeros_like(p, memory_format=torch.preserve_format)
@@ -118,7 +122,9 @@ def build_optimizer(ddp_model, model_cfg: ModelConfig, up_proj_blocks, cfg: Opti
         return get_megatron_optimizer(mcfg, [ddp_model])
     tp = ps.get_tensor_model_parallel_world_size()
     split = split_blocks(model_cfg, up_proj_blocks, tp) if cfg.name == "muon_split" else {}
-    named = [(n, p) for n, p in ddp_model.module.named_parameters() if p.requires_grad]
+    # whole-model names: a pipeline stage numbers its layers from 0, MuonSplit's blocks do not
+    glob = global_names(ddp_model.module)
+    named = [(glob[n], p) for n, p in ddp_model.module.named_parameters() if p.requires_grad]
     if ps.get_expert_model_parallel_world_size() == 1:
         return _muon_fp32(named, cfg, mcfg, split)
     from megatron.core.optimizer.optimizer import ChainedOptimizer
@@ -148,15 +154,14 @@ def _muon_fp32(named: list[tuple[str, torch.Tensor]], cfg: OptimizerConfig, mcfg
             tp_groups[id(p)] = ps.get_expert_tensor_parallel_group() if expert else ps.get_tensor_model_parallel_group()
     muon = [n for n, r in routes.items() if r in ("muon", "muon_split")]
     groups = [
-        {"params": [params[n] for n in muon], "names": muon, "use_muon": True,
-         "blocks": [split[n] if routes[n] == "muon_split" else None for n in muon]},
-        {"params": [params[n] for n, r in routes.items() if r == "adamw"],
-         "names": [n for n, r in routes.items() if r == "adamw"]},
-        {"params": [params[n] for n, r in routes.items() if r == "adamw_no_wd"], "weight_decay": 0.0,
-         "names": [n for n, r in routes.items() if r == "adamw_no_wd"]},
+        {"params": [params[n] for n in muon], "role": "muon", "use_muon": True},
+        {"params": [params[n] for n, r in routes.items() if r == "adamw"], "role": "adamw"},
+        {"params": [params[n] for n, r in routes.items() if r == "adamw_no_wd"], "role": "adamw_no_wd",
+         "weight_decay": 0.0},
     ]  # fmt: skip
+    meta = {id(p): (n, split[n] if routes[n] == "muon_split" else None) for n, p in named}
     inner = TPMuon(
-        [g for g in groups if g["params"]], tp_groups, lr=cfg.lr, weight_decay=cfg.weight_decay,
+        [g for g in groups if g["params"]], tp_groups, meta, lr=cfg.lr, weight_decay=cfg.weight_decay,
         momentum=cfg.momentum, nesterov=cfg.nesterov, ns_steps=cfg.ns_steps, ns_coefficients=cfg.ns_coefficients,
         rms_scale=cfg.rms_scale, betas=cfg.betas, eps=cfg.eps, ns_dtype=getattr(torch, cfg.ns_dtype),
     )  # fmt: skip
@@ -168,16 +173,15 @@ def _muon_wrapper(fp32_optimizer_cls):
         """Megatron's FP32Optimizer around our Muon. Megatron matches a checkpoint's param groups
         to the live ones by (wd_mult, lr_mult, is_expert_parallel, is_decoupled_lr), keys its own
         ``_get_param_groups`` writes; our groups (Muon / AdamW / AdamW without decay) are told
-        apart by the parameter names they hold instead."""
+        apart by their ``role`` instead (the same on every rank)."""
 
         def _filter_and_reorder_param_groups(self, current_groups, state_dict_groups):
-            saved = {tuple(g["names"]): g for g in state_dict_groups}
+            saved = {g["role"]: g for g in state_dict_groups}
             out = []
             for g in current_groups:
-                key = tuple(g["names"])
-                if key not in saved:
-                    raise ValueError(f"checkpoint has no optimizer group for {len(key)} parameters starting {key[:3]}")
-                out.append(saved[key])
+                if g["role"] not in saved:
+                    raise ValueError(f"checkpoint has no optimizer group {g['role']!r}")
+                out.append(saved[g["role"]])
             return out
 
     return MuonFP32Optimizer

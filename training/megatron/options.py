@@ -18,3 +18,7 @@ class MegatronOptions(StrictModel):
     # allgather runs on CPU; alltoall needs CUDA (it creates a torch.cuda.Stream)
     token_dispatcher: Literal["auto", "allgather", "alltoall"] = "auto"
     document_masks: bool = True  # block-diagonal attention per document (see batches.py)
+    # pipeline stages' contents, Megatron's pipeline_model_parallel_layout ("Ett|ttmL"): "plan" =
+    # training.tools.pipeline_layout's plan for this model (MTP placed by cost); null = Megatron's
+    # even split of the decoder layers (embedding first, MTP and loss on the last stage)
+    pipeline_layout: str | None = None

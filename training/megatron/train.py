@@ -9,14 +9,15 @@ moves the aux-loss-free expert bias; Megatron's optimizer wrapper clips and step
 weights are our trainer's (``training.trainer.build_model``, same seed) converted by
 ``megatron_bridge``, so both trainers start from the same point.
 
-Logged per step as our trainer does: ``loss`` (= ``lm_loss`` + ``mtp_loss_scaling_factor`` x
-``mtp_loss``), ``lm_loss`` (token mean over the global batch), ``mtp_loss`` (Megatron's MTP
-tracker, mean over depths), ``lr``, ``grad_norm``, ``tokens``, ``tokens_per_s``. With more than
-one micro-batch the loss Megatron differentiates is the mean of micro-batch means (its
-default, ``calculate_per_token_loss=False``); the logged ``lm_loss`` stays the token mean.
-Not logged: ``aux_loss`` (0 with ``moe_router_load_balancing_type: none``, the shipped default;
-with ``seq_aux_loss`` Megatron applies its own aux loss through its MoE scaler, which is trained
-but not added to ``loss`` here) and ``expert_load_max_over_mean``.
+Logged per step as our trainer does: ``loss`` (= ``lm_loss`` + ``aux_loss`` (+ the MTP layers'
+aux loss) + ``mtp_loss_scaling_factor`` x ``mtp_loss``), ``lm_loss`` (token mean over the global
+batch), ``aux_loss`` and ``expert_load_max_over_mean`` (``moe_metrics.py``), ``mtp_loss``
+(Megatron's MTP tracker, mean over depths), ``lr``, ``grad_norm``, ``tokens``, ``tokens_per_s``.
+With more than one micro-batch the loss Megatron differentiates is the mean of micro-batch means
+(its default, ``calculate_per_token_loss=False``); the logged ``lm_loss`` stays the token mean.
+Under pipeline parallelism the last stage holds the losses and each stage its layers' aux
+losses and loads: the row is summed over the stages. ``--init-from`` starts from a checkpoint's
+weights (``sources.py``); ``megatron.pipeline_layout`` places the stages' contents.
 """
 
 from __future__ import annotations
@@ -62,8 +63,9 @@ class MegatronResult:
 def check_supported(cfg: TrainerConfig) -> None:
     """Refuse, with the reason, what this trainer does not do (rather than train something else)."""
     p, m = cfg.parallel, cfg.model
-    if p.pipeline_model_parallel_size > 1 or p.virtual_pipeline_model_parallel_size:
-        raise ConfigError("parallel.pipeline_model_parallel_size: pipeline stages are not wired into the Megatron trainer yet")
+    if p.virtual_pipeline_model_parallel_size:
+        raise ConfigError("parallel.virtual_pipeline_model_parallel_size: the interleaved schedule is not wired "
+                          "into the Megatron trainer yet")  # fmt: skip
     if m.dsa_indexer_n_heads:
         raise ConfigError("model.dsa_indexer_n_heads: Megatron's DSAttention has no document masks or dense "
                           "warm-up here; train DSA with our trainer")  # fmt: skip
@@ -109,6 +111,7 @@ class World:
         self.dp_rank, self.dp_size = ps.get_data_parallel_rank(), ps.get_data_parallel_world_size()
         self.tp_rank, self.tp_size = ps.get_tensor_model_parallel_rank(), ps.get_tensor_model_parallel_world_size()
         self.ep_rank, self.ep_size = ps.get_expert_model_parallel_rank(), ps.get_expert_model_parallel_world_size()
+        self.pp_size = ps.get_pipeline_model_parallel_world_size()
         self.rank = dist.get_rank()
         self.device = torch.device("cuda", torch.cuda.current_device()) if cuda else torch.device("cpu")
 
@@ -150,6 +153,8 @@ def build(cfg: TrainerConfig, stages, world: World, init_from: str | Path | None
         ours.cfg, core_attention=document_masked_attention_class(), use_cpu_initialization=cpu,
         moe_token_dispatcher_type=dispatcher,  # perform_initialization stays on: it sets the TP attributes
         tensor_model_parallel_size=world.tp_size, expert_model_parallel_size=world.ep_size,
+        pipeline_model_parallel_size=world.pp_size, pipeline_model_parallel_layout=_layout(cfg, ours.cfg, stages),
+        pipeline_dtype=torch.bfloat16 if cfg.precision == "bf16" else torch.float32,
         bf16=cfg.precision == "bf16",
         # Megatron refuses MoE + TP in training without it ("performance may degrade ...")
         sequence_parallel=world.tp_size > 1 and bool(cfg.model.num_moe_experts),
@@ -163,6 +168,18 @@ def build(cfg: TrainerConfig, stages, world: World, init_from: str | Path | None
     meg.config.no_sync_func = ddp.no_sync
     opt = build_optimizer(ddp, ours.cfg, ours.up_proj_blocks(), cfg.optimizer, cfg.grad_clip)
     return ours.cfg, meg, ddp, opt
+
+
+def _layout(cfg: TrainerConfig, model_cfg, stages) -> str | None:
+    layout = cfg.megatron.pipeline_layout
+    if cfg.parallel.pipeline_model_parallel_size == 1 or layout != "plan":
+        return layout if cfg.parallel.pipeline_model_parallel_size > 1 else None
+    from core.shards import read_manifest
+    from training.tools.pipeline_layout import plan
+
+    p = cfg.parallel
+    seq_len = max(read_manifest(s.shards).seq_len for s in stages)
+    return plan(model_cfg, p.pipeline_model_parallel_size, 1, p.expert_model_parallel_size, seq_len).layout
 
 
 def train(
@@ -266,27 +283,35 @@ def _train(cfg, shards, metrics_path, log, stop_after, resume, world: World, ini
                 _, grad_norm, _ = opt.step()
                 aux = take_aux_loss(model_cfg.moe_router_load_balancing_type, model_cfg.moe_aux_loss_coeff, k,
                                     model_cfg.num_layers)  # fmt: skip
-                sums = torch.cat([torch.stack([sum(s["lm_sum"] for s in stats), sum(s["tokens"] for s in stats).float()]),
-                                  aux])  # fmt: skip
-                mtp = None
+                # the last pipeline stage holds the losses, each stage its layers' aux losses: zeros
+                # elsewhere, summed over the stages, then over data-parallel ranks
+                lm_sum = sum((s["lm_sum"] for s in stats), torch.zeros(()))
+                ntok_lm = sum((s["tokens"] for s in stats), torch.zeros((), dtype=torch.int)).float()
+                sums = torch.cat([torch.stack([lm_sum, ntok_lm]), aux])
                 if depths:
-                    mtp = MTPLossLoggingHelper.tracker["values"].detach().clone() / k
-                    MTPLossLoggingHelper.clean_loss_in_tracker()
+                    values = MTPLossLoggingHelper.tracker.get("values")
+                    mtp = torch.zeros(depths)
+                    if values is not None:  # the MTP block's stage
+                        mtp = values.detach().cpu().clone() / k
+                        MTPLossLoggingHelper.clean_loss_in_tracker()
                     sums = torch.cat([sums, mtp])
+                sums = torch.cat([sums, meg.config.finalize_model_grads_func.ratio_sum])
+                if world.pp_size > 1:
+                    dist.all_reduce(sums, group=world.ps.get_pipeline_model_parallel_group())
                 if world.dp_size > 1:  # gloo has no AVG: sum, then divide
-                    dist.all_reduce(sums, group=world.ps.get_data_parallel_group())
+                    dist.all_reduce(sums[:-2], group=world.ps.get_data_parallel_group())
                 lm, aux_loss, mtp_aux = float(sums[0] / sums[1]), *(float(x) / world.dp_size for x in sums[2:4])
                 rec: dict[str, Any] = {"step": step, "lm_loss": round(lm, 6), "aux_loss": round(aux_loss, 6)}
                 loss = lm + aux_loss + mtp_aux
                 if depths:
-                    mtp_loss = float(sums[4:].mean()) / world.dp_size
+                    mtp_loss = float(sums[4:-2].mean()) / world.dp_size
                     rec["mtp_loss"] = round(mtp_loss, 6)
                     loss += model_cfg.mtp_loss_scaling_factor * mtp_loss
                 dt = time.perf_counter() - t0
                 ntok = int(batch.tokens.numel()) * world.dp_size
                 rec = {"step": step, "loss": round(loss, 6), **{k2: v for k2, v in rec.items() if k2 != "step"},
                        "lr": lr, "grad_norm": None if grad_norm is None else round(float(grad_norm), 6),
-                       "expert_load_max_over_mean": _load_ratio(meg.config.finalize_model_grads_func),
+                       "expert_load_max_over_mean": _load_ratio(sums[-2:]),
                        "stage": stage.name, "seq_len": loader.seq_len, "epoch": loader.epoch, "tokens": ntok,
                        "tokens_per_s": round(ntok / dt, 1), "backend": "megatron"}  # fmt: skip
                 metrics.append(rec)
@@ -306,8 +331,8 @@ def _train(cfg, shards, metrics_path, log, stop_after, resume, world: World, ini
     return MegatronResult(step, metrics, meg, last_ckpt)
 
 
-def _load_ratio(reader) -> float | None:
-    total, routers = (float(x) for x in reader.ratio_sum)
+def _load_ratio(ratio_sum: torch.Tensor) -> float | None:
+    total, routers = (float(x) for x in ratio_sum)
     return round(total / routers, 4) if routers else None
 
 

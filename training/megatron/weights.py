@@ -7,7 +7,9 @@ chunk along that dim (heads for the MLA up-projections, so every rank holds whol
 except SwiGLU's ``linear_fc1``, whose local weight is [gate chunk; up chunk]. The same
 parameters are how ``optim.TPMuon`` reassembles a full matrix. An expert-parallel rank holds
 ``num_moe_experts / ep`` whole experts, global ``ep_rank * E_local + i`` as its
-``local_experts.i`` (Megatron's ``SequentialMLP``).
+``local_experts.i`` (Megatron's ``SequentialMLP``). A pipeline stage holds its decoder layers
+numbered from 0 (``TransformerLayer.layer_number`` is the global one, from 1): ``global_names``
+maps its parameter names to the whole model's, which the bridge and MuonSplit's blocks use.
 """
 
 from __future__ import annotations
@@ -46,6 +48,19 @@ def full_from_slices(parts: list[torch.Tensor], dim: int, glu: bool) -> torch.Te
     return torch.cat([h[0] for h in halves] + [h[1] for h in halves], dim=dim)
 
 
+def global_names(meg: torch.nn.Module) -> dict[str, str]:
+    """This stage's parameter and buffer names -> the names they have in the whole model."""
+    offsets = {}
+    decoder = getattr(meg, "decoder", None)
+    for i, layer in enumerate(decoder.layers if decoder is not None else []):
+        offsets[f"decoder.layers.{i}."] = f"decoder.layers.{layer.layer_number - 1}."
+    out = {}
+    for name, _ in list(meg.named_parameters()) + list(meg.named_buffers()):
+        m = re.match(r"decoder\.layers\.\d+\.", name)
+        out[name] = offsets[m.group(0)] + name[m.end() :] if m else name
+    return out
+
+
 def local_experts(sd: dict[str, torch.Tensor], num_experts: int, ep_rank: int, ep_size: int) -> dict[str, torch.Tensor]:
     """``sd`` (global expert numbers) with only this expert-parallel rank's experts, renumbered locally."""
     if ep_size == 1:
@@ -64,13 +79,16 @@ def local_experts(sd: dict[str, torch.Tensor], num_experts: int, ep_rank: int, e
 @torch.no_grad()
 def load_our_weights(meg: torch.nn.Module, cfg: ModelConfig, ours: dict[str, torch.Tensor],
                      tp_rank: int = 0, tp_size: int = 1, ep_rank: int = 0, ep_size: int = 1) -> None:  # fmt: skip
-    """Copy our full state dict into ``meg`` (this TP rank's slices, this EP rank's experts); every
-    Megatron parameter and buffer must be written (``_extra_state`` aside), every tensor of ours used."""
+    """Copy our full state dict into ``meg`` (this TP rank's slices, this EP rank's experts, this
+    pipeline stage's layers); every Megatron parameter and buffer must be written (``_extra_state``
+    aside), every tensor of ours used (by some stage)."""
     sd = local_experts(to_megatron_state_dict(cfg, ours, "local"), cfg.num_moe_experts or 0, ep_rank, ep_size)
-    targets = dict(meg.named_parameters()) | dict(meg.named_buffers())
+    names = global_names(meg)
+    targets = {names[n]: t for n, t in list(meg.named_parameters()) + list(meg.named_buffers())}
+    whole = getattr(meg, "pre_process", True) and getattr(meg, "post_process", True)
     # _extra_state: TE/fp8 metadata; local_tokens_per_expert: the step's load counter (zero at start)
     missing = [k for k in targets if k not in sd and not k.endswith(("_extra_state", "local_tokens_per_expert"))]
-    unused = [k for k in sd if k not in targets]
+    unused = [k for k in sd if k not in targets] if whole else []
     if missing or unused:
         raise ValueError(f"Megatron model and converted weights disagree: missing {missing[:5]}, unused {unused[:5]}")
     for name, t in targets.items():

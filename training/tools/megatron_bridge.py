@@ -31,6 +31,7 @@ from typing import Any, Literal
 import torch
 import torch.nn.functional as F
 
+from core.errors import ConfigError
 from training.model.config import ModelConfig
 
 Spec = Literal["te", "local"]
@@ -213,6 +214,7 @@ def build_megatron_model(cfg: ModelConfig, spec: Spec = "local", core_attention:
     replaces the causal stand-in, e.g. ``training.megatron.attention``'s document-masked one.
     ``parallel`` passes through Megatron config fields (``use_cpu_initialization``,
     ``moe_token_dispatcher_type``, ``bf16``, ...)."""
+    from megatron.core import parallel_state as ps
     from megatron.core.models.gpt import GPTModel
     from megatron.core.models.gpt.gpt_layer_specs import get_gpt_decoder_block_spec, get_gpt_mtp_block_spec
 
@@ -236,6 +238,9 @@ def build_megatron_model(cfg: ModelConfig, spec: Spec = "local", core_attention:
                 raise NotImplementedError("core_attention: DSA layers keep Megatron's DSAttention")
             for layer in block.layer_specs:  # the MTP layer below is built from the last one
                 layer.submodules.self_attention.submodules.core_attention = core_attention
+    if cfg.mtp_depths and not block.layer_specs:  # a pipeline stage may hold the MTP block and no layer
+        raise ConfigError("megatron.pipeline_layout: an MTP block on a pipeline stage without decoder layers is "
+                          "not wired here (its layer spec is taken from the stage's last layer)")  # fmt: skip
     mtp = (
         get_gpt_mtp_block_spec(mcfg, block.layer_specs[-1], use_transformer_engine=spec == "te")
         if cfg.mtp_depths
@@ -251,4 +256,7 @@ def build_megatron_model(cfg: ModelConfig, spec: Spec = "local", core_attention:
         rotary_base=int(cfg.rotary_base),
         share_embeddings_and_output_weights=not cfg.untie_embeddings_and_output_weights,
         mtp_block_spec=mtp,
+        # this pipeline stage's part (the whole model without pipeline parallelism)
+        pre_process=ps.is_pipeline_first_stage(),
+        post_process=ps.is_pipeline_last_stage(),
     )

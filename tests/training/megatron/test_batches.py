@@ -57,7 +57,8 @@ def test_masks_follow_our_document_rule(sft):
 
 def test_unsupported_modes_are_refused_with_the_reason():
     for sets, field in [
-        (["parallel.pipeline_model_parallel_size=2"], "pipeline_model_parallel_size"),
+        (["parallel.pipeline_model_parallel_size=2", "parallel.virtual_pipeline_model_parallel_size=2"],
+         "virtual_pipeline_model_parallel_size"),
         (["model.dsa_indexer_n_heads=2", "model.dsa_indexer_head_dim=16", "model.dsa_indexer_topk=4"], "dsa"),
         (["optimizer.qk_clip_tau=100"], "qk_clip_tau"),
     ]:

@@ -27,6 +27,10 @@ REJECT_KEY = "__reject__"
 # Human-readable details for a reject (e.g. sizes); `reason` itself stays categorical so
 # reports can group by it.
 REJECT_DETAIL_KEY = "reject_detail"
+# What a reader noticed about a record it kept (["digest_mismatch"]): readers of every format set
+# it and the step chain counts it (``StageCounts.flags``), so a kept-but-suspect record is visible
+# in job.json. A key of the record, so it lives with the record and not with any one reader.
+READ_FLAGS = "read_flags"
 
 # Types a stage may promote out of metadata into a typed column.
 PROMOTABLE_TYPES: dict[str, pa.DataType] = {

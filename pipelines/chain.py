@@ -23,8 +23,8 @@ from datatrove.pipeline.filters.base_filter import BaseFilter
 from pydantic import BaseModel, model_serializer
 
 from core.errors import StepError
-from core.records import REJECT_DETAIL_KEY, get_reject, mark_reject, truncate_for_reject
-from pipelines.readers import READ_FLAGS, READ_STAGE
+from core.records import READ_FLAGS, REJECT_DETAIL_KEY, get_reject, mark_reject, truncate_for_reject
+from pipelines.readers import READ_STAGE
 
 FILTER_REASON = "filter_reason"  # where datatrove filters (and ours) put the reason of a drop
 

@@ -30,9 +30,9 @@ from datatrove.pipeline.base import PipelineStep
 
 from core.errors import UserError
 from core.io import atomic_write_text
+from core.records import READ_FLAGS
 from pipelines.chain import StageCounts, StepChain, check_balanced, describe_step
 from pipelines.inputs import InputFile, InputSpec, ReadLimits
-from pipelines.readers import READ_FLAGS
 
 DOCUMENTS, REJECTS, JOB_JSON, FINGERPRINT = "documents", "rejects", "job.json", "fingerprint.json"
 

@@ -35,9 +35,6 @@ from pipelines.charset import decode_page
 from pipelines.inputs import InputFile, ReadLimits
 
 READ_STAGE = "read"
-# metadata: what a reader noticed about a record it kept (["digest_mismatch"]); the read stage
-# counts them (``StageCounts.flags``), so a kept-but-suspect record is visible in job.json
-READ_FLAGS = "read_flags"
 
 
 # -- per-format readers ------------------------------------------------------------------------

@@ -24,10 +24,9 @@ from dataclasses import dataclass
 
 from datatrove.data import Document
 
-from core.records import find_lone_surrogate
+from core.records import READ_FLAGS, find_lone_surrogate
 from pipelines.charset import decode_page
 from pipelines.http_payload import decode_body, payload_digest_ok
-from pipelines.readers import READ_FLAGS
 
 DIGEST_MISMATCH = "digest_mismatch"
 PAGE_TYPES = frozenset({"response", "resource", "conversion"})

@@ -17,7 +17,7 @@ from _report import Result, write
 from train_throughput import synthetic, tokens_per_s
 
 from training.megatron.train import train as megatron_train
-from training.trainer import load_trainer_config
+from training.train_config import load_trainer_config
 from training.trainer import train as our_train
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -17,9 +17,10 @@ from _report import Result, write
 
 from core.shards import ShardWriter, TokenizerInfo
 from training.model.tiny_lm import TinyLMConfig
+from training.train_config import load_trainer_config
 from training.train_loop import TrainConfig
 from training.train_loop import train as train_tiny_lm
-from training.trainer import load_trainer_config, train
+from training.trainer import train
 
 
 def synthetic(out: Path, seq_len: int = 512, n: int = 256) -> Path:

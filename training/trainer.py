@@ -28,82 +28,29 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import torch
 import typer
-from pydantic import Field
 
 from core.cli import user_errors
-from core.config import StrictModel, load_config
 from core.errors import ConfigError
-from core.shards import read_manifest
 from training import distributed
 from training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from training.dist_checkpoint import is_dcp_checkpoint, load_dcp, save_dcp
-from training.loader import LoaderConfig, ShardLoader
-from training.megatron.options import MegatronOptions
+from training.loader import ShardLoader
 from training.metrics_log import MetricsSink
-from training.model.config import ModelConfig
 from training.model.glm import GLMModel
-from training.optim.optimizers import OptimizerConfig, build_optimizer, qk_clip_
-from training.optim.schedules import ScheduleConfig, lr_at
-
-
-class StageConfig(StrictModel):
-    name: str
-    shards: str  # shard directory (manifest.json + shard-*.arrow)
-    steps: int = Field(gt=0)
-    batch_size: int | None = Field(default=None, gt=0)  # default: loader.batch_size
-    manifest_stage: str | None = None  # if set, the manifest's `stage` must equal it
-
-
-class CheckpointConfig(StrictModel):
-    dir: str | None = None
-    every: int = Field(default=0, ge=0)  # also save every N steps (0 = only at the end / stop)
-
-
-class ParallelConfig(StrictModel):
-    """Megatron-core's names; used by the pipeline layout planner and the Megatron backend."""
-
-    tensor_model_parallel_size: int = Field(default=1, gt=0)
-    pipeline_model_parallel_size: int = Field(default=1, gt=0)
-    virtual_pipeline_model_parallel_size: int | None = Field(default=None, gt=0)
-    expert_model_parallel_size: int = Field(default=1, gt=0)
-
-
-class TrainerConfig(StrictModel):
-    # which engine trains: ours (this module) or Megatron-core (training.megatron; its own
-    # settings in `megatron:`); one YAML drives both
-    backend: Literal["ours", "megatron"] = "ours"
-    megatron: MegatronOptions = MegatronOptions()
-    seed: int = 0
-    steps: int = Field(default=20, gt=0)  # used when there are no stages
-    threads: int = Field(default=0, ge=0)  # torch intra-op threads; 0 = torch's default
-    precision: Literal["fp32", "bf16"] = "fp32"  # bf16 = autocast, fp32 master weights
-    grad_clip: float = Field(default=1.0, gt=0)
-    record_max_logits: bool = False  # log the largest attention logit (on with QK-clip)
-    tensorboard_dir: str | None = None
-    loader: LoaderConfig = LoaderConfig()
-    model: ModelConfig = ModelConfig()
-    optimizer: OptimizerConfig = OptimizerConfig()
-    schedule: ScheduleConfig = ScheduleConfig()
-    stages: list[StageConfig] = []
-    checkpoint: CheckpointConfig = CheckpointConfig()
-    parallel: ParallelConfig = ParallelConfig()
-    # DSA (model.dsa_indexer_*): steps of dense warm-up that train only the indexer
-    dsa_warmup_steps: int = Field(default=0, ge=0)
-
-
-def load_trainer_config(path: str | Path, overrides: list[str] | None = None) -> TrainerConfig:
-    cfg = load_config(TrainerConfig, path, overrides)
-    cfg.model.check(f"{path}: model")
-    if cfg.dsa_warmup_steps and not (cfg.model.dsa_indexer_n_heads and cfg.model.dsa_indexer_loss_coeff > 0):
-        raise ConfigError(
-            f"{path}: dsa_warmup_steps: the warm-up trains the DSA indexer by its KL: set "
-            "model.dsa_indexer_n_heads and a positive model.dsa_indexer_loss_coeff"
-        )
-    return cfg
+from training.optim.optimizers import build_optimizer, qk_clip_
+from training.optim.schedules import lr_at
+from training.train_config import (
+    StageConfig,
+    TrainerConfig,
+    build_model,
+    load_trainer_config,
+    resolve_stages,
+    stage_at,
+)
 
 
 @dataclass
@@ -113,38 +60,6 @@ class TrainResult:
     model: GLMModel
     checkpoint: Path | None = None
     stages: list[StageConfig] = field(default_factory=list)
-
-
-def resolve_stages(cfg: TrainerConfig, shards: str | Path | None) -> list[StageConfig]:
-    if shards is not None:
-        return [StageConfig(name="main", shards=str(shards), steps=cfg.steps)]
-    if not cfg.stages:
-        raise ConfigError("stages: empty; pass --shards or list stages in the config")
-    return cfg.stages
-
-
-def stage_at(stages: list[StageConfig], step: int) -> tuple[int, int]:
-    """(stage index, first step of that stage) for a global step."""
-    start = 0
-    for i, s in enumerate(stages):
-        if step < start + s.steps:
-            return i, start
-        start += s.steps
-    return len(stages) - 1, start - stages[-1].steps
-
-
-def build_model(cfg: TrainerConfig, stages: list[StageConfig]) -> GLMModel:
-    manifests = [read_manifest(s.shards) for s in stages]
-    for s, m in zip(stages, manifests, strict=True):
-        if s.manifest_stage is not None and m.stage != s.manifest_stage:
-            raise ConfigError(
-                f"stages.{s.name}.manifest_stage: {s.shards} serves stage {m.stage!r}, not {s.manifest_stage!r}"
-            )
-    vocab = max(m.tokenizer.vocab_size for m in manifests)
-    if cfg.model.vocab_size and cfg.model.vocab_size < vocab:
-        raise ConfigError(f"model.vocab_size: {cfg.model.vocab_size} < tokenizer vocab {vocab}")
-    torch.manual_seed(cfg.seed)
-    return GLMModel(cfg.model.model_copy(update={"vocab_size": cfg.model.vocab_size or vocab}))
 
 
 def train(

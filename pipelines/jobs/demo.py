@@ -96,7 +96,7 @@ class DemoSummary:
 
 
 def _trainer_config(cfg: DemoConfig, out: Path, longctx_dir: Path | None):
-    from training.trainer import load_trainer_config
+    from training.train_config import load_trainer_config
 
     tcfg = load_trainer_config(cfg.train.config, cfg.train.overrides)
     stages = [{"name": "pretrain", "shards": str(out / "shards"), "steps": cfg.train.pretrain_steps}]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from training.model.config import ModelConfig
-from training.trainer import TrainerConfig
+from training.train_config import TrainerConfig
 
 
 def tiny_model(**overrides) -> ModelConfig:

@@ -9,7 +9,8 @@ import torch
 from core.errors import ConfigError, UserError
 from tests.training.glm_tiny import tiny_trainer
 from training.optim.schedules import ScheduleConfig, lr_at
-from training.trainer import StageConfig, train
+from training.train_config import StageConfig
+from training.trainer import train
 
 ROOT = Path(__file__).resolve().parents[2]
 quiet = {"log": lambda m: None}

@@ -63,7 +63,7 @@ def config_cmd(
 ) -> None:
     """A trainer YAML's model -> the Hugging Face config.json (no weights)."""
     from training.hf.convert import hf_config_json
-    from training.trainer import load_trainer_config
+    from training.train_config import load_trainer_config
 
     cfg = load_trainer_config(_in_repo(config)).model
     if cfg.vocab_size <= 0:

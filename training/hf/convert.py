@@ -165,7 +165,7 @@ def hf_model_config(hf_dir: Path) -> tuple[dict[str, Any], dict[str, torch.Tenso
 def import_hf(hf_dir: str | Path, out: str | Path, log=print) -> Path:
     """Write ``out/step-00000000`` from the Hugging Face directory ``hf_dir``; returns its path."""
     from training.optim.optimizers import build_optimizer
-    from training.trainer import TrainerConfig
+    from training.train_config import TrainerConfig
 
     hf_dir = Path(hf_dir)
     hf, tensors, cfg = hf_model_config(hf_dir)

@@ -38,7 +38,7 @@ def one_rank() -> Iterator[None]:
     """Megatron's parallel state on a gloo world of one CPU rank (conversion needs no more)."""
     from training.megatron.cpu import cpu_stand_ins
     from training.megatron.train import World
-    from training.trainer import TrainerConfig
+    from training.train_config import TrainerConfig
 
     with cpu_stand_ins():
         world = World(TrainerConfig(), cpu=True)
@@ -56,7 +56,7 @@ def _megatron_model(cfg: ModelConfig):
 
 
 def _trainer_config(config: dict[str, Any]):
-    from training.trainer import TrainerConfig
+    from training.train_config import TrainerConfig
 
     keep = {k: v for k, v in config.items() if k in TrainerConfig.model_fields}
     return TrainerConfig.model_validate(keep)

@@ -6,7 +6,7 @@ our trainer) is cut into ``megatron.micro_batches`` micro-batches and run by Meg
 ``GPTModel`` (local spec); Megatron's ``finalize_model_grads`` all-reduces the gradients and
 moves the aux-loss-free expert bias; Megatron's optimizer wrapper clips and steps (see
 ``optim.py``); the learning rate is ours (``lr_at``, a pure function of the step). The initial
-weights are our trainer's (``training.trainer.build_model``, same seed) converted by
+weights are our trainer's (``training.train_config.build_model``, same seed) converted by
 ``megatron_bridge``, so both trainers start from the same point.
 
 Logged per step as our trainer does: ``loss`` (= ``lm_loss`` + ``aux_loss`` (+ the MTP layers'
@@ -42,13 +42,11 @@ from training.megatron.cpu import cpu_stand_ins
 from training.megatron.moe_metrics import LoadReader, take_aux_loss
 from training.metrics_log import MetricsSink
 from training.optim.schedules import lr_at
-from training.trainer import TrainerConfig, build_model, resolve_stages, stage_at
+from training.train_config import TrainerConfig, build_model, load_trainer_config, resolve_stages, stage_at
 
 
 def load_megatron_config(path: str | Path, overrides: list[str] | None = None) -> TrainerConfig:
     """Our trainer's YAML (``megatron:`` holds this trainer's own settings)."""
-    from training.trainer import load_trainer_config
-
     return load_trainer_config(path, overrides)
 
 

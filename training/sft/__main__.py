@@ -29,7 +29,8 @@ from training.chat_template import EOS, SPECIAL_RE, add_special_tokens, conversa
 from training.sft.data import DataConfig, ReadReport, category_weights, mix, read_records, tokenized_samples
 from training.sft.hf import SFTModelConfig, run_hf
 from training.sft.pack import write_sft_shards
-from training.trainer import TrainerConfig, train
+from training.train_config import TrainerConfig
+from training.trainer import train
 
 
 class SFTConfig(StrictModel):

@@ -142,7 +142,7 @@ def section_install() -> dict:
 
 def section_megatron_config() -> dict:
     from training.tools.megatron_bridge import to_megatron_config
-    from training.trainer import load_trainer_config
+    from training.train_config import load_trainer_config
 
     cfg = load_trainer_config(ROOT / "configs/glm5_744b.yaml").model
     m = to_megatron_config(cfg)

@@ -15,7 +15,8 @@ from typing import Any
 import typer
 
 from core.cli import user_errors
-from training.trainer import TrainerConfig, load_trainer_config, train
+from training.train_config import TrainerConfig, load_trainer_config
+from training.trainer import train
 
 OPTIMIZERS = ("adamw", "muon", "muon_split")
 

@@ -266,7 +266,7 @@ def main(
     seq_len: int = typer.Option(4096, help="tokens per micro-batch"),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
-    from training.trainer import load_trainer_config
+    from training.train_config import load_trainer_config
 
     cfg = load_trainer_config(config)
     par = cfg.parallel

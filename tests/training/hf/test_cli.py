@@ -15,7 +15,8 @@ import torch
 from tests.training.hf.hf_tiny import hf_model
 from training.hf.convert import import_hf, load_model
 from training.serving.sampler import SamplingParams, sample
-from training.trainer import TrainerConfig, train
+from training.train_config import TrainerConfig
+from training.trainer import train
 
 ROOT = Path(__file__).resolve().parents[3]
 # the shape fields of GLM-5's config.json (transformers' GlmMoeDsaConfig defaults are that config)

@@ -13,7 +13,7 @@ from training.checkpoint import save_checkpoint
 from training.hf.convert import export_checkpoint, import_hf, load_model, logits
 from training.model.glm import GLMModel
 from training.optim.optimizers import build_optimizer
-from training.trainer import TrainerConfig
+from training.train_config import TrainerConfig
 
 ARCHS = ["glm_moe_dsa", "glm4_moe", "deepseek_v3"]
 TOL = 1e-4

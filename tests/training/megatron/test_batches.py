@@ -73,7 +73,7 @@ def test_document_masks_make_megatron_forward_equal_ours(small_shards):
 
     from training.megatron.cpu import cpu_stand_ins
     from training.megatron.train import World, build
-    from training.trainer import build_model, resolve_stages
+    from training.train_config import build_model, resolve_stages
 
     cfg = load_megatron_config(CONFIG, ["loader.batch_size=2"])
     stages = resolve_stages(cfg, small_shards["dir"])

@@ -14,7 +14,8 @@ from __future__ import annotations
 import pytest
 
 from tests.training.megatron.launch import CONFIG, torchrun_megatron
-from training.trainer import load_trainer_config, train
+from training.train_config import load_trainer_config
+from training.trainer import train
 
 STEPS = 3
 

@@ -23,7 +23,7 @@ import pytest
 
 from training.megatron.train import load_megatron_config
 from training.megatron.train import train as megatron_train
-from training.trainer import load_trainer_config
+from training.train_config import load_trainer_config
 from training.trainer import train as our_train
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -15,7 +15,8 @@ import pytest
 import torch
 
 from tests.training.megatron.launch import CONFIG, torchrun_megatron
-from training.trainer import load_trainer_config, train
+from training.train_config import load_trainer_config
+from training.trainer import train
 
 DENSE = ["model.num_moe_experts=null"]
 STEPS = 3

@@ -6,7 +6,7 @@ import yaml
 
 from core.errors import ConfigError
 from training.tools.megatron_bridge import to_megatron_config
-from training.trainer import load_trainer_config
+from training.train_config import load_trainer_config
 
 ROOT = Path(__file__).resolve().parents[3]
 CONFIGS = ["glm5_744b.yaml", "glm45_355b.yaml", "train_tiny.yaml"]

@@ -141,7 +141,7 @@ def test_model_loss_reports_the_indexer_kl():
     ],
 )
 def test_fields_the_model_would_not_honour_are_errors(tmp_path, change, field):
-    from training.trainer import load_trainer_config
+    from training.train_config import load_trainer_config
 
     data = {"model": {"num_attention_heads": 4, **change}}
     path = tmp_path / "m.yaml"
@@ -152,7 +152,7 @@ def test_fields_the_model_would_not_honour_are_errors(tmp_path, change, field):
 
 
 def test_dense_warmup_needs_the_indexer_loss(tmp_path):
-    from training.trainer import load_trainer_config
+    from training.train_config import load_trainer_config
 
     path = tmp_path / "t.yaml"
     model = {**DSA, "dsa_indexer_head_dim": 32, "dsa_indexer_loss_coeff": 0.0}
@@ -164,7 +164,8 @@ def test_dense_warmup_needs_the_indexer_loss(tmp_path):
 def test_trainer_dense_warmup_then_sparse(small_shards):
     """``dsa_warmup_steps``: dense attention and only the indexer moves; then the sparse stage."""
     from tests.training.glm_tiny import tiny_trainer
-    from training.trainer import build_model, resolve_stages, train
+    from training.train_config import build_model, resolve_stages
+    from training.trainer import train
 
     cfg = tiny_trainer(steps=3, **{**DSA, "dsa_indexer_head_dim": 24, "dsa_indexer_topk": 32})
     cfg.dsa_warmup_steps = 2

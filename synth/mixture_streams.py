@@ -1,111 +1,43 @@
-"""The long-context job's inputs: the documents dataset as a catalog, the retrieval index
-over its meta-chunks, and one token-level sample stream per mixture component.
+"""One token-level sample stream per long-context mixture component, ready for the packer.
 
-The building rules live in ``synth/``; this module only feeds them documents and turns
-what they build into token arrays for the packer.
+Each stream turns what ``synth/`` builds (natural documents, NExtLong interleaving, EntropyLong
+samples, MRCR conversations) into int32 token arrays of the packing tokenizer, sized in its
+tokens: a sample that cannot reach or fit its target is skipped and counted with a reason
+(``skips``), never silently lost. Items are ``Sample``s for whole samples (never cut by the
+packer) and ``(pieces, metadata)`` for documents that stream across sequences.
 """
 
 from __future__ import annotations
 
 import functools
-import math
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import duckdb
 import numpy as np
 from tokenizers import Tokenizer
 
-from core.errors import InputError
-from core.records import parse_metadata
-from pipelines.pack import count_tokens, encode_pieces
-from synth.chunking import ChunkConfig, split_meta_chunks
+from core.tokenizer import count_tokens, encode_pieces
+from synth.catalog import DocumentCatalog
 from synth.entropylong import EntropyLongSample
 from synth.interleave import InterleaveConfig, TargetUnreachable, TooShort, interleave_document
 from synth.mrcr import MrcrConfig, generate_sample, render_chat
 from synth.mrcr.generate import plan
-from synth.retrieval import ChunkIndex, ChunkRef
+from synth.retrieval import ChunkIndex
 
 # (token arrays of one sample, its metadata for samples.jsonl, the MRCR row if it is one)
 Sample = tuple[list[np.ndarray], dict[str, Any], dict | None]
 
 
-@dataclass
-class DocInfo:
-    id: str
-    source: str
-    n_chars: int
-    n_tokens: int
-    meta: dict[str, Any]
-
-
-class Corpus:
-    """Catalog of a documents dataset (no text kept) + text by id, streamed in batches."""
-
-    def __init__(self, doc_dir: str | Path, tok: Tokenizer, batch: int = 64, log=print):
-        self.dir = Path(doc_dir)
-        if not sorted(self.dir.glob("*.parquet")):
-            raise InputError(f"{self.dir}: no Parquet documents (run `make demo` or set documents:)")
-        self.glob = str(self.dir / "*.parquet")
-        self.batch = batch
-        self.con = duckdb.connect()
-        self.docs: list[DocInfo] = []
-        query = self.con.execute(f"SELECT id, text, metadata FROM read_parquet('{self.glob}') ORDER BY id")
-        while rows := query.fetchmany(batch):
-            counts = count_tokens(tok, [r[1] or "" for r in rows])
-            for (doc_id, text, raw), n in zip(rows, counts, strict=True):
-                meta = parse_metadata(raw)
-                self.docs.append(
-                    DocInfo(doc_id, str(meta.get("source", "default")), len(text or ""), n, meta)
-                )
-        if not self.docs:
-            raise InputError(f"{self.dir}: the documents dataset is empty")
-        self.by_id = {d.id: d for d in self.docs}
-        log(f"   catalog: {len(self.docs)} documents, {sum(d.n_tokens for d in self.docs):,} tokens")
-
-    def texts(self, ids: list[str]) -> Iterator[tuple[str, str]]:
-        """(id, text) in the order of ``ids``, fetched ``batch`` documents at a time."""
-        for i in range(0, len(ids), self.batch):
-            want = ids[i : i + self.batch]
-            rows = dict(
-                self.con.execute(
-                    f"SELECT id, text FROM read_parquet('{self.glob}') WHERE list_contains(?, id)", [want]
-                ).fetchall()
-            )
-            for doc_id in want:
-                yield doc_id, rows[doc_id] or ""
-
-
-def build_index(
-    corpus: Corpus, index: ChunkIndex, chunk: ChunkConfig, max_chunks: int, tok: Tokenizer
-) -> ChunkIndex:
-    """Index every ``stride``-th meta-chunk of the corpus (about ``max_chunks`` in all),
-    each with its token length, so retrieval requests can be sized in tokens."""
-    est = sum(max(1, d.n_chars // chunk.chunk_chars) for d in corpus.docs)
-    stride = max(1, math.ceil(est / max_chunks))
-    seen, refs = 0, []
-    for doc_id, text in corpus.texts([d.id for d in corpus.docs]):
-        for i, c in enumerate(split_meta_chunks(text, chunk)):
-            if seen % stride == 0 and len(c) >= chunk.min_chunk_chars:
-                refs.append((doc_id, i, c))
-            seen += 1
-    lengths = count_tokens(tok, [c for _, _, c in refs])
-    index.add(ChunkRef(d, i, c, n) for (d, i, c), n in zip(refs, lengths, strict=True))
-    return index.build()
-
-
 def natural_docs(
-    corpus: Corpus, ids: list[str], tok: Tokenizer
+    catalog: DocumentCatalog, ids: list[str], tok: Tokenizer
 ) -> Iterator[tuple[Iterator[np.ndarray], dict]]:
-    for doc_id, text in corpus.texts(ids):
-        yield encode_pieces(tok, text), {"doc_id": doc_id, "doc_tokens": corpus.by_id[doc_id].n_tokens}
+    for doc_id, text in catalog.texts(ids):
+        yield encode_pieces(tok, text), {"doc_id": doc_id, "doc_tokens": catalog.by_id[doc_id].n_tokens}
 
 
 def interleaved_samples(
-    corpus: Corpus,
+    catalog: DocumentCatalog,
     ids: list[str],
     index: ChunkIndex,
     target: int,
@@ -119,7 +51,7 @@ def interleaved_samples(
     def lengths(texts: list[str]) -> list[int]:
         return count_tokens(tok, texts)
 
-    for doc_id, text in corpus.texts(ids):
+    for doc_id, text in catalog.texts(ids):
         try:
             sample = interleave_document(doc_id, text, index, target, lengths, cfg)
         except (TooShort, TargetUnreachable) as err:

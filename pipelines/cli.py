@@ -119,16 +119,16 @@ def dedup(
     input: list[Path] = typer.Option(..., "--input", help="Parquet/JSONL documents (file or directory); repeatable"),
     output: Path = typer.Option(..., help="output directory (documents/, rejects/, job.json)"),
     master: str = typer.Option(None, help=MASTER_HELP, callback=_master),
-    config: Path = typer.Option(None, help="DedupConfig YAML"),
+    config: Path = typer.Option(None, help="DedupJobConfig YAML"),
     set_: list[str] = typer.Option(None, "--set", help="override a config key, e.g. --set minhash.bands=20"),
     resume: bool = typer.Option(False, help="keep finished tasks of an interrupted run with the same config"),
 ) -> None:
     """MinHash near-duplicate removal: keeps the smallest id of each cluster; duplicates to rejects."""
     from pipelines.engine import make_engine
     from pipelines.inputs import InputSpec
-    from pipelines.jobs.dedup import DedupConfig, run_dedup
+    from pipelines.jobs.dedup import DedupJobConfig, run_dedup
 
-    cfg = load_cli_config(DedupConfig, config, set_)
+    cfg = load_cli_config(DedupJobConfig, config, set_)
     engine = make_engine(master, cfg.local, cfg.spark)
     summary = run_dedup([InputSpec(path=str(p)) for p in input], output, cfg, engine, resume=resume)
     for stage, c in summary["counts"].items():

@@ -12,9 +12,7 @@ from collections import Counter
 from typing import Any
 
 from filters.minhash import MinhashConfig
-from filters.minhash_clusters import clusters_from_documents, clusters_spark
-
-Assignments = dict[str, tuple[str, int]]
+from filters.minhash_clusters import Assignments, clusters_from_documents, clusters_spark
 
 
 class MinhashClusters:

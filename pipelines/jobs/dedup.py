@@ -29,14 +29,14 @@ from pipelines.job import DocJob, JobResult, Layout
 from pipelines.local import LocalEngineConfig
 
 
-class DedupConfig(StrictModel):
+class DedupJobConfig(StrictModel):
     minhash: MinhashConfig = MinhashConfig()
     read: ReadLimits = ReadLimits()
     local: LocalEngineConfig = LocalEngineConfig()
     spark: SparkConfig = SparkConfig()
 
 
-def run_dedup(inputs: list[InputSpec], out: str | Path, cfg: DedupConfig, engine: Engine,
+def run_dedup(inputs: list[InputSpec], out: str | Path, cfg: DedupJobConfig, engine: Engine,
               resume: bool = False, log=print) -> dict[str, Any]:
     started = time.monotonic()
     out = Path(out)

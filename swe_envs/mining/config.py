@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from core.config import StrictModel
-from filters.minhash import MinhashConfig as SignatureConfig
+from filters.minhash import MinhashConfig
 
 PERMISSIVE_LICENSES = [
     "MIT",
@@ -121,8 +121,9 @@ class PatchFilterConfig(StrictModel):
     git_timeout_s: float = Field(default=60.0, gt=0)
 
 
-class MinhashConfig(StrictModel):
-    """The one MinHash (``filters.minhash``) with a Jaccard check on its candidates."""
+class NearDuplicateConfig(StrictModel):
+    """Near-duplicate matching: the one MinHash (``filters.minhash``) with a Jaccard check on
+    its candidates (its own name: ``filters.minhash.MinhashConfig`` is the signature alone)."""
 
     ngram: int = Field(default=5, gt=0)
     bands: int = Field(default=14, gt=0)
@@ -131,20 +132,20 @@ class MinhashConfig(StrictModel):
     # candidate pairs (sharing a band) are kept as duplicates only at this estimated Jaccard
     threshold: float = Field(default=0.7, ge=0, le=1)
 
-    def signatures(self) -> SignatureConfig:
-        return SignatureConfig(ngram=self.ngram, bands=self.bands, rows=self.rows, seed=self.seed)
+    def signatures(self) -> MinhashConfig:
+        return MinhashConfig(ngram=self.ngram, bands=self.bands, rows=self.rows, seed=self.seed)
 
 
 class DedupConfig(StrictModel):
     enabled: bool = True
-    minhash: MinhashConfig = MinhashConfig()
+    minhash: NearDuplicateConfig = NearDuplicateConfig()
 
 
 class DecontamConfig(StrictModel):
     # SWE-bench-style instance JSONL files (instance_id, repo, problem_statement, ...)
     benchmarks: list[str] = []
     # looser than dedup: a benchmark problem statement lightly edited is still a leak
-    minhash: MinhashConfig = MinhashConfig(ngram=3, bands=20, rows=5, threshold=0.5)
+    minhash: NearDuplicateConfig = NearDuplicateConfig(ngram=3, bands=20, rows=5, threshold=0.5)
 
 
 class RelevantFilesConfig(StrictModel):

@@ -20,14 +20,14 @@ import numpy as np
 
 from core.errors import InputError
 from filters.minhash import Signer, estimated_jaccard
-from swe_envs.mining.config import MinhashConfig
+from swe_envs.mining.config import NearDuplicateConfig
 from swe_envs.mining.refs import repo_key
 
 _PR_SUFFIX = re.compile(r"-(\d+)$")
 
 
 class BenchmarkIndex:
-    def __init__(self, instances: list[dict[str, Any]], cfg: MinhashConfig):
+    def __init__(self, instances: list[dict[str, Any]], cfg: NearDuplicateConfig):
         self.cfg = cfg
         self.signer = Signer(cfg.signatures())
         self.ids: set[str] = set()
@@ -54,7 +54,7 @@ class BenchmarkIndex:
         return len(self.ids)
 
     @classmethod
-    def load(cls, paths: list[str], cfg: MinhashConfig) -> BenchmarkIndex:
+    def load(cls, paths: list[str], cfg: NearDuplicateConfig) -> BenchmarkIndex:
         instances: list[dict[str, Any]] = []
         for p in paths:
             path = Path(p)

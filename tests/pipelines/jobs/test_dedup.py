@@ -8,7 +8,7 @@ import pytest
 from core.spark import SparkConfig
 from filters.minhash import MinhashConfig
 from pipelines.inputs import InputSpec
-from pipelines.jobs.dedup import DedupConfig, run_dedup
+from pipelines.jobs.dedup import DedupJobConfig, run_dedup
 from pipelines.jobs.dedup_eval import evaluate
 from pipelines.local import LocalEngine, LocalEngineConfig
 from pipelines.spark import SparkEngine
@@ -41,7 +41,7 @@ def table(path, cols):
 
 @pytest.mark.spark
 def test_dedup_job_on_both_engines(dup_input, spark, tmp_path):
-    cfg = DedupConfig()
+    cfg = DedupJobConfig()
     inputs = [InputSpec(path=str(dup_input), source="books")]
     local = run_dedup(inputs, tmp_path / "local", cfg, LocalEngine(LocalEngineConfig(tasks=2, workers=2)),
                       log=lambda m: None)

@@ -14,7 +14,7 @@ from core.cached_samples import sample_corpus as sample_corpus_of
 from core.config import load_config, validate_config
 from core.errors import ConfigError
 from pipelines.inputs import InputSpec
-from pipelines.jobs.dedup import DedupConfig
+from pipelines.jobs.dedup import DedupJobConfig
 from pipelines.jobs.demo import DemoConfig
 from pipelines.jobs.longctx_config import LongCtxConfig
 from pipelines.jobs.swe_mine import SweMineConfig
@@ -30,7 +30,7 @@ SHORT_PAGES = ["tutorial/interpreter.html", "tutorial/appetite.html", "tutorial/
 
 
 @pytest.mark.parametrize("model, name", [(WebConfig, "web"), (DemoConfig, "demo"), (SweMineConfig, "swe_mine"),
-                                         (LongCtxConfig, "longctx"), (DedupConfig, "dedup")])
+                                         (LongCtxConfig, "longctx"), (DedupJobConfig, "dedup")])
 def test_builtin_defaults_equal_the_shipped_config(model, name):
     assert model().model_dump() == load_config(model, ROOT / "configs" / f"{name}.yaml").model_dump()
 

@@ -6,16 +6,16 @@ import pytest
 from core.errors import InputError
 from filters.minhash import Signer
 from filters.minhash_clusters import clusters_verified
-from swe_envs.mining.config import DecontamConfig, MinhashConfig
+from swe_envs.mining.config import DecontamConfig, NearDuplicateConfig
 from swe_envs.mining.decontam import BenchmarkIndex
 from swe_envs.mining.entities import merge_entity
 from swe_envs.mining.stages import duplicate_of
 from tests.swe_envs.scenario import real_object
 
-MH = MinhashConfig()
+MH = NearDuplicateConfig()
 
 
-def _duplicates(items: list[tuple[str, str]], cfg: MinhashConfig) -> dict[str, str]:
+def _duplicates(items: list[tuple[str, str]], cfg: NearDuplicateConfig) -> dict[str, str]:
     """swe-mine's dedup decision over (id, problem statement) rows."""
     signer = Signer(cfg.signatures())
     sigs = [(i, signer.text_signature(t)) for i, t in items]
@@ -49,7 +49,7 @@ def test_transitive_clusters_keep_one():
     a = " ".join(words)
     b = " ".join(words[10:] + [f"x{i}" for i in range(10)])
     c = " ".join(words[20:] + [f"x{i}" for i in range(20)])
-    cfg = MinhashConfig(threshold=0.85)
+    cfg = NearDuplicateConfig(threshold=0.85)
     dup = _duplicates([("c", c), ("b", b), ("a", a)], cfg)
     assert dup == {"b": "a", "c": "a"}
 

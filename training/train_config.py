@@ -25,7 +25,10 @@ from training.optim.optimizers import OptimizerConfig
 from training.optim.schedules import ScheduleConfig
 
 
-class StageConfig(StrictModel):
+class TrainStageConfig(StrictModel):
+    """The training side of a mid-training stage: which shards, how many steps (the shards'
+    contents come from their job, e.g. ``LongCtxStageConfig`` for the long-context stages)."""
+
     name: str
     shards: str  # shard directory (manifest.json + shard-*.arrow)
     steps: int = Field(gt=0)
@@ -63,7 +66,7 @@ class TrainerConfig(StrictModel):
     model: ModelConfig = ModelConfig()
     optimizer: OptimizerConfig = OptimizerConfig()
     schedule: ScheduleConfig = ScheduleConfig()
-    stages: list[StageConfig] = []
+    stages: list[TrainStageConfig] = []
     checkpoint: CheckpointConfig = CheckpointConfig()
     parallel: ParallelConfig = ParallelConfig()
     # DSA (model.dsa_indexer_*): steps of dense warm-up that train only the indexer
@@ -81,15 +84,15 @@ def load_trainer_config(path: str | Path, overrides: list[str] | None = None) ->
     return cfg
 
 
-def resolve_stages(cfg: TrainerConfig, shards: str | Path | None) -> list[StageConfig]:
+def resolve_stages(cfg: TrainerConfig, shards: str | Path | None) -> list[TrainStageConfig]:
     if shards is not None:
-        return [StageConfig(name="main", shards=str(shards), steps=cfg.steps)]
+        return [TrainStageConfig(name="main", shards=str(shards), steps=cfg.steps)]
     if not cfg.stages:
         raise ConfigError("stages: empty; pass --shards or list stages in the config")
     return cfg.stages
 
 
-def stage_at(stages: list[StageConfig], step: int) -> tuple[int, int]:
+def stage_at(stages: list[TrainStageConfig], step: int) -> tuple[int, int]:
     """(stage index, first step of that stage) for a global step."""
     start = 0
     for i, s in enumerate(stages):
@@ -99,7 +102,7 @@ def stage_at(stages: list[StageConfig], step: int) -> tuple[int, int]:
     return len(stages) - 1, start - stages[-1].steps
 
 
-def build_model(cfg: TrainerConfig, stages: list[StageConfig]) -> GLMModel:
+def build_model(cfg: TrainerConfig, stages: list[TrainStageConfig]) -> GLMModel:
     manifests = [read_manifest(s.shards) for s in stages]
     for s, m in zip(stages, manifests, strict=True):
         if s.manifest_stage is not None and m.stage != s.manifest_stage:

@@ -44,8 +44,8 @@ from training.model.glm import GLMModel
 from training.optim.optimizers import build_optimizer, qk_clip_
 from training.optim.schedules import lr_at
 from training.train_config import (
-    StageConfig,
     TrainerConfig,
+    TrainStageConfig,
     build_model,
     load_trainer_config,
     resolve_stages,
@@ -59,7 +59,7 @@ class TrainResult:
     metrics: list[dict[str, Any]]
     model: GLMModel
     checkpoint: Path | None = None
-    stages: list[StageConfig] = field(default_factory=list)
+    stages: list[TrainStageConfig] = field(default_factory=list)
 
 
 def train(

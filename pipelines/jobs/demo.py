@@ -34,7 +34,7 @@ from core.tokenizer import TokenizerConfig, load_or_train
 from filters.length import LengthConfig
 from pipelines.inputs import sample_inputs
 from pipelines.jobs.longctx import run_longctx
-from pipelines.jobs.longctx_config import EntropyLongJobConfig, LongCtxConfig, Mixture, StageConfig
+from pipelines.jobs.longctx_config import EntropyLongJobConfig, LongCtxConfig, LongCtxStageConfig, Mixture
 from pipelines.jobs.swe_mine import SweMineConfig, run_swe_mine
 from pipelines.jobs.web import EduJobConfig, WebConfig, WebDclmConfig, WebEduConfig, WebJob
 from pipelines.pack import PackConfig, iter_documents, pack_documents
@@ -55,8 +55,9 @@ def demo_web() -> WebConfig:
 
 def demo_longctx() -> LongCtxConfig:
     return LongCtxConfig(
-        stages=[StageConfig(name="stage1", seq_len=4096, token_budget=32768, natural=NaturalConfig(min_tokens=2048),
-                            mixture=Mixture(natural=0.4, interleaved=0.3, entropylong=0.05, regular=0.25))],
+        stages=[LongCtxStageConfig(name="stage1", seq_len=4096, token_budget=32768,
+                                   natural=NaturalConfig(min_tokens=2048),
+                                   mixture=Mixture(natural=0.4, interleaved=0.3, entropylong=0.05, regular=0.25))],
         entropylong=EntropyLongJobConfig(docs=1),
     )
 

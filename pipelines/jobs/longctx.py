@@ -34,7 +34,7 @@ from pipelines.jobs.longctx_config import (
     KINDS,
     LMConfig,
     LongCtxConfig,
-    StageConfig,
+    LongCtxStageConfig,
 )
 from pipelines.pack_stage import Component, StageReport, pack_stage
 from synth.catalog import DocumentCatalog, index_catalog
@@ -65,7 +65,7 @@ def load_lm(cfg: LMConfig, log: Callable[[str], None]):
 
 
 def _components(
-    cfg: LongCtxConfig, stage: StageConfig, rng: np.random.Generator, catalog: DocumentCatalog, tok,
+    cfg: LongCtxConfig, stage: LongCtxStageConfig, rng: np.random.Generator, catalog: DocumentCatalog, tok,
     index: ChunkIndex | None, el_samples: list[EntropyLongSample], passages: dict[str, list[str]] | None,
     notes: dict[str, str],
 ) -> Iterator[Component]:

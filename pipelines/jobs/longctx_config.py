@@ -31,7 +31,10 @@ class Mixture(StrictModel):
         return self
 
 
-class StageConfig(StrictModel):
+class LongCtxStageConfig(StrictModel):
+    """The data side of a mid-training stage: what its shards hold (``TrainStageConfig`` in
+    ``training.train_config`` is the training side: which shards, how many steps)."""
+
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     seq_len: int = Field(gt=16)
     token_budget: int = Field(gt=0)
@@ -58,12 +61,12 @@ class StageConfig(StrictModel):
 # GLM-5's 32K / 128K / 200K stages scaled to 4K / 8K / 16K and a quarter-million tokens each
 # (configs/longctx.yaml says how to set the real sizes)
 DEMO_STAGES = [
-    StageConfig(name="stage1", seq_len=4096, token_budget=262144, natural=NaturalConfig(min_tokens=2048),
-                mixture=Mixture(natural=0.4, interleaved=0.3, entropylong=0.05, mrcr=0.0, regular=0.25)),
-    StageConfig(name="stage2", seq_len=8192, token_budget=262144, natural=NaturalConfig(min_tokens=4096),
-                mixture=Mixture(natural=0.5, interleaved=0.3, entropylong=0.05, mrcr=0.0, regular=0.15)),
-    StageConfig(name="stage3", seq_len=16384, token_budget=262144, natural=NaturalConfig(min_tokens=8192),
-                mixture=Mixture(natural=0.4, interleaved=0.2, entropylong=0.05, mrcr=0.25, regular=0.1)),
+    LongCtxStageConfig(name="stage1", seq_len=4096, token_budget=262144, natural=NaturalConfig(min_tokens=2048),
+                       mixture=Mixture(natural=0.4, interleaved=0.3, entropylong=0.05, mrcr=0.0, regular=0.25)),
+    LongCtxStageConfig(name="stage2", seq_len=8192, token_budget=262144, natural=NaturalConfig(min_tokens=4096),
+                       mixture=Mixture(natural=0.5, interleaved=0.3, entropylong=0.05, mrcr=0.0, regular=0.15)),
+    LongCtxStageConfig(name="stage3", seq_len=16384, token_budget=262144, natural=NaturalConfig(min_tokens=8192),
+                       mixture=Mixture(natural=0.4, interleaved=0.2, entropylong=0.05, mrcr=0.25, regular=0.1)),
 ]
 
 
@@ -112,11 +115,11 @@ class LongCtxConfig(StrictModel):
     entropylong: EntropyLongJobConfig = EntropyLongJobConfig()
     lm: LMConfig = Field(default_factory=LMConfig)  # its data_dir is the cache when the config is built
     mrcr: MrcrConfig = MrcrConfig()
-    stages: list[StageConfig] = DEMO_STAGES
+    stages: list[LongCtxStageConfig] = DEMO_STAGES
 
     @field_validator("stages")
     @classmethod
-    def _unique(cls, v: list[StageConfig]) -> list[StageConfig]:
+    def _unique(cls, v: list[LongCtxStageConfig]) -> list[LongCtxStageConfig]:
         names = [s.name for s in v]
         if not v or len(set(names)) != len(names):
             raise ValueError(f"stages must be a non-empty list with unique names, got {names}")

@@ -9,7 +9,7 @@ import torch
 from core.errors import ConfigError, UserError
 from tests.training.glm_tiny import tiny_trainer
 from training.optim.schedules import ScheduleConfig, lr_at
-from training.train_config import StageConfig
+from training.train_config import TrainStageConfig
 from training.trainer import train
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,8 +62,8 @@ def test_resume_is_bit_exact_across_a_stage_switch(small_shards, long_shards, tm
         c = tiny_trainer(moe_router_bias_update_rate=0.01)
         c.optimizer.qk_clip_tau = 1e-3  # QK-clip on (and firing): its edits must resume exactly too
         c.stages = [
-            StageConfig(name="pre", shards=str(small_shards["dir"]), steps=3),
-            StageConfig(
+            TrainStageConfig(name="pre", shards=str(small_shards["dir"]), steps=3),
+            TrainStageConfig(
                 name="long", shards=str(long_shards), steps=3, batch_size=2, manifest_stage="mid-256"
             ),
         ]
@@ -105,7 +105,7 @@ def test_checkpoint_from_another_config_is_refused(small_shards, tmp_path):
 def test_stage_manifest_must_match(small_shards):
     cfg = tiny_trainer()
     cfg.stages = [
-        StageConfig(name="long", shards=str(small_shards["dir"]), steps=1, manifest_stage="mid-256")
+        TrainStageConfig(name="long", shards=str(small_shards["dir"]), steps=1, manifest_stage="mid-256")
     ]
     with pytest.raises(ConfigError, match="stages.long.manifest_stage"):
         train(cfg, None, **quiet)

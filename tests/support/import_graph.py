@@ -49,8 +49,8 @@ class Graph:
         return sorted(((n, m) for m, n in self.lines.items() if n > MAX_LINES), reverse=True)
 
 
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+def _module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts = parts[:-1]
     return ".".join(parts)
@@ -71,7 +71,7 @@ def build(root: Path = ROOT) -> Graph:
         for path in sorted((root / top).rglob("*.py")):
             if "__pycache__" in path.parts:
                 continue
-            g.modules[_module_name(path)] = path
+            g.modules[_module_name(path, root)] = path
     for mod, path in g.modules.items():
         src = path.read_text(encoding="utf-8")
         g.lines[mod] = src.count("\n") + (0 if src.endswith("\n") else 1)

@@ -32,6 +32,8 @@ from training.chat_template.template import (
     Mode,
     Reject,
     Sample,
+    continuation,
+    defuse,
     generation_prompt,
     normalize,
     render,
@@ -42,6 +44,6 @@ __all__ = [
     "ARG_KEY", "ARG_VALUE", "ASSISTANT", "END_ARG_KEY", "END_ARG_VALUE", "END_THINK", "END_TOOL_CALL",
     "END_TOOL_RESPONSE", "EOS", "MODES", "OBSERVATION", "PREFIX", "ROLE_TOKEN", "SPECIAL_RE", "SPECIAL_TOKENS",
     "STOP_TOKENS", "SYSTEM", "THINK", "TOOL_CALL", "TOOL_RESPONSE", "TOOLS_FOOTER", "TOOLS_HEADER", "USER", "Mode",
-    "Reject", "Sample", "add_special_tokens", "conversation_of", "encode", "generation_prompt", "normalize",
+    "Reject", "Sample", "add_special_tokens", "continuation", "conversation_of", "defuse", "encode", "generation_prompt", "normalize",
     "parse", "render", "sharegpt_to_messages", "stop_token_ids",
 ]  # fmt: skip

@@ -252,6 +252,10 @@ def _render_assistant(s: Sample, m: dict, thinking: bool, show_reasoning: bool, 
     s.add(body, trained)
 
 
+def _tool_response(content: str) -> str:
+    return TOOL_RESPONSE + content + END_TOOL_RESPONSE
+
+
 def _render(
     messages: list[dict], tools: list[dict], mode: Mode, show_from: int, train_from: int, upto: int
 ) -> Sample:
@@ -278,7 +282,7 @@ def _render(
         elif role == "system":
             s.add(m["content"])
         elif role == "tool":
-            s.add(TOOL_RESPONSE + m["content"] + END_TOOL_RESPONSE)
+            s.add(_tool_response(m["content"]))
         else:
             _render_assistant(s, m, thinking, i >= show_from, i >= train_from)
         prev_trained = role == "assistant" and i >= train_from
@@ -319,3 +323,32 @@ def generation_prompt(messages: Any, tools: Any = None, mode: Mode = "interleave
     s = _render(msgs, _tools(tools), mode, 0 if mode == "preserved" else last, len(msgs) + 1, len(msgs))
     thinking = mode != "turn" or msgs[last].get("thinking", True)
     return s.text + ASSISTANT + (THINK if thinking else END_THINK)
+
+
+def defuse(text: str) -> str:
+    """Environment text (a file, a command's output) with every template token broken by a
+    zero-width space: an observation that prints ``<|user|>`` must not become a role token."""
+    return SPECIAL_RE.sub(lambda m: m.group(0)[:1] + "\u200b" + m.group(0)[1:], text)
+
+
+def continuation(messages: Any, thinking: bool = True) -> str:
+    """The text after a model turn that handed over with ``<|observation|>``: its tool results
+    (``tool`` messages, one ``<tool_response>`` each; the role token is the model's own, already
+    sampled), any next ``user`` instruction, then the generation prompt. Appending it to the
+    sampled tokens gives what ``generation_prompt`` renders for the whole conversation within a
+    user turn, so a multi-turn rollout's context stays append-only."""
+    if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
+        raise Reject("no_messages")
+    text, first = "", True
+    for i, m in enumerate(messages):
+        role = m.get("role")
+        if role == "tool":
+            if not (first or messages[i - 1].get("role") == "tool"):
+                raise Reject("tool_result_without_call", f"message {i} follows a user turn")
+            text += _tool_response(_text(m.get("content"), f"message {i} (tool)"))
+        elif role == "user":
+            text += USER + _text(m.get("content"), f"message {i} (user)")
+        else:
+            raise Reject("unknown_role", f"message {i}: an observation holds tool results and user turns, not {role!r}")
+        first = False
+    return text + ASSISTANT + (THINK if thinking else END_THINK)

@@ -20,6 +20,7 @@ class Codec:
     def __init__(self, tok):
         self.tok = ct.add_special_tokens(tok)
         self.stop_ids = ct.stop_token_ids(self.tok)
+        self.observation_id = self.tok.token_to_id(ct.OBSERVATION)  # a turn ending here hands over to tools
         self._stop_text = tuple(ct.STOP_TOKENS)
         # a word-level vocabulary maps words it lacks to its unknown token: such a prompt is refused,
         # never sent to the model with pieces silently replaced (byte-level BPE has no unknown token)
@@ -69,6 +70,18 @@ class Codec:
         except (ValueError, TypeError, KeyError) as err:
             raise UserError(f"messages cannot be rendered: {err}") from None
         return self.encode(text)
+
+    def observation(self, messages: list[dict[str, Any]], thinking: bool = False) -> tuple[list[int], list[dict]]:
+        """(ids, messages as rendered) of what an environment returns after a model turn that
+        ended with ``<|observation|>``: tool results (and any next user instruction), then the
+        generation prompt (``chat_template.continuation``). Environment text is defused first:
+        a command that prints a template token cannot forge a role turn."""
+        msgs = [{"role": m.get("role"), "content": ct.defuse(str(m.get("content") or ""))} for m in messages]
+        try:
+            text = ct.continuation(msgs, thinking)
+        except ValueError as err:
+            raise UserError(f"observation cannot be rendered: {err}") from None
+        return self.encode(text), msgs
 
     def chat_reply(self, ids: list[int], thinking: bool = False) -> dict[str, Any]:
         """The assistant message a completion encodes; falls back to plain content when the

@@ -27,6 +27,12 @@ from swe_envs.sessions.tools import Observation, run_tool, write_file
 SESSION_LABEL = "swe_envs.session"
 
 
+def swe_instruction(inst: dict[str, Any]) -> str:
+    """What an agent is told about a SWE instance (known before its container starts)."""
+    return (f"The repository is checked out at /testbed. Resolve this issue:\n\n{inst['problem_statement']}\n\n"
+            "Edit the source (not the tests), then call submit.")
+
+
 class Session:
     kind = ""
 
@@ -170,8 +176,7 @@ class SweSession(Session):
 
     @property
     def instruction(self) -> str:
-        return (f"The repository is checked out at /testbed. Resolve this issue:\n\n{self.inst['problem_statement']}\n\n"
-                "Edit the source (not the tests), then call submit.")
+        return swe_instruction(self.inst)
 
     def container(self):
         return self._c

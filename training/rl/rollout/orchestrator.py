@@ -12,6 +12,11 @@ it is dropped with ``failed:<stage>:<kind>``. An aborted generation (weights pus
 ``abort_inflight``) is resubmitted without charge. When the registry declares a server
 unhealthy, trajectories waiting on it are resubmitted at once (a late answer from it is ignored).
 
+Multi-turn: a model turn is followed by ``POST /step`` when it handed over to the environment
+(``<|observation|>`` for chat tasks); a session task (``swe``, ``terminal``) answers with ``tool``
+messages, rendered here into observation tokens (context, masked from the loss), and its episodes
+stay on one task-service replica (``training.rl.rollout.sessions``).
+
 The trainer's side of the HTTP API is ``training.rl.rollout.trainer_protocol``.
 """
 
@@ -23,19 +28,21 @@ from collections import Counter, deque
 from pathlib import Path
 from typing import Any
 
+from core.errors import UserError
 from training.rl.rollout.config import OrchestratorConfig
 from training.rl.rollout.faults import FaultInjector
-from training.rl.rollout.groups import Group, Job
+from training.rl.rollout.groups import Group, Job, group_of
 from training.rl.rollout.launch import rollout_command, task_command
 from training.rl.rollout.ledger import Ledger
 from training.rl.rollout.registry import Registry, Slot
+from training.rl.rollout.sessions import SessionEpisodes
 from training.rl.rollout.trainer_protocol import TrainerProtocol
 from training.serving import rollout_client
 from training.serving.codec import Codec
 from training.serving.http_json import CallFailure, HttpError, call, serve_json
 
 
-class Orchestrator(TrainerProtocol):
+class Orchestrator(TrainerProtocol, SessionEpisodes):
     def __init__(self, cfg: OrchestratorConfig, out_dir: str | Path, codec: Codec, mode: str = "async",
                  log=print, wait_for_trainer: bool = False):
         self.cfg, self.codec, self.mode, self.log = cfg, codec, mode, log
@@ -104,6 +111,8 @@ class Orchestrator(TrainerProtocol):
         with self.cond:
             self.cond.notify_all()
             groups = list(self.in_progress.values()) + list(self.ready) + list(self.delivered.values())
+            for job in (j for g in self.in_progress.values() for j in g.jobs if j.stage not in ("done", "dropped")):
+                self._close_episode(job)  # an episode still running: its session goes now
             self.in_progress.clear(), self.ready.clear(), self.delivered.clear(), self.jobs.clear()
         for g in groups:
             for job in g.jobs:
@@ -171,26 +180,12 @@ class Orchestrator(TrainerProtocol):
             self.counters["task_fetch:garbled"] += 1
             return None
         try:
-            token_level = "prompt_ids" in inst
-            if token_level:
-                prompt_ids = [int(t) for t in inst["prompt_ids"]]
-                if not prompt_ids:
-                    raise ValueError("empty prompt_ids")
-            else:
-                prompt_ids = self.codec.chat_prompt(inst["messages"], thinking=self.cfg.thinking,
-                                                    tools=inst.get("tools") or None)
-            s = self.cfg.sampling
-            stops = inst.get("stop_token_ids", self.codec.stop_ids)
-            sampling = {"temperature": s.temperature, "top_p": s.top_p, "stop_token_ids": [int(t) for t in stops],
-                        "max_tokens": int(inst.get("max_tokens") or s.max_tokens)}
-            max_turns = int(inst.get("max_turns", 1))
+            group = group_of(f"g{self.seq:06d}", task, inst, self.codec, self.cfg, self.weight_version)
         except Exception as err:  # noqa: BLE001 - a bad instance is the service's fault: count it
             self.counters["task_fetch:bad_instance"] += 1
             self.log(f"[orchestrator] {task}: instance refused: {err}")
             return None
-        gid = f"g{self.seq:06d}"
-        group = Group(gid, task, inst, inst["messages"], prompt_ids, sampling, self.weight_version,
-                      max_turns, token_level)
+        gid = group.id
         for i in range(self.cfg.group_size):
             job = Job(group.new_trajectory(f"{gid}-{i}"), group)
             self.ledger.issue(job.id, task, gid)
@@ -223,7 +218,8 @@ class Orchestrator(TrainerProtocol):
 
     def _call_slot(self, job: Job, role: str, task: str | None) -> tuple[Slot | None, int]:
         tried = {job.slot} if job.slot else set()
-        slot = self.registry.acquire(role, task, exclude=tried)
+        home = job.home if role == "task" else None  # an episode's session lives on one replica
+        slot = self.registry.acquire(role, task, exclude=tried, only=home)
         with self.cond:
             job.slot = slot.key if slot else None
             return slot, job.epoch
@@ -247,16 +243,18 @@ class Orchestrator(TrainerProtocol):
         if not self._current(job, epoch):
             return
         if isinstance(res, CallFailure):
-            job.reset()
+            self._restart(job)
             return self._fail(job, res.kind)
         if res.finish_reason == "abort":
             self.counters["aborted_resubmitted"] += 1
-            job.reset()
+            self._restart(job)
             return self._requeue(job, front=True)
         traj.add_turn(res.output_ids, res.logprobs, res.versions)
         traj.finish_reason = res.finish_reason
         traj.messages.append(self._assistant(g, res.output_ids))
-        more = res.finish_reason == "stop" and len(traj.turns) < g.max_turns
+        # a chat turn goes on only when it handed over to the tools (<|observation|>); an answer ends it
+        more = res.finish_reason == "stop" and len(traj.turns) < g.max_turns and (
+            g.token_level or res.output_ids[-1:] == [self.codec.observation_id])
         job.stage = "step" if more else "grade"
         return self._step(job) if more else self._grade(job)
 
@@ -271,17 +269,28 @@ class Orchestrator(TrainerProtocol):
         slot, epoch = self._call_slot(job, "task", g.task)
         if slot is None:
             return self._requeue(job, delay=0.05)
-        res = call(f"{slot.endpoint}/step", {"instance": g.instance, "turns": traj.turns}, self.cfg.request_timeout_s)
+        body = {"instance": g.instance, "turns": traj.turns}
+        if g.session:  # the service runs the turn's tool calls in this episode's session, held there
+            body.update(messages=traj.messages, episode=job.episode_key)
+            job.home = slot.key
+        res = call(f"{slot.endpoint}/step", body, self.cfg.request_timeout_s)
         self.registry.release(slot)
         if not self._current(job, epoch):
             return
         obs = res.get("observation", "missing") if isinstance(res, dict) else "missing"
-        if isinstance(res, CallFailure) or not (obs is None or (isinstance(obs, list)
-                                                               and all(isinstance(t, int) for t in obs))):
+        if isinstance(res, CallFailure) or not (obs is None or (isinstance(obs, list) and (
+                all(isinstance(t, int) for t in obs) or (g.session and all(isinstance(m, dict) for m in obs))))):
             return self._fail(job, res.kind if isinstance(res, CallFailure) else "garbled")
         if obs:
-            traj.add_observation(obs)  # environment tokens: context, never trained
-            traj.messages.append({"role": "tool", "content": self.codec.decode(obs, skip_special=False)})
+            if isinstance(obs[0], dict):  # tool results: rendered here, with the template the prompt had
+                try:
+                    ids, msgs = self.codec.observation(obs, thinking=self.cfg.thinking)
+                except UserError:
+                    return self._fail(job, "bad_observation")
+            else:
+                ids, msgs = obs, [{"role": "tool", "content": self.codec.decode(obs, skip_special=False)}]
+            traj.add_observation(ids)  # environment tokens: context, never trained
+            traj.messages += msgs
             job.stage = "generate"
             return self._requeue(job, front=True)
         job.stage = "grade"
@@ -292,8 +301,10 @@ class Orchestrator(TrainerProtocol):
         slot, epoch = self._call_slot(job, "task", g.task)
         if slot is None:
             return self._requeue(job, delay=0.05)
-        res = call(f"{slot.endpoint}/reward", {"instance": g.instance, "messages": traj.messages,
-                                               "turns": traj.turns}, self.cfg.request_timeout_s)
+        body = {"instance": g.instance, "messages": traj.messages, "turns": traj.turns}
+        if g.session:
+            body["episode"] = job.episode_key
+        res = call(f"{slot.endpoint}/reward", body, self.cfg.request_timeout_s)
         self.registry.release(slot)
         if not self._current(job, epoch):
             return
@@ -315,12 +326,17 @@ class Orchestrator(TrainerProtocol):
 
     def _fail(self, job: Job, kind: str) -> None:
         job.traj.attempts += 1
-        self.counters[f"failed:{job.stage}:{kind}"] += 1
+        stage = job.stage
+        self.counters[f"failed:{stage}:{kind}"] += 1
+        # a session gone (410), or a step that failed half-way (its tool calls may have run: running
+        # them again would act twice): the episode starts over in a fresh session
+        if kind == "http_410" or (job.group.session and stage == "step"):
+            self._restart(job)
         if job.traj.attempts < self.cfg.max_attempts:
             self.counters["resubmitted_after_failure"] += 1
             return self._requeue(job, delay=min(0.05 * 2**job.traj.attempts, 1.0))
-        stage = job.stage
         job.stage = "dropped"
+        self._close_episode(job)
         self.ledger.close_open(job.id, f"failed:{stage}:{kind}", group=job.group.id, attempts=job.traj.attempts)
         self._group_progress(job.group)
 
@@ -342,10 +358,13 @@ class Orchestrator(TrainerProtocol):
 
     def _on_unhealthy(self, slot: Slot) -> None:
         with self.cond:
-            hit = [j for g in self.in_progress.values() for j in g.jobs if j.slot == slot.key]
+            hit = [j for g in self.in_progress.values() for j in g.jobs
+                   if j.slot == slot.key or (j.home == slot.key and j.stage not in ("done", "dropped"))]
             for j in hit:
                 j.epoch += 1
                 j.slot = None
+                if j.home == slot.key:  # its session died with the replica: start the episode over
+                    j.reset()
                 self.jobs.appendleft(j)
             self.counters["resubmitted_unhealthy"] += len(hit)
             self.cond.notify_all()

@@ -110,12 +110,14 @@ class Registry:
         return slot.proc.pid
 
     # -- routing ----------------------------------------------------------------------------------
-    def acquire(self, role: str, task: str | None = None, exclude: set[str] | frozenset = frozenset()) -> Slot | None:
-        """The least-loaded healthy server of this role (and task) with free capacity."""
+    def acquire(self, role: str, task: str | None = None, exclude: set[str] | frozenset = frozenset(),
+                only: str | None = None) -> Slot | None:
+        """The least-loaded healthy server of this role (and task) with free capacity; ``only``:
+        that server or none (a session lives on one task-service replica)."""
         with self.lock:
             free = [s for s in self.slots.values() if s.role == role and s.task == task and s.state == "healthy"
-                    and s.inflight < s.capacity and s.key not in exclude]
-            if not free:
+                    and s.inflight < s.capacity and s.key not in exclude and only in (None, s.key)]
+            if not free and only is None:
                 free = [s for s in self.slots.values() if s.role == role and s.task == task
                         and s.state == "healthy" and s.inflight < s.capacity]
             if not free:
@@ -212,7 +214,8 @@ class Registry:
             if slot.proc is not None and slot.proc.poll() is None:
                 try:
                     os.killpg(slot.proc.pid, signal.SIGTERM)
-                    slot.proc.wait(timeout=5)
+                    # a task service closes its sessions' containers on the way out: give it the time
+                    slot.proc.wait(timeout=60 if slot.role == "task" else 5)
                 except (subprocess.TimeoutExpired, ProcessLookupError):
                     try:
                         os.killpg(slot.proc.pid, signal.SIGKILL)

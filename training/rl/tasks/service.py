@@ -3,9 +3,11 @@
 Routes: ``GET /health`` (``warming`` with 503 until the backend is loaded, then ``ok``),
 ``POST /task {"seed"}`` -> ``{"instance"}``, ``POST /step {"instance", "turns"}`` ->
 ``{"observation": ids | null}`` (multi-turn tasks), ``POST /reward {"instance", "messages", "turns"}``
--> ``{"reward", "info"}``. The server answers before the backend is built, so the orchestrator's
-heartbeat sees a live-but-warming service and does not kill it during a slow start (a search
-corpus to load, a harness to check). ``--register URL`` announces it to an orchestrator.
+-> ``{"reward", "info"}``; session tasks (``swe``, ``terminal``) also take ``messages`` and
+``episode`` in ``/step`` (-> ``tool`` messages) and ``/reward``, ``POST /close {"episode"}`` ends a
+given-up episode's session, and 410 says an episode's session is gone (start it over). The server
+answers before the backend is built, so the orchestrator's heartbeat sees a live-but-warming
+service and does not kill it during a slow start (a search corpus to load, a harness to check). ``--register URL`` announces it to an orchestrator.
 
 ``python -m training.rl task-service --kind toy --name arith --args '{"task": "arithmetic"}'``
 """
@@ -23,6 +25,7 @@ import typer
 from core.cli import user_errors
 from core.errors import ConfigError, UserError
 from training.rl.tasks.backends import RewardUnavailable, build_backend
+from training.rl.tasks.sessions import SessionLost, SessionsBusy
 from training.serving.faults import ServerFaults
 from training.serving.http_json import HttpError, exit_with_parent, register_with, serve_json
 
@@ -78,8 +81,13 @@ class TaskService:
             self.inflight += 1
         turns = body.get("turns")
         try:
-            value, info = backend.reward(inst, messages, turns)
-        except RewardUnavailable as err:
+            if getattr(backend, "session", False):
+                value, info = backend.reward(inst, messages, turns, episode=body.get("episode"))
+            else:
+                value, info = backend.reward(inst, messages, turns)
+        except SessionLost as err:
+            raise HttpError(410, str(err)) from None
+        except (RewardUnavailable, SessionsBusy) as err:
             self.served["reward_unavailable"] += 1
             raise HttpError(503, f"reward unavailable: {err}") from None
         except (KeyError, ValueError, TypeError, IndexError, StopIteration) as err:
@@ -98,13 +106,32 @@ class TaskService:
         if not hasattr(backend, "step"):
             return {"observation": None}  # single-turn task: the episode ends after one turn
         try:
+            if getattr(backend, "session", False):
+                return {"observation": backend.step(inst, turns, body.get("messages"), body.get("episode"))}
             return {"observation": backend.step(inst, turns)}
+        except SessionLost as err:  # the orchestrator starts the episode over
+            raise HttpError(410, str(err)) from None
+        except (SessionsBusy, RuntimeError) as err:  # no free slot, or an environment that did not open
+            raise HttpError(503, f"session unavailable: {type(err).__name__}: {str(err)[:500]}") from None
         except (KeyError, ValueError, TypeError, IndexError) as err:
             raise HttpError(400, f"cannot step this request: {type(err).__name__}: {err}") from None
 
+    def close(self, body: dict) -> dict:
+        """An episode the orchestrator gave up: its session goes now, not at the reaper's next pass."""
+        backend = self._ready()
+        episode = body.get("episode")
+        if not isinstance(episode, str):
+            raise HttpError(400, "close needs the episode (str)")
+        return {"closed": bool(getattr(backend, "session", False) and backend.close(episode))}
+
+    def shutdown(self) -> None:
+        if self.backend is not None and hasattr(self.backend, "shutdown"):
+            self.backend.shutdown()
+
     def routes(self) -> dict:
         return {"GET /health": self.health, "POST /task": self.faults.wrap(self.task),
-                "POST /step": self.faults.wrap(self.step), "POST /reward": self.faults.wrap(self.reward)}
+                "POST /step": self.faults.wrap(self.step), "POST /reward": self.faults.wrap(self.reward),
+                "POST /close": self.close}
 
 
 app = typer.Typer(add_completion=False, help="Serve one task's instances and rewards over HTTP.")
@@ -154,5 +181,7 @@ def main(
     typer.echo(f"task service {name} ready", err=True)
     try:
         threading.Event().wait()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # SIGTERM unwinds here too (user_errors): sessions' containers go with us
         server.shutdown()
+    finally:
+        svc.shutdown()

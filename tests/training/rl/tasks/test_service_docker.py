@@ -1,9 +1,11 @@
-"""The terminal task service on a real Docker engine: a reply's shell script runs as the Harbor
-task's solution and the verifier's reward comes back (a tiny task FROM the offline Debian base)."""
+"""The session task services as processes on a real Docker engine: an episode over HTTP (``/task``,
+``/step`` with the episode's tool calls, ``/reward`` from the session's verifier, ``/close``) on the tiny
+Harbor task, and the gold tool sequence on a real SWE-bench Verified instance."""
 
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -14,42 +16,66 @@ from training.serving.http_json import CallFailure, call
 pytestmark = pytest.mark.docker
 
 
-def test_terminal_service_rewards_the_replys_script(tmp_path):
-    import time
+def _call(name: str, **arguments) -> dict:
+    return {"role": "assistant", "content": "", "tool_calls": [
+        {"type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}]}
 
+
+def _service(kind: str, args: dict, tmp_path):
+    proc, url = start_module(["training.rl", "task-service", "--kind", kind, "--name", kind,
+                              "--args", json.dumps(args)], tmp_path / "port")
+    while isinstance(call(f"{url}/health", None), CallFailure):
+        assert proc.poll() is None, proc.stderr.read()
+        time.sleep(0.1)
+    return proc, url
+
+
+def _episode(url: str, inst: dict, episode: str, calls: list[dict], timeout_s: float = 300) -> dict:
+    """The calls one turn each, as the orchestrator sends them; the reward at the end."""
+    msgs = list(inst["messages"])
+    for reply in calls:
+        msgs.append(reply)
+        res = call(f"{url}/step", {"instance": inst, "turns": [[0]], "messages": msgs, "episode": episode},
+                   timeout_s=timeout_s)
+        assert not isinstance(res, CallFailure), res
+        if res["observation"] is None:
+            break
+        msgs += res["observation"]
+    got = call(f"{url}/reward", {"instance": inst, "messages": msgs, "episode": episode}, timeout_s=timeout_s)
+    assert not isinstance(got, CallFailure), got
+    return got
+
+
+def test_terminal_service_runs_an_episode_over_http(tmp_path):
     from swe_envs.docker_setup import ensure_docker
 
     ensure_docker(BASE)
     tiny_task(tmp_path / "tasks")
-    proc, url = start_module(["training.rl", "task-service", "--kind", "terminal", "--name", "term",
-                              "--args", json.dumps({"tasks": str(tmp_path / "tasks"), "timeout_s": 300})],
-                             tmp_path / "port")
+    proc, url = _service("terminal", {"tasks": str(tmp_path / "tasks"), "out": str(tmp_path / "out")}, tmp_path)
     try:
-        while isinstance(call(f"{url}/health", None), CallFailure):
-            time.sleep(0.05)
         inst = call(f"{url}/task", {"seed": 0})["instance"]
-        assert "42" in inst["messages"][0]["content"] and "```bash" in inst["messages"][0]["content"]
-
-        def reward(text: str):
-            return call(f"{url}/reward", {"instance": inst, "messages": inst["messages"] + [
-                {"role": "assistant", "content": text}]}, timeout_s=300)
-
-        assert reward("Here:\n```bash\necho 42 > /app/answer.txt\n```")["reward"] == 1.0
-        assert reward("```bash\necho 41 > /app/answer.txt\n```")["reward"] == 0.0
-        # a bash tool call is the script too
-        tool = {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {
-            "name": "bash", "arguments": json.dumps({"command": "echo 42 > /app/answer.txt"})}}]}
-        got = call(f"{url}/reward", {"instance": inst, "messages": inst["messages"] + [tool]}, timeout_s=300)
-        assert got["reward"] == 1.0
+        assert inst["session"] and "42" in inst["messages"][0]["content"]
+        good = _episode(url, inst, "a.0", [_call("bash", command="echo 42 > /app/answer.txt"), _call("submit")])
+        assert good["reward"] == 1.0 and good["info"]["ended"] == "submit"
+        assert _episode(url, inst, "b.0", [_call("bash", command="echo 41 > /app/answer.txt"),
+                                           _call("submit")])["reward"] == 0.0
+        # an episode given up half-way: closed at once; stepping it again is 410 (start over)
+        msgs = inst["messages"] + [_call("bash", command="true")]
+        call(f"{url}/step", {"instance": inst, "turns": [[0]], "messages": msgs, "episode": "c.0"}, timeout_s=300)
+        assert call(f"{url}/close", {"episode": "c.0"}) == {"closed": True}
+        lost = call(f"{url}/step", {"instance": inst, "turns": [[0], [0]], "episode": "c.0", "messages": msgs + [
+            {"role": "tool", "content": "x"}, _call("submit")]})
+        assert isinstance(lost, CallFailure) and lost.kind == "http_410"
     finally:
         stop(proc)
 
 
-def test_swe_service_reward_is_resolved_from_the_evaluation_harness(tmp_path):
-    """A real SWE-bench Verified instance (pallets/flask-5014, SWE-bench's own JSONL and the git
-    bundle in ../shared/swe-real): the gold patch inside a reply's ```diff block is `resolved`
-    (reward 1), a patch that changes nothing the tests see is unresolved (reward 0)."""
-    import time
+@pytest.mark.slow
+def test_swe_service_gold_tool_sequence_resolves_a_real_instance(tmp_path):
+    """A real SWE-bench Verified instance (pallets/flask-5014, SWE-bench's own JSONL and the git bundle
+    in ../shared/swe-real): the gold patch written with the editor and applied through bash in the
+    session is resolved by the session's verify (reward 1); submitting at once scores 0. The first
+    run builds the instance's environment (minutes)."""
     from pathlib import Path
 
     data = Path(__file__).resolve().parents[5] / "shared" / "swe-real"
@@ -62,23 +88,16 @@ def test_swe_service_reward_is_resolved_from_the_evaluation_harness(tmp_path):
     inst = next(r for r in map(json.loads, src.read_text().splitlines()) if r["instance_id"] == "pallets__flask-5014")
     one = tmp_path / "instances.jsonl"
     one.write_text(json.dumps(inst) + "\n")
-    proc, url = start_module(["training.rl", "task-service", "--kind", "swe", "--name", "swe", "--args",
-                              json.dumps({"instances": str(one), "repos": str(data), "timeout_s": 1200})],
-                             tmp_path / "port")
+    proc, url = _service("swe", {"instances": str(one), "repos": str(data), "out": str(tmp_path / "out")}, tmp_path)
     try:
-        while isinstance(call(f"{url}/health", None), CallFailure):
-            time.sleep(0.05)
         task = call(f"{url}/task", {"seed": 3})["instance"]
-        assert task["id"] == "pallets__flask-5014" and "pallets/flask" in task["messages"][0]["content"]
-
-        def reward(text: str):
-            return call(f"{url}/reward", {"instance": task, "messages": task["messages"] + [
-                {"role": "assistant", "content": text}]}, timeout_s=1500)
-
-        gold = reward(f"The fix:\n```diff\n{inst['patch']}```\nDone.")
-        assert gold["reward"] == 1.0 and gold["info"]["outcome"] == "resolved", gold
-        noop = "diff --git a/NOTES.txt b/NOTES.txt\nnew file mode 100644\n--- /dev/null\n+++ b/NOTES.txt\n@@ -0,0 +1 @@\n+note\n"
-        miss = reward(f"```diff\n{noop}```")
-        assert miss["reward"] == 0.0 and miss["info"]["outcome"] == "unresolved", miss
+        assert task["id"] == "pallets__flask-5014" and "/testbed" in task["messages"][0]["content"]
+        gold = _episode(url, task, "gold.0", [
+            _call("str_replace_editor", command="create", path="/tmp/gold.diff", file_text=inst["patch"]),
+            _call("bash", command="git apply --whitespace=nowarn /tmp/gold.diff && git status --short"),
+            _call("submit")], timeout_s=2400)
+        assert gold["reward"] == 1.0 and gold["info"]["steps"][0]["status"] == "resolved", gold
+        nop = _episode(url, task, "nop.0", [_call("submit")], timeout_s=2400)
+        assert nop["reward"] == 0.0 and nop["info"]["steps"][0]["status"] == "empty_patch", nop
     finally:
         stop(proc)

@@ -1,0 +1,133 @@
+"""Multi-turn session tasks on a real Docker engine (the tiny Harbor task FROM the offline Debian base):
+the backend runs tool calls in a session and grades with the task's verifier, and the orchestrator drives
+an episode turn by turn — tool calls parsed from the policy's GLM-5 tokens, observations rendered back as
+masked context, the reward from the session's verify, every container closed."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.swe_envs.terminal.tiny_tasks import BASE, tiny_task
+
+pytestmark = pytest.mark.docker
+
+
+def _owned_containers() -> list:
+    from swe_envs.docker_setup import docker_client
+    from swe_envs.sandbox import LABEL, owner
+
+    return docker_client().containers.list(all=True, filters={"label": f"{LABEL}={owner()}"})
+
+
+def _bash(command: str) -> dict:
+    return {"role": "assistant", "content": "", "tool_calls": [
+        {"type": "function", "function": {"name": "bash", "arguments": json.dumps({"command": command})}}]}
+
+
+SUBMIT = {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": "submit",
+                                                                                               "arguments": "{}"}}]}
+
+
+@pytest.fixture(scope="module")
+def tasks(tmp_path_factory):
+    from swe_envs.docker_setup import ensure_docker
+
+    ensure_docker(BASE)
+    root = tmp_path_factory.mktemp("session-tasks")
+    tiny_task(root / "tasks")
+    return root
+
+
+def test_backend_steps_in_a_session_and_grades_with_its_verifier(tasks):
+    from training.rl.tasks.sessions import SessionLost, terminal_sessions
+
+    backend = terminal_sessions(str(tasks / "tasks"), out=str(tasks / "out"), max_turns=5)
+    try:
+        inst = backend.instance(0)
+        assert inst["session"] and inst["max_turns"] == 5 and "42" in inst["messages"][0]["content"]
+        assert {t["function"]["name"] for t in inst["tools"]} == {"bash", "str_replace_editor", "submit"}
+        msgs = inst["messages"] + [_bash("echo 42 > /app/answer.txt; cat /app/answer.txt")]
+        obs = backend.step(inst, [], msgs, "e1")
+        assert len(obs) == 1 and obs[0]["role"] == "tool"
+        assert obs[0]["content"].startswith("42\n") and obs[0]["content"].endswith("[exit code 0]")
+        no_call = backend.step(inst, [], msgs + obs + [{"role": "assistant", "content": "hmm"}], "e1")
+        assert "no tool call" in no_call[0]["content"]  # feedback, not the end of the episode
+        assert backend.step(inst, [], msgs + obs + [SUBMIT], "e1") is None  # submit ends it
+        reward, info = backend.reward(inst, msgs + obs + [SUBMIT], None, "e1")
+        assert reward == 1.0 and info["ended"] == "submit" and info["tool_calls"] == 2
+        assert backend.reward(inst, msgs, None, "e1") == (reward, info)  # a retried /reward: the same answer
+        # an episode that answered without a tool call is graded on the untouched environment
+        assert backend.reward(inst, inst["messages"] + [{"role": "assistant", "content": "42"}], None, "e2")[0] == 0.0
+        wrong = inst["messages"] + [_bash("echo 41 > /app/answer.txt")]
+        backend.step(inst, [], wrong, "e3")
+        assert backend.close("e3") and not backend.close("e3")
+        with pytest.raises(SessionLost):  # its session is gone: the orchestrator starts the episode over
+            backend.step(inst, [], wrong + [{"role": "tool", "content": "x"}, SUBMIT], "e3")
+        assert backend.pool.sessions == {}
+    finally:
+        backend.shutdown()
+    assert _owned_containers() == []
+
+
+def test_orchestrator_runs_a_multi_turn_episode_in_a_session(tasks, rl_assets, tmp_path):
+    """A scripted policy behind SGLang's /generate (the known-good tool sequence as GLM-5 tokens, turn by
+    turn): the bash call runs in the task's container, its output comes back as observation tokens in
+    context, submit ends the episode, and the verifier's reward is 1."""
+    from swe_envs.sessions.tools import TOOLS
+    from training.rl.rollout.config import OrchestratorConfig
+    from training.rl.rollout.orchestrator import Orchestrator
+    from training.rl.tasks.service import TaskService
+    from training.serving.codec import Codec
+    from training.serving.http_json import serve_json
+
+    codec = Codec.load(rl_assets["tokenizer"])
+    script = ["<tool_call>bash<arg_key>command</arg_key><arg_value>echo 42 > /app/answer.txt</arg_value>"
+              "</tool_call><|observation|>", "<tool_call>submit</tool_call><|observation|>"]
+
+    def generate(body):  # turn k: the k-th scripted reply, whatever the context says
+        turn = script[min(body["input_ids"].count(codec.observation_id), len(script) - 1)]
+        ids = codec.encode(turn)
+        return {"output_ids": ids, "meta_info": {"finish_reason": {"type": "stop"}, "weight_version": 0,
+                                                 "output_token_logprobs": [[-0.5, t, None] for t in ids]}}
+
+    policy = serve_json({"GET /health": lambda b: {"status": "ok"}, "POST /generate": generate})
+    svc = TaskService("terminal", "term", {"tasks": str(tasks / "tasks"), "out": str(tmp_path / "svc")})
+    svc.load()
+    assert svc.error is None, svc.error
+    service = serve_json(svc.routes())
+    cfg = OrchestratorConfig.model_validate({
+        "tokenizer": str(rl_assets["tokenizer"]), "group_size": 2, "max_ahead_groups": 1, "workers": 2,
+        "request_timeout_s": 300, "sampling": {"max_tokens": 256},
+        "rollout": {"backend": "sglang", "replicas": 0, "endpoints": [f"http://127.0.0.1:{policy.server_address[1]}"]},
+        "heartbeat": {"interval_s": 0.2, "timeout_s": 30},
+        "tasks": [{"name": "term", "kind": "terminal", "replicas": 0,
+                   "endpoints": [f"http://127.0.0.1:{service.server_address[1]}"]}]})
+    orch = Orchestrator(cfg, tmp_path / "out", codec, log=lambda m: None)
+    orch.start()
+    try:
+        assert orch.wait_ready(60)
+        group = orch.take_batch(1, 300)["groups"][0]
+        for traj in group["trajectories"]:
+            assert traj["reward"] == 1.0 and traj["reward_info"]["ended"] == "submit"
+            roles = [m["role"] for m in traj["messages"]]
+            assert roles == ["user", "assistant", "tool", "assistant"]
+            assert traj["messages"][1]["tool_calls"][0]["function"]["name"] == "bash"
+            assert "[exit code 0]" in traj["messages"][2]["content"]
+            t1, t2 = (codec.encode(s) for s in script)
+            n_obs = len(traj["output_ids"]) - len(t1) - len(t2)
+            assert traj["loss_mask"] == [1] * len(t1) + [0] * n_obs + [1] * len(t2)  # observations: context only
+            assert traj["logprobs"][len(t1):len(t1) + n_obs] == [0.0] * n_obs
+            # token-in/token-out and append-only: the sampled context is what the template renders
+            upto = len(traj["prompt_ids"]) + len(t1) + n_obs
+            assert (traj["prompt_ids"] + traj["output_ids"])[:upto] == codec.chat_prompt(traj["messages"][:3],
+                                                                                         tools=TOOLS)
+    finally:
+        summary = orch.shutdown()
+        for srv in (policy, service):
+            srv.shutdown()
+            srv.server_close()
+        svc.shutdown()
+    assert summary["ledger"]["open"] == 0
+    assert _owned_containers() == []

@@ -18,6 +18,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "orchestrator": ("training.rl.rollout.cli", "multi-task rollout orchestrator (registration, heartbeats)"),
     "train": ("training.rl.trainer.run", "asynchronous RL: orchestrator, rollout servers, trainer process"),
     "task-service": ("training.rl.tasks.service", "one task's instances and rewards over HTTP"),
+    "gateway": ("training.rl.gateway.server", "OpenAI-compatible agent gateway recording sessions for training"),
 }
 
 

@@ -17,7 +17,8 @@ and external agent frameworks can point at SGLang or vLLM instead):
   directory or .safetensors) or ``{"tensors_b64"}`` (pushed safetensors bytes), ``weight_version``,
   ``abort_all_requests``
 * ``POST /abort`` (alias ``/abort_request``): ``{"rid"}`` or ``{}`` for all
-* ``GET /health`` (with ``weight_version``), ``GET /v1/models``
+* ``GET /health`` (with ``weight_version``), ``GET /v1/models``, ``GET /tokenizer`` (its
+  ``tokenizer.json``, so an agent gateway in front renders prompts exactly as it does)
 
 ``python -m training.rl serve --checkpoint CKPT --port P``.
 """
@@ -182,6 +183,7 @@ class RolloutServer:
             "GET /health": lambda b: {"status": "ok", "weight_version": self.engine.weight_version,
                                       "inflight": self.engine.inflight(), "model": self.name},
             "GET /v1/models": lambda b: {"object": "list", "data": [{"id": self.name, "object": "model"}]},
+            "GET /tokenizer": lambda b: {"tokenizer": self.codec.tok.to_str()},  # for a gateway in front
             "GET /stats": lambda b: dict(self.engine.stats, weight_version=self.engine.weight_version),
             "POST /generate": self.generate,
             "POST /v1/completions": self.completions,

@@ -30,6 +30,7 @@ from typing import Any
 
 from core.errors import UserError
 from training.rl.rollout.config import OrchestratorConfig
+from training.rl.rollout.external import ExternalGroups
 from training.rl.rollout.faults import FaultInjector
 from training.rl.rollout.groups import Group, Job, group_of
 from training.rl.rollout.launch import rollout_command, task_command
@@ -42,7 +43,7 @@ from training.serving.codec import Codec
 from training.serving.http_json import CallFailure, HttpError, call, serve_json
 
 
-class Orchestrator(TrainerProtocol, SessionEpisodes):
+class Orchestrator(TrainerProtocol, SessionEpisodes, ExternalGroups):
     def __init__(self, cfg: OrchestratorConfig, out_dir: str | Path, codec: Codec, mode: str = "async",
                  log=print, wait_for_trainer: bool = False):
         self.cfg, self.codec, self.mode, self.log = cfg, codec, mode, log
@@ -394,4 +395,5 @@ class Orchestrator(TrainerProtocol, SessionEpisodes):
 
         return {"GET /health": lambda b: {"status": "ok"}, "GET /status": lambda b: self.status(),
                 "POST /register": self._register, "POST /batch": batch, "POST /commit": self.commit,
-                "POST /trainer_start": self.trainer_start, "POST /weights": self.push_weights}
+                "POST /trainer_start": self.trainer_start, "POST /weights": self.push_weights,
+                "POST /trajectories": self.submit_group}

@@ -19,6 +19,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "train": ("training.rl.trainer.run", "asynchronous RL: orchestrator, rollout servers, trainer process"),
     "task-service": ("training.rl.tasks.service", "one task's instances and rewards over HTTP"),
     "gateway": ("training.rl.gateway.server", "OpenAI-compatible agent gateway recording sessions for training"),
+    "export-sft": ("training.rl.export", "rejection-sampled trajectories (reward >= threshold) as SFT data"),
 }
 
 

@@ -19,7 +19,8 @@ the task's image, offline, limited, no host mounts). The orchestrator drives it 
 
 Sessions are closed on every path: reward, ``close``, the pool's reaper (idle past
 ``idle_timeout_s`` or older than ``wall_s`` plus a grace), ``shutdown`` when the service stops;
-containers of a killed service carry the owner label for ``python -m swe_envs cleanup``.
+containers of a killed service carry the owner label: the next service started on the host removes
+them (as ``python -m swe_envs cleanup`` does).
 Relative data paths in the arguments resolve under the user cache (``core.cache``), so a config's
 defaults work from any directory.
 """
@@ -82,10 +83,15 @@ class SessionTasks:
     def __init__(self, openers: dict[str, Callable[[], Any]], instructions: dict[str, str], max_turns: int = 30,
                  max_tokens: int | None = None, wall_s: float = 1800.0, max_sessions: int = 8,
                  idle_timeout_s: float = 900.0, open_wait_s: float = 900.0, max_observation_chars: int = 4000):
+        from swe_envs.docker_setup import docker_client
+        from swe_envs.sandbox import sweep_orphans
         from swe_envs.sessions.service import SessionPool
 
         if not openers:
             raise InputError("no instance or task to open sessions on")
+        # containers of a service killed before it could close them (SIGKILL, OOM): its successor
+        # removes them before opening any (owner label: a process of this host that is gone)
+        self.swept = sweep_orphans(docker_client())
         self.names = sorted(openers)
         self.instructions = instructions
         self.max_turns, self.max_tokens, self.wall_s = max_turns, max_tokens, wall_s

@@ -70,6 +70,46 @@ def test_terminal_service_runs_an_episode_over_http(tmp_path):
         stop(proc)
 
 
+def test_sigkilled_service_leaves_no_container_after_the_reaper(tmp_path):
+    """A task service holding open sessions is SIGKILLed (nothing of it runs to close them): its
+    containers outlive it, and the next service on the host removes every one (owner label)."""
+    import os
+    import signal
+    import socket
+
+    from swe_envs.docker_setup import docker_client, ensure_docker
+    from swe_envs.sandbox import LABEL
+
+    ensure_docker(BASE)
+    tiny_task(tmp_path / "tasks")
+    args = {"tasks": str(tmp_path / "tasks"), "out": str(tmp_path / "out")}
+    proc, url = _service("terminal", args, tmp_path)
+    owner = f"{socket.gethostname()}:{proc.pid}"
+    client = docker_client()
+
+    def owned() -> int:
+        return len(client.containers.list(all=True, filters={"label": f"{LABEL}={owner}"}))
+
+    try:
+        inst = call(f"{url}/task", {"seed": 0})["instance"]
+        for ep in ("k.0", "k.1"):
+            res = call(f"{url}/step", {"instance": inst, "turns": [[0]], "episode": ep, "messages": inst["messages"] + [
+                _call("bash", command="echo busy")]}, timeout_s=300)
+            assert not isinstance(res, CallFailure), res
+        assert owned() == 2
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert owned() == 2  # leaked: nothing closed them
+    finally:
+        stop(proc)
+    (tmp_path / "port").unlink()
+    nxt, _ = _service("terminal", args, tmp_path)  # its backend sweeps before it serves
+    try:
+        assert owned() == 0
+    finally:
+        stop(nxt)
+
+
 @pytest.mark.slow
 def test_swe_service_gold_tool_sequence_resolves_a_real_instance(tmp_path):
     """A real SWE-bench Verified instance (pallets/flask-5014, SWE-bench's own JSONL and the git bundle

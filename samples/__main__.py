@@ -127,6 +127,19 @@ def web_archives(
 @app.command()
 @user_errors
 @_os_errors
+def agentic(
+    cache: Path = typer.Option(None, help=CACHE_HELP),
+    print_: str = typer.Option(None, "--print", help=PRINT_HELP + ": swe_instances, swe_repos, terminal"),
+) -> None:
+    """Tiny agentic RL tasks (configs/rl_agentic_tiny.yaml): a SWE instance on a tiny repo, a Harbor task."""
+    from samples.agentic import build_agentic
+
+    _emit(build_agentic(cache_dir(cache) / "agentic"), print_)
+
+
+@app.command()
+@user_errors
+@_os_errors
 def demo(
     cache: Path = typer.Option(None, help=CACHE_HELP),
 ) -> None:

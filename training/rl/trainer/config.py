@@ -35,7 +35,7 @@ class AsyncTrainerConfig(StrictModel):
 
 class RLAsyncConfig(StrictModel):
     seed: int = 0
-    tokenizer: str | None = None  # tokenizer.json; None: the toy tasks' tokenizer
+    tokenizer: str | None = None  # tokenizer.json, or smollm2 (SmolLM2's, user cache); None: the toy tasks'
     init_checkpoint: str | None = None  # weights (and so the model shape) to start from; None: random init
     model: ModelConfig = ModelConfig()
     trainer: AsyncTrainerConfig = AsyncTrainerConfig()

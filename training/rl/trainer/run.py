@@ -35,9 +35,14 @@ from training.serving.codec import Codec
 
 
 def resolve_tokenizer(cfg: RLAsyncConfig, out: Path) -> Path:
-    """OUT/tokenizer.json: the configured one, or the toy tasks' (built from their alphabet)."""
+    """OUT/tokenizer.json: the configured one (``smollm2``: SmolLM2's, from the user cache), or the
+    toy tasks' (built from their alphabet)."""
     dest = out / "tokenizer.json"
-    if cfg.tokenizer:
+    if cfg.tokenizer == "smollm2":  # a real chat-sized vocabulary from the user cache (fetched once)
+        from core.local_lm import obtain_smollm2
+
+        shutil.copy(obtain_smollm2() / "tokenizer.json", dest)
+    elif cfg.tokenizer:
         if not Path(cfg.tokenizer).is_file():
             raise ConfigError(f"tokenizer: not found: {cfg.tokenizer}")
         shutil.copy(cfg.tokenizer, dest)

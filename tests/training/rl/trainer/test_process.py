@@ -57,3 +57,13 @@ def test_config_refuses_inconsistent_settings():
         validate_config(RLAsyncConfig, {"orchestrator": {"group_size": 2, "min_group_size": 3}})
     with pytest.raises(ConfigError, match="unique"):
         validate_config(RLAsyncConfig, {"orchestrator": {"tasks": [{"name": "a"}, {"name": "a"}]}})
+
+
+def test_the_agentic_config_names_multi_turn_session_tasks():
+    from core.cli import load_cli_config
+    from training.rl import CONFIGS
+    from training.rl.trainer.config import RLAsyncConfig
+
+    cfg = load_cli_config(RLAsyncConfig, CONFIGS / "rl_agentic_tiny.yaml", None)
+    assert {t.kind for t in cfg.orchestrator.tasks} == {"swe", "terminal"} and cfg.tokenizer == "smollm2"
+    assert all(t.args["max_turns"] > 1 for t in cfg.orchestrator.tasks)

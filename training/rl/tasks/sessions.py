@@ -148,10 +148,12 @@ class SessionTasks:
         # a fresh session's state, as the model left it (untouched)
         ep = self._episode(str(instance["id"]), episode, open_new=not any(m.get("role") == "tool" for m in messages))
         try:
+            t0 = time.monotonic()
             if not ep.rewards or getattr(ep.session, "steps_left", 0) > 0:  # the last step is not verified yet
                 self._verify(ep)
             result = (sum(ep.rewards) / len(ep.rewards),
-                      {"steps": ep.verdicts, "ended": ep.ended or "turns", "tool_calls": ep.session.turns})
+                      {"steps": ep.verdicts, "ended": ep.ended or "turns", "tool_calls": ep.session.turns,
+                       "verify_s": round(time.monotonic() - t0, 2)})
         finally:
             self.close(episode)
         with self.lock:

@@ -65,17 +65,18 @@ def test_backend_steps_in_a_session_and_grades_with_its_verifier(tasks):
         assert backend.close("e3") and not backend.close("e3")
         with pytest.raises(SessionLost):  # its session is gone: the orchestrator starts the episode over
             backend.step(inst, [], wrong + [{"role": "tool", "content": "x"}, SUBMIT], "e3")
+        backend.wall_s = 0.0  # the wall-clock budget spent: the next step ends the episode, graded as it stands
+        assert backend.step(inst, [], msgs, "e4") is None
+        assert backend.reward(inst, msgs + [{"role": "tool", "content": "x"}], None, "e4")[1]["ended"] == "wall_clock"
         assert backend.pool.sessions == {}
     finally:
         backend.shutdown()
     assert _owned_containers() == []
 
 
-def test_orchestrator_runs_a_multi_turn_episode_in_a_session(tasks, rl_assets, tmp_path):
-    """A scripted policy behind SGLang's /generate (the known-good tool sequence as GLM-5 tokens, turn by
-    turn): the bash call runs in the task's container, its output comes back as observation tokens in
-    context, submit ends the episode, and the verifier's reward is 1."""
-    from swe_envs.sessions.tools import TOOLS
+def scripted_rollout(kind: str, args: dict, script: list[str], rl_assets, tmp_path) -> tuple[dict, dict]:
+    """One group from the orchestrator on a session task whose policy is a script behind SGLang's
+    /generate (the known-good tool sequence as GLM-5 tokens, turn k = the k-th reply); (group, summary)."""
     from training.rl.rollout.config import OrchestratorConfig
     from training.rl.rollout.orchestrator import Orchestrator
     from training.rl.tasks.service import TaskService
@@ -83,51 +84,84 @@ def test_orchestrator_runs_a_multi_turn_episode_in_a_session(tasks, rl_assets, t
     from training.serving.http_json import serve_json
 
     codec = Codec.load(rl_assets["tokenizer"])
-    script = ["<tool_call>bash<arg_key>command</arg_key><arg_value>echo 42 > /app/answer.txt</arg_value>"
-              "</tool_call><|observation|>", "<tool_call>submit</tool_call><|observation|>"]
 
-    def generate(body):  # turn k: the k-th scripted reply, whatever the context says
-        turn = script[min(body["input_ids"].count(codec.observation_id), len(script) - 1)]
-        ids = codec.encode(turn)
+    def generate(body):
+        ids = codec.encode(script[min(body["input_ids"].count(codec.observation_id), len(script) - 1)])
         return {"output_ids": ids, "meta_info": {"finish_reason": {"type": "stop"}, "weight_version": 0,
                                                  "output_token_logprobs": [[-0.5, t, None] for t in ids]}}
 
     policy = serve_json({"GET /health": lambda b: {"status": "ok"}, "POST /generate": generate})
-    svc = TaskService("terminal", "term", {"tasks": str(tasks / "tasks"), "out": str(tmp_path / "svc")})
+    svc = TaskService(kind, kind, dict(args, out=str(tmp_path / "svc")))
     svc.load()
     assert svc.error is None, svc.error
     service = serve_json(svc.routes())
     cfg = OrchestratorConfig.model_validate({
         "tokenizer": str(rl_assets["tokenizer"]), "group_size": 2, "max_ahead_groups": 1, "workers": 2,
-        "request_timeout_s": 300, "sampling": {"max_tokens": 256},
+        "request_timeout_s": 1800, "sampling": {"max_tokens": 4096},
         "rollout": {"backend": "sglang", "replicas": 0, "endpoints": [f"http://127.0.0.1:{policy.server_address[1]}"]},
         "heartbeat": {"interval_s": 0.2, "timeout_s": 30},
-        "tasks": [{"name": "term", "kind": "terminal", "replicas": 0,
+        "tasks": [{"name": kind, "kind": kind, "replicas": 0,
                    "endpoints": [f"http://127.0.0.1:{service.server_address[1]}"]}]})
     orch = Orchestrator(cfg, tmp_path / "out", codec, log=lambda m: None)
     orch.start()
     try:
         assert orch.wait_ready(60)
-        group = orch.take_batch(1, 300)["groups"][0]
-        for traj in group["trajectories"]:
-            assert traj["reward"] == 1.0 and traj["reward_info"]["ended"] == "submit"
-            roles = [m["role"] for m in traj["messages"]]
-            assert roles == ["user", "assistant", "tool", "assistant"]
-            assert traj["messages"][1]["tool_calls"][0]["function"]["name"] == "bash"
-            assert "[exit code 0]" in traj["messages"][2]["content"]
-            t1, t2 = (codec.encode(s) for s in script)
-            n_obs = len(traj["output_ids"]) - len(t1) - len(t2)
-            assert traj["loss_mask"] == [1] * len(t1) + [0] * n_obs + [1] * len(t2)  # observations: context only
-            assert traj["logprobs"][len(t1):len(t1) + n_obs] == [0.0] * n_obs
-            # token-in/token-out and append-only: the sampled context is what the template renders
-            upto = len(traj["prompt_ids"]) + len(t1) + n_obs
-            assert (traj["prompt_ids"] + traj["output_ids"])[:upto] == codec.chat_prompt(traj["messages"][:3],
-                                                                                         tools=TOOLS)
+        group = orch.take_batch(1, 2400)["groups"][0]
     finally:
         summary = orch.shutdown()
         for srv in (policy, service):
             srv.shutdown()
             srv.server_close()
         svc.shutdown()
+    return group, summary
+
+
+def test_orchestrator_runs_a_multi_turn_episode_in_a_session(tasks, rl_assets, tmp_path):
+    """The bash call runs in the task's container, its output comes back as observation tokens in
+    context, submit ends the episode, and the verifier's reward is 1."""
+    from swe_envs.sessions.tools import TOOLS
+    from training.serving.codec import Codec
+
+    codec = Codec.load(rl_assets["tokenizer"])
+    script = ["<tool_call>bash<arg_key>command</arg_key><arg_value>echo 42 > /app/answer.txt</arg_value>"
+              "</tool_call><|observation|>", "<tool_call>submit</tool_call><|observation|>"]
+    group, summary = scripted_rollout("terminal", {"tasks": str(tasks / "tasks")}, script, rl_assets, tmp_path)
+    for traj in group["trajectories"]:
+        assert traj["reward"] == 1.0 and traj["reward_info"]["ended"] == "submit"
+        roles = [m["role"] for m in traj["messages"]]
+        assert roles == ["user", "assistant", "tool", "assistant"]
+        assert traj["messages"][1]["tool_calls"][0]["function"]["name"] == "bash"
+        assert "[exit code 0]" in traj["messages"][2]["content"]
+        t1, t2 = (codec.encode(s) for s in script)
+        n_obs = len(traj["output_ids"]) - len(t1) - len(t2)
+        assert traj["loss_mask"] == [1] * len(t1) + [0] * n_obs + [1] * len(t2)  # observations: context only
+        assert traj["logprobs"][len(t1):len(t1) + n_obs] == [0.0] * n_obs
+        # token-in/token-out and append-only: the sampled context is what the template renders
+        upto = len(traj["prompt_ids"]) + len(t1) + n_obs
+        assert (traj["prompt_ids"] + traj["output_ids"])[:upto] == codec.chat_prompt(traj["messages"][:3],
+                                                                                     tools=TOOLS)
+    assert summary["ledger"]["open"] == 0
+    assert _owned_containers() == []
+
+
+@pytest.mark.slow
+def test_orchestrator_gold_tool_sequence_resolves_a_real_swe_instance(rl_assets, tmp_path):
+    """The gold patch of a real SWE instance (samples' calc repository: FAIL_TO_PASS and PASS_TO_PASS
+    from its own tests) written with the editor and applied through bash, turn by turn through the
+    orchestrator: the session's verify resolves it (reward 1). Builds its environment on a cold cache."""
+    from samples.agentic import build_agentic
+
+    paths = build_agentic(tmp_path / "agentic")
+    inst = json.loads(paths["swe_instances"].read_text().splitlines()[0])
+    args = {"instances": str(paths["swe_instances"]), "repos": str(paths["swe_repos"])}
+    script = ["<tool_call>str_replace_editor<arg_key>command</arg_key><arg_value>create</arg_value><arg_key>path"
+              f"</arg_key><arg_value>/tmp/gold.diff</arg_value><arg_key>file_text</arg_key><arg_value>{inst['patch']}"
+              "</arg_value></tool_call><|observation|>",
+              "<tool_call>bash<arg_key>command</arg_key><arg_value>git apply /tmp/gold.diff</arg_value></tool_call>"
+              "<|observation|>", "<tool_call>submit</tool_call><|observation|>"]
+    group, summary = scripted_rollout("swe", args, script, rl_assets, tmp_path)
+    for traj in group["trajectories"]:
+        assert traj["reward"] == 1.0 and traj["reward_info"]["steps"][0]["status"] == "resolved", traj["reward_info"]
+        assert [m["role"] for m in traj["messages"]] == ["user"] + ["assistant", "tool"] * 2 + ["assistant"]
     assert summary["ledger"]["open"] == 0
     assert _owned_containers() == []

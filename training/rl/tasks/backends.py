@@ -15,9 +15,9 @@ and harnesses, never from the service itself:
                  session's verify (FAIL_TO_PASS ∪ PASS_TO_PASS on the container's diff)
 * ``terminal`` — Harbor tasks as multi-turn sessions; the reward is the task's verifier
 
-A harness that cannot produce a reward (no docker, a crash) raises ``RewardUnavailable``: the
-service answers 503 and the orchestrator retries or drops the trajectory with a reason — an
-unavailable reward is never scored 0.
+A harness that cannot produce a reward (no docker, a crash) raises ``RewardUnavailable``
+(``training.rl.tasks.sessions``): the service answers 503 and the orchestrator retries or drops
+the trajectory with a reason — an unavailable reward is never scored 0.
 """
 
 from __future__ import annotations
@@ -29,10 +29,6 @@ from typing import Any
 
 from core.errors import ConfigError, InputError
 from core.io import read_jsonl
-
-
-class RewardUnavailable(RuntimeError):
-    pass
 
 
 def _last_text(messages: list[dict]) -> str:

@@ -24,8 +24,8 @@ import typer
 
 from core.cli import user_errors
 from core.errors import ConfigError, UserError
-from training.rl.tasks.backends import RewardUnavailable, build_backend
-from training.rl.tasks.sessions import SessionLost, SessionsBusy
+from training.rl.tasks.backends import build_backend
+from training.rl.tasks.sessions import RewardUnavailable, SessionLost, SessionsBusy
 from training.serving.faults import ServerFaults
 from training.serving.http_json import HttpError, exit_with_parent, register_with, serve_json
 

@@ -38,7 +38,6 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import InputError
-from training.rl.tasks.backends import RewardUnavailable
 
 # the evaluation harness's error reasons that are the model's doing (anything else: no judgement)
 MODEL_FAULTS = ("malformed patch", "model_patch", "the test run hit its time limit")
@@ -51,6 +50,10 @@ def model_judged(verdict: dict) -> bool:
     if verdict.get("status") == "error":
         return str(verdict.get("reason") or "").startswith(MODEL_FAULTS)
     return not (verdict.get("error") and not verdict.get("rewards"))
+
+
+class RewardUnavailable(RuntimeError):
+    """The verifier could not judge (an environment or harness error): no reward, never a 0."""
 
 
 class SessionLost(RuntimeError):

@@ -37,7 +37,7 @@ from training.model.config import ModelConfig
 def one_rank() -> Iterator[None]:
     """Megatron's parallel state on a gloo world of one CPU rank (conversion needs no more)."""
     from training.megatron.cpu import cpu_stand_ins
-    from training.megatron.train import World
+    from training.megatron.world import World
     from training.train_config import TrainerConfig
 
     with cpu_stand_ins():
@@ -75,7 +75,7 @@ def to_ours(src: str | Path, out: str | Path, log=print) -> Path:
     cfg = tcfg.model.check(f"{step}: config.model")
     with one_rank():
         meg = _megatron_model(cfg)
-        state = megatron_checkpoint.load_weights(step, meg)
+        state = megatron_checkpoint.load_weights(step, [meg])
         meg_sd = {k: v for k, v in meg.state_dict().items() if not k.endswith("_extra_state")}
     model = GLMModel(cfg)
     model.load_state_dict(from_megatron_state_dict(cfg, meg_sd, list(model.state_dict()), "local"))
@@ -103,6 +103,6 @@ def to_megatron(src: str | Path, out: str | Path, log=print) -> Path:
         source_step = json.loads((step / "trainer.json").read_text(encoding="utf-8")).get("step")
         extra = {"loader": None, "config": tcfg.model_dump(mode="json"),
                  "converted_from": {"format": "ours", "path": str(step.resolve()), "step": source_step}}  # fmt: skip
-        written = megatron_checkpoint.save(out, 0, meg, None, extra)
+        written = megatron_checkpoint.save(out, 0, [meg], None, extra)
     log(f"converted our checkpoint {step} (step {source_step}) -> {written} (weights only)")
     return written

@@ -12,7 +12,9 @@
   ``linear_kv_up_proj`` and orthogonalises exactly those. Any other tensor-parallel matrix is
   orthogonalised whole: its slices are all-gathered over the TP group, Newton-Schulz runs on
   the full matrix (as one process would) and each rank keeps its slice. Megatron's local spec
-  holds experts as one 2-D matrix each (``SequentialMLP``), which is what ours does per expert.
+  holds experts as one 2-D matrix each (``SequentialMLP``), which is what ours does per expert;
+  our grouped-GEMM experts (``experts.py``) hold them stacked, and Muon orthogonalises each
+  expert's [in, out] view of the stack (the same matrices, transposed).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from training.megatron.experts import expert_views
 from training.megatron.weights import full_from_slices, global_names, is_glu_fc1, is_tp_sharded, local_slice
 from training.model.config import ModelConfig
 from training.optim.muon import Muon, orthogonal_update
@@ -67,12 +70,16 @@ class TPMuon(Muon):
     MuonSplit blocks live here, not in the param groups: the groups are checkpoint "common
     state", written by rank 0 alone, and pipeline stages hold different parameters."""
 
-    def __init__(self, param_groups, tp_groups: dict[int, Any], meta: dict[int, tuple[str, Any]], **kw):
+    def __init__(self, param_groups, tp_groups: dict[int, Any], meta: dict[int, tuple[str, Any]],
+                 views: dict[int, tuple[int, ...]], **kw):  # fmt: skip
         super().__init__(param_groups, **kw)
         self.tp_groups = tp_groups  # id(param) -> process group holding its slices
         self.meta = meta  # id(param) -> (whole-model name, MuonSplit blocks or None)
+        self.views = views  # id(param) -> [experts, in, out] view of stacked experts
 
     def _update(self, p: torch.Tensor, u: torch.Tensor, spec, name: str, args) -> torch.Tensor:
+        if id(p) in self.views:  # batched over the experts
+            return orthogonal_update(u.view(self.views[id(p)]), None, *args).view_as(u)
         group = self.tp_groups.get(id(p))
         if spec is not None or group is None or dist.get_world_size(group) == 1:
             return orthogonal_update(u, spec, *args)
@@ -110,8 +117,8 @@ class TPMuon(Muon):
                     self.state[p].setdefault("step", torch.zeros((), dtype=torch.float32))
 
 
-def build_optimizer(ddp_model, model_cfg: ModelConfig, up_proj_blocks, cfg: OptimizerConfig, grad_clip: float):
-    """Megatron optimizer wrapper for ``ddp_model`` (Megatron's DDP around a GPTModel)."""
+def build_optimizer(ddp_chunks: list, model_cfg: ModelConfig, up_proj_blocks, cfg: OptimizerConfig, grad_clip: float):
+    """Megatron optimizer wrapper over ``ddp_chunks`` (Megatron's DDP around each GPTModel chunk)."""
     from megatron.core import parallel_state as ps
     from megatron.core.optimizer import get_megatron_optimizer
 
@@ -119,14 +126,17 @@ def build_optimizer(ddp_model, model_cfg: ModelConfig, up_proj_blocks, cfg: Opti
     if cfg.qk_clip_tau:
         raise ValueError("optimizer.qk_clip_tau: QK-clip is not wired into the Megatron trainer")
     if cfg.name == "adamw":
-        return get_megatron_optimizer(mcfg, [ddp_model])
+        return get_megatron_optimizer(mcfg, ddp_chunks)
     tp = ps.get_tensor_model_parallel_world_size()
     split = split_blocks(model_cfg, up_proj_blocks, tp) if cfg.name == "muon_split" else {}
     # whole-model names: a pipeline stage numbers its layers from 0, MuonSplit's blocks do not
-    glob = global_names(ddp_model.module)
-    named = [(glob[n], p) for n, p in ddp_model.module.named_parameters() if p.requires_grad]
+    named = []
+    for chunk in ddp_chunks:
+        glob = global_names(chunk.module)
+        named += [(glob[n], p) for n, p in chunk.module.named_parameters() if p.requires_grad]
+    views = expert_views([chunk.module for chunk in ddp_chunks])
     if ps.get_expert_model_parallel_world_size() == 1:
-        return _muon_fp32(named, cfg, mcfg, split)
+        return _muon_fp32(named, cfg, mcfg, split, views)
     from megatron.core.optimizer.optimizer import ChainedOptimizer
 
     # as Megatron's own get_megatron_optimizer: expert parameters (held by one EP rank each) get
@@ -134,13 +144,13 @@ def build_optimizer(ddp_model, model_cfg: ModelConfig, up_proj_blocks, cfg: Opti
     # clips both by the combined norm
     expert = [(n, p) for n, p in named if not getattr(p, "allreduce", True)]
     dense = [(n, p) for n, p in named if getattr(p, "allreduce", True)]
-    opts = [_muon_fp32(dense, cfg, mcfg, split), _muon_fp32(expert, cfg, mcfg, split)]
+    opts = [_muon_fp32(dense, cfg, mcfg, split, views), _muon_fp32(expert, cfg, mcfg, split, views)]
     opts[0].grad_stats_parallel_group = ps.get_model_parallel_group()
     opts[1].grad_stats_parallel_group = ps.get_expert_tensor_model_pipeline_parallel_group()
     return ChainedOptimizer(opts)
 
 
-def _muon_fp32(named: list[tuple[str, torch.Tensor]], cfg: OptimizerConfig, mcfg, split: dict[str, Any]):
+def _muon_fp32(named: list[tuple[str, torch.Tensor]], cfg: OptimizerConfig, mcfg, split: dict[str, Any], views):
     """Our (Split)Muon over ``named`` inside Megatron's FP32Optimizer."""
     from megatron.core import parallel_state as ps
     from megatron.core.optimizer.optimizer import FP32Optimizer
@@ -161,7 +171,7 @@ def _muon_fp32(named: list[tuple[str, torch.Tensor]], cfg: OptimizerConfig, mcfg
     ]  # fmt: skip
     meta = {id(p): (n, split[n] if routes[n] == "muon_split" else None) for n, p in named}
     inner = TPMuon(
-        [g for g in groups if g["params"]], tp_groups, meta, lr=cfg.lr, weight_decay=cfg.weight_decay,
+        [g for g in groups if g["params"]], tp_groups, meta, views, lr=cfg.lr, weight_decay=cfg.weight_decay,
         momentum=cfg.momentum, nesterov=cfg.nesterov, ns_steps=cfg.ns_steps, ns_coefficients=cfg.ns_coefficients,
         rms_scale=cfg.rms_scale, betas=cfg.betas, eps=cfg.eps, ns_dtype=getattr(torch, cfg.ns_dtype),
     )  # fmt: skip

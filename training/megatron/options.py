@@ -22,3 +22,9 @@ class MegatronOptions(StrictModel):
     # training.tools.pipeline_layout's plan for this model (MTP placed by cost); null = Megatron's
     # even split of the decoder layers (embedding first, MTP and loss on the last stage)
     pipeline_layout: str | None = None
+    # layer specs: te = Transformer Engine's (where transformer_engine imports), local = Megatron's
+    # own modules; auto = te where it imports, else local
+    spec: Literal["auto", "local", "te"] = "auto"
+    # the MoE layers' experts: Megatron's own (the spec's: SequentialMLP locally, TEGroupedMLP
+    # with TE) or grouped_gemm = our kernels' grouped GEMM in Megatron's GroupedMLP (experts.py)
+    experts: Literal["megatron", "grouped_gemm"] = "megatron"

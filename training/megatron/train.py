@@ -23,7 +23,6 @@ weights (``sources.py``); ``megatron.pipeline_layout`` places the stages' conten
 from __future__ import annotations
 
 import importlib.util
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,15 +33,16 @@ import torch
 import torch.distributed as dist
 
 from core.errors import ConfigError
-from training.checkpoint import load_checkpoint
 from training.loader import ShardLoader
 from training.megatron import checkpoint
 from training.megatron.batches import to_microbatch
+from training.megatron.build import build
 from training.megatron.cpu import cpu_stand_ins
-from training.megatron.moe_metrics import LoadReader, take_aux_loss
+from training.megatron.moe_metrics import take_aux_loss
+from training.megatron.world import World
 from training.metrics_log import MetricsSink
 from training.optim.schedules import lr_at
-from training.train_config import TrainerConfig, build_model, load_trainer_config, resolve_stages, stage_at
+from training.train_config import TrainerConfig, load_trainer_config, resolve_stages, stage_at
 
 
 def load_megatron_config(path: str | Path, overrides: list[str] | None = None) -> TrainerConfig:
@@ -54,16 +54,22 @@ def load_megatron_config(path: str | Path, overrides: list[str] | None = None) -
 class MegatronResult:
     step: int
     metrics: list[dict[str, Any]]
-    model: Any  # the unwrapped Megatron GPTModel
+    model: Any  # the unwrapped Megatron GPTModel (the first chunk under an interleaved pipeline)
     checkpoint: Path | None = None
+    chunks: list[Any] | None = None  # every model chunk of this rank (one per virtual pipeline stage)
 
 
 def check_supported(cfg: TrainerConfig) -> None:
     """Refuse, with the reason, what this trainer does not do (rather than train something else)."""
     p, m = cfg.parallel, cfg.model
-    if p.virtual_pipeline_model_parallel_size:
-        raise ConfigError("parallel.virtual_pipeline_model_parallel_size: the interleaved schedule is not wired "
-                          "into the Megatron trainer yet")  # fmt: skip
+    if p.virtual_pipeline_model_parallel_size and cfg.megatron.micro_batches < p.pipeline_model_parallel_size:
+        # Megatron's interleaved schedule: "The number of contiguous micro-batches in a virtual
+        # pipeline stage should range in [PP, M]"
+        raise ConfigError(f"megatron.micro_batches: the interleaved pipeline needs at least "
+                          f"pipeline_model_parallel_size ({p.pipeline_model_parallel_size}) micro-batches")  # fmt: skip
+    if cfg.megatron.experts == "grouped_gemm" and p.tensor_model_parallel_size > 1 and m.num_moe_experts:
+        raise ConfigError("megatron.experts: grouped_gemm with tensor parallelism is not wired (GroupedMLP's "
+                          "weight1 interleaves gate and up per TP rank)")  # fmt: skip
     if m.dsa_indexer_n_heads:
         raise ConfigError("model.dsa_indexer_n_heads: Megatron's DSAttention has no document masks or dense "
                           "warm-up here; train DSA with our trainer")  # fmt: skip
@@ -81,103 +87,6 @@ def check_supported(cfg: TrainerConfig) -> None:
                           "runs for dense models (model.num_moe_experts: null)")  # fmt: skip
     if not m.multi_latent_attention:
         raise ConfigError("model.multi_latent_attention: the Megatron trainer's local spec is built for MLA")
-
-
-class World:
-    """torch.distributed + Megatron's parallel_state for this run (a gloo world of 1 when not under torchrun)."""
-
-    def __init__(self, cfg: TrainerConfig, cpu: bool = False):
-        from megatron.core import parallel_state as ps
-
-        cuda = torch.cuda.is_available() and not cpu  # cpu: checkpoint conversion, on any machine
-        self.created = not dist.is_initialized()
-        if self.created:
-            backend = "nccl" if cuda else "gloo"
-            if "WORLD_SIZE" in os.environ:  # torchrun
-                dist.init_process_group(backend)
-            else:  # one process: a world of 1 on loopback
-                dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{_free_port()}", rank=0, world_size=1)
-        p = cfg.parallel
-        ps.initialize_model_parallel(p.tensor_model_parallel_size, p.pipeline_model_parallel_size,
-                                     expert_model_parallel_size=p.expert_model_parallel_size)  # fmt: skip
-        if cuda:
-            from megatron.core.tensor_parallel.random import model_parallel_cuda_manual_seed
-
-            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)))
-            model_parallel_cuda_manual_seed(cfg.seed)
-        self.ps = ps
-        self.dp_rank, self.dp_size = ps.get_data_parallel_rank(), ps.get_data_parallel_world_size()
-        self.tp_rank, self.tp_size = ps.get_tensor_model_parallel_rank(), ps.get_tensor_model_parallel_world_size()
-        self.ep_rank, self.ep_size = ps.get_expert_model_parallel_rank(), ps.get_expert_model_parallel_world_size()
-        self.pp_size = ps.get_pipeline_model_parallel_world_size()
-        self.rank = dist.get_rank()
-        self.device = torch.device("cuda", torch.cuda.current_device()) if cuda else torch.device("cpu")
-
-    def close(self) -> None:
-        self.ps.destroy_model_parallel()
-        if self.created:
-            dist.destroy_process_group()
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def build(cfg: TrainerConfig, stages, world: World, init_from: str | Path | None = None):
-    """Our model's initial weights (or ``init_from``'s: a checkpoint of ours or of Megatron) in
-    Megatron's DDP-wrapped GPTModel, and the optimizer over it."""
-    from megatron.core.distributed import DistributedDataParallel, DistributedDataParallelConfig
-    from megatron.core.distributed.finalize_model_grads import finalize_model_grads
-
-    from training.megatron.attention import document_masked_attention_class
-    from training.megatron.optim import build_optimizer
-    from training.megatron.sources import resolve
-    from training.megatron.weights import load_our_weights
-    from training.tools.megatron_bridge import build_megatron_model
-
-    ours = build_model(cfg, stages)  # our trainer's initial weights (same seed, same vocab rule)
-    kind, init_step = resolve(init_from) if init_from is not None else (None, None)
-    if kind == "ours":  # refuses a checkpoint of another shape, listing the tensors
-        load_checkpoint(init_step, ours)
-    dispatcher = cfg.megatron.token_dispatcher
-    if dispatcher == "auto":
-        dispatcher = "alltoall" if torch.cuda.is_available() else "allgather"
-    cpu = world.device.type == "cpu"
-    meg = build_megatron_model(
-        ours.cfg, core_attention=document_masked_attention_class(), use_cpu_initialization=cpu,
-        moe_token_dispatcher_type=dispatcher,  # perform_initialization stays on: it sets the TP attributes
-        tensor_model_parallel_size=world.tp_size, expert_model_parallel_size=world.ep_size,
-        pipeline_model_parallel_size=world.pp_size, pipeline_model_parallel_layout=_layout(cfg, ours.cfg, stages),
-        pipeline_dtype=torch.bfloat16 if cfg.precision == "bf16" else torch.float32,
-        bf16=cfg.precision == "bf16",
-        # Megatron refuses MoE + TP in training without it ("performance may degrade ...")
-        sequence_parallel=world.tp_size > 1 and bool(cfg.model.num_moe_experts),
-    )  # fmt: skip
-    load_our_weights(meg, ours.cfg, ours.state_dict(), world.tp_rank, world.tp_size, world.ep_rank, world.ep_size)
-    if kind == "megatron":  # Megatron reshards it onto this run's layout
-        checkpoint.load_weights(init_step, meg)
-    meg = meg.to(world.device)
-    ddp = DistributedDataParallel(meg.config, DistributedDataParallelConfig(), meg)
-    meg.config.finalize_model_grads_func = LoadReader(finalize_model_grads)  # + the step's expert loads
-    meg.config.no_sync_func = ddp.no_sync
-    opt = build_optimizer(ddp, ours.cfg, ours.up_proj_blocks(), cfg.optimizer, cfg.grad_clip)
-    return ours.cfg, meg, ddp, opt
-
-
-def _layout(cfg: TrainerConfig, model_cfg, stages) -> str | None:
-    layout = cfg.megatron.pipeline_layout
-    if cfg.parallel.pipeline_model_parallel_size == 1 or layout != "plan":
-        return layout if cfg.parallel.pipeline_model_parallel_size > 1 else None
-    from core.shards import read_manifest
-    from training.tools.pipeline_layout import plan
-
-    p = cfg.parallel
-    seq_len = max(read_manifest(s.shards).seq_len for s in stages)
-    return plan(model_cfg, p.pipeline_model_parallel_size, 1, p.expert_model_parallel_size, seq_len).layout
 
 
 def train(
@@ -224,6 +133,7 @@ def _fit_model_to(cfg: TrainerConfig, init_from: str | Path, log) -> TrainerConf
 
 def _train(cfg, shards, metrics_path, log, stop_after, resume, world: World, init_from=None) -> MegatronResult:
     from megatron.core.pipeline_parallel import get_forward_backward_func
+    from megatron.core.transformer.moe.moe_utils import clear_aux_losses_tracker
     from megatron.core.transformer.multi_token_prediction import MTPLossLoggingHelper
 
     stages = resolve_stages(cfg, shards)
@@ -234,21 +144,27 @@ def _train(cfg, shards, metrics_path, log, stop_after, resume, world: World, ini
     ckpt_dir = Path(cfg.checkpoint.dir) if cfg.checkpoint.dir else None
     found = checkpoint.latest_checkpoint(ckpt_dir) if (ckpt_dir and resume) else None
     # a checkpoint to resume from wins: the run already started from init_from's weights
-    model_cfg, meg, ddp, opt = build(cfg, stages, world, init_from if found is None else None)
+    built = build(cfg, stages, world, init_from if found is None else None)
+    model_cfg, chunks, ddp, opt = built.model_cfg, built.chunks, built.ddp, built.optimizer
     if init_from is not None and found is None:
         log(f"initialised from {init_from}")
     if found is not None:
-        saved = checkpoint.load(found, meg, opt)
+        saved = checkpoint.load(found, chunks, opt)
         step, loader_state = saved["step"], saved.get("loader")
         log(f"resumed from {found} at step {step}")
     sink = MetricsSink(metrics_path if world.rank == 0 else None, append=step > 0, from_step=step,
                        tensorboard_dir=cfg.tensorboard_dir if world.rank == 0 else None, log=log)  # fmt: skip
     forward_backward = get_forward_backward_func()
+    # Megatron's loss trackers are process globals: a model run earlier in this process may have left values
+    if "values" in MTPLossLoggingHelper.tracker:
+        MTPLossLoggingHelper.clean_loss_in_tracker()
+    clear_aux_losses_tracker()
     k = cfg.megatron.micro_batches
     depths = model_cfg.mtp_depths
     metrics: list[dict[str, Any]] = []
     done_here, last_ckpt, idx, loader = 0, None, 0, None
-    ddp.train()
+    for d in ddp:
+        d.train()
     try:
         while step < total and (stop_after is None or done_here < stop_after):
             idx, start = stage_at(stages, step)
@@ -272,10 +188,14 @@ def _train(cfg, shards, metrics_path, log, stop_after, resume, world: World, ini
                         group["weight_decay"] = cfg.optimizer.weight_decay * group["wd_mult"]
                 mb = to_microbatch(batch, world.device, cfg.megatron.document_masks)
                 micro = [_slice(mb, i, k) for i in range(k)]
-                ddp.zero_grad_buffer()
+                for d in ddp:
+                    d.zero_grad_buffer()
                 opt.zero_grad()
+                # one iterator per model chunk (the interleaved schedule's contract); every chunk
+                # reads the micro-batch for its masks, labels and positions
+                data = [iter(micro) for _ in ddp] if len(ddp) > 1 else iter(micro)
                 stats = forward_backward(
-                    forward_step_func=_forward_step, data_iterator=iter(micro), model=[ddp], num_microbatches=k,
+                    forward_step_func=_forward_step, data_iterator=data, model=ddp, num_microbatches=k,
                     seq_length=loader.seq_len, micro_batch_size=mb.tokens.shape[0] // k, forward_only=False,
                 )  # fmt: skip
                 _, grad_norm, _ = opt.step()
@@ -293,7 +213,7 @@ def _train(cfg, shards, metrics_path, log, stop_after, resume, world: World, ini
                         mtp = values.detach().cpu().clone() / k
                         MTPLossLoggingHelper.clean_loss_in_tracker()
                     sums = torch.cat([sums, mtp])
-                sums = torch.cat([sums, meg.config.finalize_model_grads_func.ratio_sum])
+                sums = torch.cat([sums, chunks[0].config.finalize_model_grads_func.ratio_sum])
                 if world.pp_size > 1:
                     dist.all_reduce(sums, group=world.ps.get_pipeline_model_parallel_group())
                 if world.dp_size > 1:  # gloo has no AVG: sum, then divide
@@ -320,13 +240,13 @@ def _train(cfg, shards, metrics_path, log, stop_after, resume, world: World, ini
                 done_here += 1
                 loader_state = {"stage": idx, "state": loader.state_dict()}
                 if ckpt_dir and cfg.checkpoint.every and step % cfg.checkpoint.every == 0:
-                    last_ckpt = _save(ckpt_dir, step, meg, opt, loader_state, cfg, model_cfg)
+                    last_ckpt = _save(ckpt_dir, step, chunks, opt, loader_state, cfg, model_cfg)
             loader_state = None
         if ckpt_dir and done_here and (last_ckpt is None or not last_ckpt.name.endswith(f"{step:08d}")):
-            last_ckpt = _save(ckpt_dir, step, meg, opt, {"stage": idx, "state": loader.state_dict()}, cfg, model_cfg)
+            last_ckpt = _save(ckpt_dir, step, chunks, opt, {"stage": idx, "state": loader.state_dict()}, cfg, model_cfg)
     finally:
         sink.close()
-    return MegatronResult(step, metrics, meg, last_ckpt)
+    return MegatronResult(step, metrics, chunks[0], last_ckpt, chunks)
 
 
 def _load_ratio(ratio_sum: torch.Tensor) -> float | None:
@@ -357,10 +277,10 @@ def _forward_step(data_iterator, model):
     return per_token, loss_func
 
 
-def _save(ckpt_dir: Path, step: int, meg, opt, loader_state, cfg, model_cfg) -> Path:
+def _save(ckpt_dir: Path, step: int, chunks, opt, loader_state, cfg, model_cfg) -> Path:
     # the model as built (vocab_size resolved from the shards), so conversion needs no shards
     config = cfg.model_copy(update={"model": model_cfg}).model_dump(mode="json")
-    return checkpoint.save(ckpt_dir, step, meg, opt, {"loader": loader_state, "config": config})
+    return checkpoint.save(ckpt_dir, step, chunks, opt, {"loader": loader_state, "config": config})
 
 
 def _quiet(msg: str) -> None:

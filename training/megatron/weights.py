@@ -7,7 +7,8 @@ chunk along that dim (heads for the MLA up-projections, so every rank holds whol
 except SwiGLU's ``linear_fc1``, whose local weight is [gate chunk; up chunk]. The same
 parameters are how ``optim.TPMuon`` reassembles a full matrix. An expert-parallel rank holds
 ``num_moe_experts / ep`` whole experts, global ``ep_rank * E_local + i`` as its
-``local_experts.i`` (Megatron's ``SequentialMLP``). A pipeline stage holds its decoder layers
+``local_experts.i`` (Megatron's ``SequentialMLP``; ``linear_fc1.weight{i}`` under the TE spec),
+stacked into ``weight1`` / ``weight2`` for our grouped-GEMM experts (``experts.py``). A pipeline stage holds its decoder layers
 numbered from 0 (``TransformerLayer.layer_number`` is the global one, from 1): ``global_names``
 maps its parameter names to the whole model's, which the bridge and MuonSplit's blocks use.
 """
@@ -18,8 +19,12 @@ import re
 
 import torch
 
+from training.megatron.experts import stack_expert_weights
 from training.model.config import ModelConfig
-from training.tools.megatron_bridge import to_megatron_state_dict
+from training.tools.megatron_bridge import Spec, to_megatron_state_dict
+
+# an expert's global number in Megatron's names: SequentialMLP's local_experts.N, TEGroupedMLP's weightN
+_EXPERT_NUMBER = re.compile(r"(.*\.local_experts\.)(\d+)(\..*)|(.*\.experts\.linear_fc[12]\.weight)(\d+)()")
 
 
 def is_tp_sharded(p: torch.Tensor) -> bool:
@@ -68,23 +73,27 @@ def local_experts(sd: dict[str, torch.Tensor], num_experts: int, ep_rank: int, e
     per_rank = num_experts // ep_size
     out = {}
     for name, t in sd.items():
-        m = re.fullmatch(r"(.*\.local_experts\.)(\d+)(\..*)", name)
+        m = _EXPERT_NUMBER.fullmatch(name)
         if m is None:
             out[name] = t
-        elif ep_rank * per_rank <= int(m.group(2)) < (ep_rank + 1) * per_rank:
-            out[f"{m.group(1)}{int(m.group(2)) - ep_rank * per_rank}{m.group(3)}"] = t
+            continue
+        head, number, tail = (g for g in m.groups() if g is not None)
+        if ep_rank * per_rank <= int(number) < (ep_rank + 1) * per_rank:
+            out[f"{head}{int(number) - ep_rank * per_rank}{tail}"] = t
     return out
 
 
 @torch.no_grad()
-def load_our_weights(meg: torch.nn.Module, cfg: ModelConfig, ours: dict[str, torch.Tensor],
-                     tp_rank: int = 0, tp_size: int = 1, ep_rank: int = 0, ep_size: int = 1) -> None:  # fmt: skip
+def load_our_weights(meg: torch.nn.Module, cfg: ModelConfig, ours: dict[str, torch.Tensor], tp_rank: int = 0,
+                     tp_size: int = 1, ep_rank: int = 0, ep_size: int = 1, spec: Spec = "local") -> None:  # fmt: skip
     """Copy our full state dict into ``meg`` (this TP rank's slices, this EP rank's experts, this
     pipeline stage's layers); every Megatron parameter and buffer must be written (``_extra_state``
     aside), every tensor of ours used (by some stage)."""
-    sd = local_experts(to_megatron_state_dict(cfg, ours, "local"), cfg.num_moe_experts or 0, ep_rank, ep_size)
+    sd = local_experts(to_megatron_state_dict(cfg, ours, spec), cfg.num_moe_experts or 0, ep_rank, ep_size)
     names = global_names(meg)
     targets = {names[n]: t for n, t in list(meg.named_parameters()) + list(meg.named_buffers())}
+    if any(n.endswith(".experts.weight1") for n in targets):  # our grouped-GEMM experts
+        sd = stack_expert_weights(sd)
     whole = getattr(meg, "pre_process", True) and getattr(meg, "post_process", True)
     # _extra_state: TE/fp8 metadata; local_tokens_per_expert: the step's load counter (zero at start)
     missing = [k for k in targets if k not in sd and not k.endswith(("_extra_state", "local_tokens_per_expert"))]

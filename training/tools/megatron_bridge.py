@@ -31,7 +31,6 @@ from typing import Any, Literal
 import torch
 import torch.nn.functional as F
 
-from core.errors import ConfigError
 from training.model.config import ModelConfig
 
 Spec = Literal["te", "local"]
@@ -205,15 +204,18 @@ def from_megatron_state_dict(
     return out
 
 
-def build_megatron_model(cfg: ModelConfig, spec: Spec = "local", core_attention: Any = None, **parallel: Any):
+def build_megatron_model(cfg: ModelConfig, spec: Spec = "local", core_attention: Any = None, experts: Any = None,
+                         vp_stage: int | None = None, **parallel: Any):  # fmt: skip
     """Megatron GPTModel for ``cfg`` (call after ``parallel_state.initialize_model_parallel``).
 
     ``spec="local"``: Megatron's own modules with ``training/tools/megatron_local.py``'s substitutions
     (no Transformer Engine needed; DSA supported). ``spec="te"``: Megatron's Transformer-Engine
-    specs (TE must be installed; no DSA in 0.16.1). ``core_attention`` (local spec, not DSA)
-    replaces the causal stand-in, e.g. ``training.megatron.attention``'s document-masked one.
+    specs (TE must be installed; no DSA in 0.16.1). ``core_attention`` (not DSA) replaces the
+    core attention, e.g. ``training.megatron.attention``'s document-masked one; ``experts``
+    replaces the MoE layers' experts module (e.g. ``training.megatron.experts``' grouped GEMM).
+    ``vp_stage``: the virtual pipeline stage this model chunk is (interleaved schedule).
     ``parallel`` passes through Megatron config fields (``use_cpu_initialization``,
-    ``moe_token_dispatcher_type``, ``bf16``, ...)."""
+    ``moe_token_dispatcher_type``, ``bf16``, ``pipeline_model_parallel_layout``, ...)."""
     from megatron.core import parallel_state as ps
     from megatron.core.models.gpt import GPTModel
     from megatron.core.models.gpt.gpt_layer_specs import get_gpt_decoder_block_spec, get_gpt_mtp_block_spec
@@ -228,21 +230,20 @@ def build_megatron_model(cfg: ModelConfig, spec: Spec = "local", core_attention:
                 "megatron-core 0.16.1 has no TE decoder-block spec for DSA (experimental_attention_variant="
                 "'dsa' is not wired); use spec='local'"
             )
-        block = get_gpt_decoder_block_spec(mcfg, use_transformer_engine=True)
+        block = get_gpt_decoder_block_spec(mcfg, use_transformer_engine=True, vp_stage=vp_stage)
     else:
         megatron_local.patch_megatron_without_te()
         mcfg.moe_grouped_gemm = False  # local spec: SequentialMLP experts (local_experts.N)
-        block = megatron_local.local_block_spec(mcfg, dsa)
-        if core_attention is not None:
-            if dsa:
-                raise NotImplementedError("core_attention: DSA layers keep Megatron's DSAttention")
-            for layer in block.layer_specs:  # the MTP layer below is built from the last one
-                layer.submodules.self_attention.submodules.core_attention = core_attention
-    if cfg.mtp_depths and not block.layer_specs:  # a pipeline stage may hold the MTP block and no layer
-        raise ConfigError("megatron.pipeline_layout: an MTP block on a pipeline stage without decoder layers is "
-                          "not wired here (its layer spec is taken from the stage's last layer)")  # fmt: skip
+        block = megatron_local.local_block_spec(mcfg, dsa, vp_stage)
+    if (core_attention is not None or experts is not None) and dsa:
+        raise NotImplementedError("core_attention, experts: DSA layers keep Megatron's DSAttention and experts")
+    # the MTP layer is built from the whole model's last layer (not this stage's: a stage may hold
+    # the MTP block and no decoder layer, Megatron's "standalone" MTP)
+    mtp_layer = megatron_local.last_layer_spec(mcfg, dsa, spec == "te") if cfg.mtp_depths else None
+    for layer in [*block.layer_specs, *([mtp_layer] if mtp_layer is not None else [])]:
+        _substitute(layer, core_attention, experts)
     mtp = (
-        get_gpt_mtp_block_spec(mcfg, block.layer_specs[-1], use_transformer_engine=spec == "te")
+        get_gpt_mtp_block_spec(mcfg, mtp_layer, use_transformer_engine=spec == "te", vp_stage=vp_stage)
         if cfg.mtp_depths
         else None
     )
@@ -256,7 +257,20 @@ def build_megatron_model(cfg: ModelConfig, spec: Spec = "local", core_attention:
         rotary_base=int(cfg.rotary_base),
         share_embeddings_and_output_weights=not cfg.untie_embeddings_and_output_weights,
         mtp_block_spec=mtp,
-        # this pipeline stage's part (the whole model without pipeline parallelism)
-        pre_process=ps.is_pipeline_first_stage(),
-        post_process=ps.is_pipeline_last_stage(),
+        # this pipeline stage's (and virtual stage's) part: the whole model without pipeline parallelism
+        pre_process=ps.is_pipeline_first_stage(ignore_virtual=False, vp_stage=vp_stage),
+        post_process=ps.is_pipeline_last_stage(ignore_virtual=False, vp_stage=vp_stage),
+        vp_stage=vp_stage,
     )
+
+
+def _substitute(layer: Any, core_attention: Any, experts: Any) -> None:
+    """Our core attention and experts modules into one decoder layer's spec (in place)."""
+    from megatron.core.transformer.moe.moe_layer import MoELayer
+    from megatron.core.transformer.spec_utils import ModuleSpec
+
+    if core_attention is not None:
+        layer.submodules.self_attention.submodules.core_attention = core_attention
+    mlp = layer.submodules.mlp
+    if experts is not None and getattr(mlp, "module", None) is MoELayer:
+        mlp.submodules.experts = ModuleSpec(module=experts)

@@ -118,17 +118,29 @@ def dsa_core_attention_spec():
     return ModuleSpec(module=dsa.DSAttention, submodules=dsa.DSAttentionSubmodules(indexer=indexer))
 
 
-def local_block_spec(mcfg, dsa: bool):
-    """Megatron's local decoder-block spec with the substitutions above."""
-    from megatron.core.models.gpt.gpt_layer_specs import get_gpt_decoder_block_spec
-
+def _layer_specs(mcfg, dsa: bool, use_te: bool, build):
     variant = mcfg.experimental_attention_variant
     mcfg.experimental_attention_variant = None  # 0.16.1's block spec refuses "dsa"
     try:
-        block = get_gpt_decoder_block_spec(mcfg, use_transformer_engine=False)
+        out = build(mcfg, use_transformer_engine=use_te)
     finally:
         mcfg.experimental_attention_variant = variant
-    core = dsa_core_attention_spec() if dsa else _sdpa_core_attention_class()
-    for spec in block.layer_specs:
-        spec.submodules.self_attention.submodules.core_attention = core
-    return block
+    if not use_te:
+        core = dsa_core_attention_spec() if dsa else _sdpa_core_attention_class()
+        for spec in out.layer_specs if hasattr(out, "layer_specs") else out:
+            spec.submodules.self_attention.submodules.core_attention = core
+    return out
+
+
+def local_block_spec(mcfg, dsa: bool, vp_stage: int | None = None):
+    """Megatron's local decoder-block spec (this pipeline stage's layers) with the substitutions above."""
+    from megatron.core.models.gpt.gpt_layer_specs import get_gpt_decoder_block_spec
+
+    return _layer_specs(mcfg, dsa, False, lambda c, **kw: get_gpt_decoder_block_spec(c, vp_stage=vp_stage, **kw))
+
+
+def last_layer_spec(mcfg, dsa: bool, use_te: bool):
+    """The whole model's last decoder layer spec (what Megatron's MTP layer is built from)."""
+    from megatron.core.models.gpt.gpt_layer_specs import get_gpt_decoder_layer_specs
+
+    return _layer_specs(mcfg, dsa, use_te, get_gpt_decoder_layer_specs)[-1]

@@ -58,7 +58,8 @@ def test_masks_follow_our_document_rule(sft):
 def test_unsupported_modes_are_refused_with_the_reason():
     for sets, field in [
         (["parallel.pipeline_model_parallel_size=2", "parallel.virtual_pipeline_model_parallel_size=2"],
-         "virtual_pipeline_model_parallel_size"),
+         "micro_batches"),
+        (["megatron.experts=grouped_gemm", "parallel.tensor_model_parallel_size=2"], "experts"),
         (["model.dsa_indexer_n_heads=2", "model.dsa_indexer_head_dim=16", "model.dsa_indexer_topk=4"], "dsa"),
         (["optimizer.qk_clip_tau=100"], "qk_clip_tau"),
     ]:
@@ -71,8 +72,9 @@ def test_document_masks_make_megatron_forward_equal_ours(small_shards):
     masks) gives our LM and MTP losses; without the attention mask it does not."""
     from megatron.core.transformer.multi_token_prediction import MTPLossLoggingHelper
 
+    from training.megatron.build import build
     from training.megatron.cpu import cpu_stand_ins
-    from training.megatron.train import World, build
+    from training.megatron.world import World
     from training.train_config import build_model, resolve_stages
 
     cfg = load_megatron_config(CONFIG, ["loader.batch_size=2"])
@@ -85,7 +87,7 @@ def test_document_masks_make_megatron_forward_equal_ours(small_shards):
     with cpu_stand_ins():
         world = World(cfg)
         try:
-            _, meg, _, _ = build(cfg, stages, world)
+            meg = build(cfg, stages, world).chunks[0]
             ours = build_model(cfg, stages)
             got = {}
             with torch.no_grad():

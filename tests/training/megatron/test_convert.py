@@ -97,7 +97,7 @@ def test_megatron_checkpoint_to_ours_to_hf_and_back(megatron_run, small_shards):
     to_megatron(d / "ours", d / "meg_again", **quiet)
     with one_rank():
         again = _megatron_model(ours.cfg)
-        state = checkpoint.load_weights(d / "meg_again" / "step-00000000", again)
+        state = checkpoint.load_weights(d / "meg_again" / "step-00000000", [again])
         back = {k: v for k, v in again.state_dict().items() if not k.endswith("_extra_state")}
     assert state["converted_from"]["format"] == "ours" and state["step"] == 0
     assert set(back) == set(trained) and all(torch.equal(back[k], trained[k]) for k in trained)

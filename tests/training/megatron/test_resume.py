@@ -53,7 +53,7 @@ def test_cli_stop_and_resume_is_bit_exact(small_shards, tmp_path):
     from megatron.core import dist_checkpointing
 
     from training.megatron.cpu import cpu_stand_ins
-    from training.megatron.train import World
+    from training.megatron.world import World
 
     expected = {k: v for k, v in straight.model.state_dict().items() if not k.endswith("_extra_state")}
     with cpu_stand_ins():

@@ -31,6 +31,7 @@ class Built:
     chunks: list[Any]  # GPTModel per virtual pipeline stage on this rank
     ddp: list[Any]  # their DistributedDataParallel wrappers
     optimizer: Any
+    layout: str | None  # Megatron's pipeline_model_parallel_layout (None: no pipeline or its even split)
 
 
 def spec_kind(cfg: TrainerConfig) -> str:
@@ -73,6 +74,7 @@ def build(cfg: TrainerConfig, stages, world: World, init_from: str | Path | None
     if dispatcher == "auto":
         dispatcher = "alltoall" if torch.cuda.is_available() else "allgather"
     spec, experts, p = spec_kind(cfg), experts_class(cfg), cfg.parallel
+    layout = _layout(cfg, ours.cfg, stages)
     chunks = []
     for vp in range(world.vpp_size):
         chunks.append(build_megatron_model(
@@ -81,9 +83,10 @@ def build(cfg: TrainerConfig, stages, world: World, init_from: str | Path | None
             moe_token_dispatcher_type=dispatcher,  # perform_initialization stays on: it sets the TP attributes
             tensor_model_parallel_size=world.tp_size, expert_model_parallel_size=world.ep_size,
             pipeline_model_parallel_size=world.pp_size, virtual_pipeline_model_parallel_size=p.virtual_pipeline_model_parallel_size,
-            pipeline_model_parallel_layout=_layout(cfg, ours.cfg, stages),
-            pipeline_dtype=torch.bfloat16 if cfg.precision == "bf16" else torch.float32,
-            bf16=cfg.precision == "bf16",
+            pipeline_model_parallel_layout=layout,
+            # precision bf16 = ours: autocast over fp32 master weights (Megatron's schedule enters
+            # torch.autocast("cuda") per forward); residual activations, so stage-to-stage tensors, stay fp32
+            pipeline_dtype=torch.float32, enable_autocast=cfg.precision == "bf16", autocast_dtype=torch.bfloat16,
             # Megatron refuses MoE + TP in training without it ("performance may degrade ...")
             sequence_parallel=world.tp_size > 1 and bool(cfg.model.num_moe_experts),
         ))  # fmt: skip
@@ -98,7 +101,7 @@ def build(cfg: TrainerConfig, stages, world: World, init_from: str | Path | None
     config.finalize_model_grads_func = LoadReader(finalize_model_grads)  # + the step's expert loads
     config.no_sync_func = [d.no_sync for d in ddp] if len(ddp) > 1 else ddp[0].no_sync
     opt = build_optimizer(ddp, ours.cfg, ours.up_proj_blocks(), cfg.optimizer, cfg.grad_clip)
-    return Built(ours.cfg, chunks, ddp, opt)
+    return Built(ours.cfg, chunks, ddp, opt, layout)
 
 
 def _layout(cfg: TrainerConfig, model_cfg: ModelConfig, stages) -> str | None:

@@ -146,6 +146,8 @@ def _train(cfg, shards, metrics_path, log, stop_after, resume, world: World, ini
     # a checkpoint to resume from wins: the run already started from init_from's weights
     built = build(cfg, stages, world, init_from if found is None else None)
     model_cfg, chunks, ddp, opt = built.model_cfg, built.chunks, built.ddp, built.optimizer
+    if world.pp_size > 1:
+        log(f"pipeline: {world.pp_size} stages x {world.vpp_size} virtual, layout {built.layout or 'even split'}")
     if init_from is not None and found is None:
         log(f"initialised from {init_from}")
     if found is not None:
@@ -240,10 +242,10 @@ def _train(cfg, shards, metrics_path, log, stop_after, resume, world: World, ini
                 done_here += 1
                 loader_state = {"stage": idx, "state": loader.state_dict()}
                 if ckpt_dir and cfg.checkpoint.every and step % cfg.checkpoint.every == 0:
-                    last_ckpt = _save(ckpt_dir, step, chunks, opt, loader_state, cfg, model_cfg)
+                    last_ckpt = _save(ckpt_dir, step, chunks, opt, loader_state, cfg, built)
             loader_state = None
         if ckpt_dir and done_here and (last_ckpt is None or not last_ckpt.name.endswith(f"{step:08d}")):
-            last_ckpt = _save(ckpt_dir, step, chunks, opt, {"stage": idx, "state": loader.state_dict()}, cfg, model_cfg)
+            last_ckpt = _save(ckpt_dir, step, chunks, opt, {"stage": idx, "state": loader.state_dict()}, cfg, built)
     finally:
         sink.close()
     return MegatronResult(step, metrics, chunks[0], last_ckpt, chunks)
@@ -277,10 +279,11 @@ def _forward_step(data_iterator, model):
     return per_token, loss_func
 
 
-def _save(ckpt_dir: Path, step: int, chunks, opt, loader_state, cfg, model_cfg) -> Path:
+def _save(ckpt_dir: Path, step: int, chunks, opt, loader_state, cfg, built) -> Path:
     # the model as built (vocab_size resolved from the shards), so conversion needs no shards
-    config = cfg.model_copy(update={"model": model_cfg}).model_dump(mode="json")
-    return checkpoint.save(ckpt_dir, step, chunks, opt, {"loader": loader_state, "config": config})
+    config = cfg.model_copy(update={"model": built.model_cfg}).model_dump(mode="json")
+    return checkpoint.save(ckpt_dir, step, chunks, opt, {"loader": loader_state, "config": config,
+                                                         "pipeline_layout": built.layout})  # fmt: skip
 
 
 def _quiet(msg: str) -> None:

@@ -73,6 +73,8 @@ def grouped_gemm_experts_class():
 
         def forward(self, permuted_local_hidden_states, tokens_per_expert, permuted_probs):
             x = permuted_local_hidden_states
+            if torch.is_autocast_enabled(x.device.type):  # autocast does not reach a custom kernel
+                x = x.to(torch.get_autocast_dtype(x.device.type))
             self.kernel, gemm = gemm_for(x)
             counts = tokens_per_expert.to(x.device)  # the kernel reads the offsets on the device
             w1 = self.weight1.view(self.num_local_experts, self.config.hidden_size, -1)

@@ -29,7 +29,13 @@ rewritten after every section so a killed run still leaves data:
                    Not compared: MTP (Megatron 0.16's GPTModel with MTP returns only losses),
                    document masks (Megatron's path here is causal over the whole row), the TE
                    spec (only when transformer_engine is importable).
+  megatron_train   a few training steps of the 2-layer GLM-5-shaped model through training.megatron,
+                   Megatron's own experts vs our grouped GEMM (megatron.experts): tokens/s, peak
+                   memory, MFU, the grouped-GEMM ratio, the experts module alone
+                   (training/tools/gpu_check_megatron.py)
   kernels          benchmarks/kernels_gpu.py (MoE Triton kernels: correctness + timings)
+  hf_engine        our HF export (training.hf export) loaded by vLLM or SGLang where one imports,
+                   else the report says neither does
 
 Without CUDA it writes {"status": "skipped", ...} and exits 2; 0 when every section passed,
 1 otherwise.
@@ -56,11 +62,13 @@ WHEELS = ROOT / "vendor" / "gpu-wheels"
 SITE = ROOT / "vendor" / "gpu-site"
 # distributions the GPU machine needs besides its own torch/triton (pinned to this venv's versions)
 VENDORED = ["megatron-core", "pydantic", "pydantic-core", "annotated-types", "typing-extensions",
-            "typing-inspection", "PyYAML", "packaging", "numpy"]  # fmt: skip
+            "typing-inspection", "PyYAML", "packaging", "numpy", "safetensors"]  # fmt: skip
 # the machine's own copy is fine whatever its version; others are unpacked unless the same version
 # is importable (vendor/gpu-site goes first on sys.path, so ours wins over an older pydantic)
 ANY_VERSION = {"numpy", "packaging", "typing_extensions"}
-SECTIONS = {"install": 10, "megatron_config": 60, "megatron_logits": 200, "kernels": 300}  # max seconds each
+# max seconds each; together more than the default budget: a section gets min(its cap, what is left)
+SECTIONS = {"install": 10, "megatron_config": 30, "megatron_logits": 110, "megatron_train": 150, "kernels": 120,
+            "hf_engine": 60}  # fmt: skip
 
 
 # -- vendored wheels ------------------------------------------------------------------------------
@@ -152,19 +160,6 @@ def section_megatron_config() -> dict:
     return {"class": type(m).__name__, **{k: getattr(m, k) for k in keys}}
 
 
-def glm5_layer_config(dsa: bool = True, **extra):
-    from training.model.config import ModelConfig
-
-    if dsa:
-        extra = {"dsa_indexer_n_heads": 32, "dsa_indexer_head_dim": 128, "dsa_indexer_topk": 2048, **extra}
-
-    return ModelConfig(num_layers=2, hidden_size=6144, ffn_hidden_size=12288, num_attention_heads=64,
-                       vocab_size=154880, q_lora_rank=2048, kv_lora_rank=512, qk_head_dim=192,
-                       qk_pos_emb_head_dim=64, v_head_dim=256, num_moe_experts=16, moe_router_topk=8,
-                       moe_ffn_hidden_size=2048, moe_shared_expert_intermediate_size=2048,
-                       moe_router_topk_scaling_factor=2.5, moe_first_k_dense_layers=1, **extra)  # fmt: skip
-
-
 def compare_logits(cfg, seq: int, spec: str = "local") -> dict:
     """Ours vs Megatron's GPTModel on the same converted weights (one CUDA device)."""
     import torch
@@ -228,6 +223,7 @@ def section_megatron_logits() -> dict:
     from megatron.core.tensor_parallel.random import model_parallel_cuda_manual_seed
 
     from training.tools import megatron_local
+    from training.tools.gpu_check_megatron import glm5_layer_config
 
     torch.backends.cuda.matmul.allow_tf32 = False  # compare in true fp32
     torch.backends.cudnn.allow_tf32 = False
@@ -345,8 +341,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if a.section:  # inside a section subprocess
         install()
+        from training.tools.gpu_check_megatron import section_hf_engine, section_megatron_train
+
         fn = {"install": section_install, "megatron_config": section_megatron_config,
-              "megatron_logits": section_megatron_logits, "kernels": lambda: section_kernels(a.budget_s - 5)}  # fmt: skip
+              "megatron_logits": section_megatron_logits, "kernels": lambda: section_kernels(a.budget_s - 5),
+              "megatron_train": section_megatron_train, "hf_engine": section_hf_engine}  # fmt: skip
         try:
             res = fn[a.section]()
             res.setdefault("ok", True)

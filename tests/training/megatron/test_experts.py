@@ -6,16 +6,23 @@ and bf16) and one with ours (Megatron's ``GroupedMLP`` on ``kernels.reference.gr
 the Triton kernel on CUDA): the same per-token losses, MTP included, and the same gradients for
 every parameter (the experts' compared through the same stacking as the weights). A dist
 checkpoint of ours loads into ``SequentialMLP`` tensor for tensor (``convert.py``'s path).
-Measured: losses within 1e-6, gradients within 1e-6 relative.
+Measured: losses and gradients equal (0.0 difference) on the reference, and on the Triton kernel
+itself run by Triton's CPU interpreter in a fresh process.
 """
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
 
 from tests.training.glm_tiny import tiny_model
-from tests.training.megatron.launch import CONFIG
+from tests.training.megatron.launch import CONFIG, ROOT
+
+INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 
 
 @pytest.fixture
@@ -58,7 +65,8 @@ def test_our_grouped_gemm_experts_equal_megatrons_inside_its_moe_layer(one_rank,
         losses[name] = per_token.detach()
     moe = [*mine.decoder.layers[1:], mine.mtp.layers[0].transformer_layer]  # the MTP layer's too
     assert {type(m.mlp.experts).__name__ for m in moe} == {"GroupedGemmExperts"}
-    assert mine.decoder.layers[1].mlp.experts.kernel == "reference"  # CPU: the pure-torch reference
+    # CPU: the pure-torch reference; the Triton kernel under its interpreter (the test below)
+    assert mine.decoder.layers[1].mlp.experts.kernel == ("triton" if INTERPRET else "reference")
     print(f"max |loss difference| {(losses['ours'] - losses['megatron']).abs().max():.1e}")
     assert (losses["ours"] - losses["megatron"]).abs().max() < 1e-5
     want = stack_expert_weights({n: p.grad for n, p in theirs.named_parameters()})
@@ -75,6 +83,19 @@ def test_our_grouped_gemm_experts_equal_megatrons_inside_its_moe_layer(one_rank,
     expected = {k: v for k, v in theirs.state_dict().items() if not k.endswith("_extra_state")}
     loaded = fresh.state_dict()
     assert all(torch.equal(loaded[k], v) for k, v in expected.items())
+
+
+@pytest.mark.slow  # a fresh interpreter importing Megatron and Triton: a minute on 2 shared cores
+@pytest.mark.skipif(INTERPRET or torch.cuda.is_available(), reason="this is the interpreter run itself / CUDA")
+def test_the_triton_kernel_itself_inside_megatrons_moe_layer():
+    """The test above with ``TRITON_INTERPRET=1`` set before triton is imported: our experts then
+    run the real Triton grouped GEMM (forward, dX, dW kernels) on CPU tensors."""
+    test = "tests/training/megatron/test_experts.py::test_our_grouped_gemm_experts_equal_megatrons_inside_its_moe_layer"
+    env = {**os.environ, "TRITON_INTERPRET": "1", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-s", test], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert r.returncode == 0 and "1 passed" in r.stdout, r.stdout[-4000:] + r.stderr[-2000:]
+    print([line for line in r.stdout.splitlines() if line.startswith("max ")])
 
 
 def test_training_with_our_experts_equals_megatrons_own(small_shards):

@@ -28,7 +28,7 @@ help:
 	@echo "make train      train the tiny GLM-5-shaped model on the demo shards -> out/train/"
 	@echo "make train-dist the same with torchrun on NPROC=2 ranks (FSDP2 data + expert parallel) -> out/train-dist/"
 	@echo "make train-megatron  the same model and shards trained by Megatron-core (GPTModel, schedules, dist ckpt) -> out/train-megatron/"
-	@echo "make gpu-check  on a CUDA machine: Megatron GPTModel vs ours + MoE kernels -> out/gpu-check/report.json"
+	@echo "make gpu-check  on a CUDA machine: Megatron GPTModel vs ours, Megatron training (its experts vs our grouped GEMM), MoE kernels, HF export in vLLM/SGLang -> out/gpu-check/report.json"
 	@echo "make gpu-vendor download megatron-core + small deps (py3.12 wheels) into vendor/gpu-wheels for gpu-check"
 	@echo "make sft        SFT with the GLM-5 chat template on the sample conversations -> out/sft/"
 	@echo "make rl-demo    CPU demo: SFT -> RL on A -> RL on B -> distillation -> out/rl_demo/curves.{json,png}"
@@ -180,7 +180,8 @@ train-megatron: setup
 	  --metrics out/train-megatron/metrics.jsonl --checkpoint-dir out/train-megatron/ckpt
 
 # one call on a CUDA machine that reaches no registry (python3.12 + torch + triton there): Megatron's
-# GPTModel vs ours, then the MoE kernels -> out/gpu-check/report.json; exits 2 ("skipped") without CUDA.
+# GPTModel vs ours, Megatron training, the MoE kernels, an inference engine -> out/gpu-check/report.json;
+# exits 2 ("skipped") without CUDA.
 # `make gpu-vendor` (here) first fills vendor/gpu-wheels, which travels with the tree.
 GPU_PY ?= $(if $(wildcard $(PY)),$(PY),python3)
 gpu-check:

@@ -1,4 +1,4 @@
-"""One GPU check: Megatron-core's GPTModel vs ours, then the MoE kernels; one JSON report.
+"""One GPU check: Megatron's GPTModel vs ours, Megatron training, MoE kernels, an inference engine; one JSON report.
 
 ``make gpu-check`` (``python -m training.tools.gpu_check out/gpu-check/report.json``) is meant for a
 CUDA machine that reaches no package registry and has its own Python 3.12, torch and triton.

@@ -1,5 +1,5 @@
 """``python -m samples agentic``: the tiny SWE instance and Harbor task of configs/rl_agentic_tiny.yaml,
-written into the cache once (a second run keeps them)."""
+written into the cache once (a second run keeps them). Run from the checkout: samples is not installed."""
 
 import json
 import subprocess
@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_agentic_samples_are_built_once_in_the_cache(tmp_path):
     def run() -> dict[str, Path]:
-        res = subprocess.run([sys.executable, "-m", "samples", "agentic", "--cache", str(tmp_path)], cwd=tmp_path,
+        res = subprocess.run([sys.executable, "-m", "samples", "agentic", "--cache", str(tmp_path)], cwd=ROOT,
                              capture_output=True, text=True)
         assert res.returncode == 0, res.stderr
         return {k: Path(v) for k, v in (line.split(": ", 1) for line in res.stdout.splitlines())}

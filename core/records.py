@@ -39,8 +39,6 @@ PROMOTABLE_TYPES: dict[str, pa.DataType] = {
     "string": pa.string(),
     "bool": pa.bool_(),
 }
-_SPARK_DDL = {"float64": "double", "int64": "bigint", "string": "string", "bool": "boolean"}
-
 
 # A lone UTF-16 surrogate (e.g. JSON "\\udcff", common in crawled data) is a valid Python str
 # character that no UTF-8 writer (Arrow, Parquet, json.dumps(ensure_ascii=False).encode) accepts.
@@ -146,18 +144,6 @@ def document_schema(promoted: Mapping[str, str] | None = None) -> pa.Schema:
 def reject_schema(promoted: Mapping[str, str] | None = None) -> pa.Schema:
     schema = document_schema(promoted)
     return schema.append(pa.field(STAGE, pa.string())).append(pa.field(REASON, pa.string()))
-
-
-def spark_ddl(schema: pa.Schema) -> str:
-    """The Spark DDL string for one of our schemas (used as mapInArrow's output schema)."""
-    names = {v: k for k, v in PROMOTABLE_TYPES.items()}
-    parts = []
-    for f in schema:
-        ddl = _SPARK_DDL.get(names.get(f.type, ""), None)
-        if ddl is None:
-            raise ValueError(f"no Spark type for column {f.name} ({f.type})")
-        parts.append(f"{f.name} {ddl}")
-    return ", ".join(parts)
 
 
 def _promoted_value(value: Any, type_name: str) -> Any:

@@ -1,14 +1,18 @@
-"""The one SparkSession factory (and failure message) every Spark entry point shares: pipelines' jobs, the SWE fan-out.
+"""Spark plumbing every Spark entry point shares: the one SparkSession factory, the one
+Arrow -> Spark schema, the input partition count, and the one-line failure message.
 
-It lives in ``core`` because both ``pipelines/`` and ``swe_envs/`` start sessions and
-``swe_envs`` never imports ``pipelines``.
+It lives in ``core`` because both ``pipelines/`` and ``swe_envs/`` run on Spark and ``swe_envs``
+never imports ``pipelines``. pyspark is imported
+inside the functions: nothing here needs it until a session is asked for.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
+import pyarrow as pa
 from pydantic import Field
 
 from core.config import StrictModel
@@ -57,3 +61,18 @@ def worker_error(err: BaseException) -> str:
         if "Error:" in ln or "Exception:" in ln:
             return ln
     return lines[0] if lines else type(err).__name__
+
+
+def spark_schema(schema: pa.Schema):
+    """The Spark type of an Arrow schema (a ``mapInArrow`` output type): pyspark's own Arrow
+    conversion, every column nullable (as Spark makes a ``mapInArrow`` output's columns anyway)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+    from pyspark.sql.types import StructField, StructType
+
+    return StructType([StructField(f.name, f.dataType, True) for f in from_arrow_schema(schema)])
+
+
+def input_partitions(session: Any, cfg: SparkConfig, items: int) -> int:
+    """Partitions for a list of ``items`` inputs (files, mining units): ``cfg.input_partitions``
+    or the cluster's default parallelism, never more than there are items, at least one."""
+    return max(1, min(cfg.input_partitions or session.sparkContext.defaultParallelism, items))

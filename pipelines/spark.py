@@ -24,10 +24,10 @@ from typing import Any
 import pyarrow as pa
 
 from core.errors import UserError
-from core.records import REASON, STAGE, doc_to_row, get_reject, reject_schema, reject_to_row, spark_ddl
+from core.records import REASON, STAGE, doc_to_row, get_reject, reject_schema, reject_to_row
 
 # the one session factory, shared with swe_envs (re-exported: jobs and tests import it from here)
-from core.spark import SparkConfig, worker_error
+from core.spark import SparkConfig, input_partitions, spark_schema, worker_error
 from pipelines.chain import StepChain
 from pipelines.inputs import InputFile, ReadLimits, list_input_files
 from pipelines.job import DocJob, JobResult, Layout, finish, prepare_output
@@ -97,8 +97,7 @@ def run_spark(job: DocJob, out: str | Path | Layout, spark, cfg: SparkConfig | N
     files = [f.model_copy(update={"path": os.path.abspath(f.path)}) for f in files]
     chain = replace(job, steps=ship_step_files(job.steps, spark.sparkContext)).chain()
     schema = reject_schema(chain.promoted)
-    n_parts = cfg.input_partitions or spark.sparkContext.defaultParallelism
-    n_parts = max(1, min(n_parts, len(files)))
+    n_parts = input_partitions(spark, cfg, len(files))
     rows = [(i, f.model_dump_json()) for i, f in enumerate(files)]
     files_df = spark.createDataFrame(spark.sparkContext.parallelize(rows, n_parts), "idx long, file string")
     limits = job.limits
@@ -106,7 +105,7 @@ def run_spark(job: DocJob, out: str | Path | Layout, spark, cfg: SparkConfig | N
     def body(batches):
         return process_partition(batches, chain, limits, schema, n_parts)
 
-    result = files_df.mapInArrow(body, spark_ddl(schema)).persist(StorageLevel.MEMORY_AND_DISK)
+    result = files_df.mapInArrow(body, spark_schema(schema)).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         kept = result.filter(F.col(STAGE).isNull()).drop(STAGE, REASON)
         kept.write.mode("overwrite").parquet(str(layout.documents))

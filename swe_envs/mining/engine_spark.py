@@ -17,6 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from core.spark import spark_schema
 from filters.minhash_clusters import clusters_verified_spark
 from swe_envs.mining.config import MiningConfig
 from swe_envs.mining.decontam import BenchmarkIndex
@@ -42,15 +43,6 @@ from swe_envs.mining.stages import (
 )
 
 BATCH_ROWS = 512
-
-
-def ddl(schema: pa.Schema):
-    """mapInArrow's output type for ``schema``: pyspark's own Arrow conversion, every column
-    nullable (as Spark makes a mapInArrow output's columns anyway)."""
-    from pyspark.sql.pandas.types import from_arrow_schema
-    from pyspark.sql.types import StructField, StructType
-
-    return StructType([StructField(f.name, f.dataType, True) for f in from_arrow_schema(schema)])
 
 
 def arrow_map(fn: Callable[[Iterable[dict[str, Any]]], Iterable[dict[str, Any]]], schema: pa.Schema):
@@ -88,7 +80,7 @@ def run_spark_mine(
     # from several branches would otherwise compute it once per branch, concurrently.
     timings: dict[str, float] = {}
     t = time.monotonic()
-    ex = units_df.mapInArrow(arrow_map(extract, EXTRACT_SCHEMA), ddl(EXTRACT_SCHEMA)).persist(keep)
+    ex = units_df.mapInArrow(arrow_map(extract, EXTRACT_SCHEMA), spark_schema(EXTRACT_SCHEMA)).persist(keep)
     ex.count()
     timings["parse_s"] = round(time.monotonic() - t, 3)
     t = time.monotonic()
@@ -103,7 +95,7 @@ def run_spark_mine(
             F.collect_list("payload").alias("payloads"),
         )
     )
-    entities = groups.mapInArrow(arrow_map(merge_rows, ENTITY_SCHEMA), ddl(ENTITY_SCHEMA)).persist(keep)
+    entities = groups.mapInArrow(arrow_map(merge_rows, ENTITY_SCHEMA), spark_schema(ENTITY_SCHEMA)).persist(keep)
     entities.count()
     facts = obs.filter(~F.col("kind").isin(*ENTITY_KINDS)).select(
         "kind", "repo", "number", "ref_repo", "ref_number", "sha"
@@ -122,12 +114,12 @@ def run_spark_mine(
     timings["merge_link_s"] = round(time.monotonic() - t, 3)
 
     link_rejects = spark.sql(render(LINK_REJECTS, "spark", closing)).mapInArrow(
-        arrow_map(lambda rs: link_reject_rows(rs, cfg), REJECT_SCHEMA), ddl(REJECT_SCHEMA)
+        arrow_map(lambda rs: link_reject_rows(rs, cfg), REJECT_SCHEMA), spark_schema(REJECT_SCHEMA)
     )
     pairs = spark.sql(render(PAIRS, "spark", closing))
     pairs = pairs.repartition(max(1, spark.sparkContext.defaultParallelism), "pr_repo").persist(keep)
     filtered = pairs.mapInArrow(
-        arrow_map(lambda rs: filter_pairs(rs, cfg), PAIR_SCHEMA), ddl(PAIR_SCHEMA)
+        arrow_map(lambda rs: filter_pairs(rs, cfg), PAIR_SCHEMA), spark_schema(PAIR_SCHEMA)
     ).persist(keep)
     t = time.monotonic()
     n_filtered = filtered.count()  # materialises the per-pair filters once
@@ -146,12 +138,12 @@ def run_spark_mine(
                 return dedup_reject_rows(rs, dup_of, cfg)
 
             dupes = kept.join(F.broadcast(dup), "id")
-            rejects.append(dupes.mapInArrow(arrow_map(dedup_body, REJECT_SCHEMA), ddl(REJECT_SCHEMA)))
+            rejects.append(dupes.mapInArrow(arrow_map(dedup_body, REJECT_SCHEMA), spark_schema(REJECT_SCHEMA)))
             kept = kept.join(F.broadcast(dup), "id", "left_anti")
     timings["dedup_s"] = round(time.monotonic() - t, 3)
     t = time.monotonic()
     final = kept.mapInArrow(
-        arrow_map(lambda rs: finish_pairs(rs, cfg, index), FINAL_SCHEMA), ddl(FINAL_SCHEMA)
+        arrow_map(lambda rs: finish_pairs(rs, cfg, index), FINAL_SCHEMA), spark_schema(FINAL_SCHEMA)
     )
     final = final.persist(keep)
     rejects.append(final.filter(F.col("stage").isNotNull()).select(*REJECT_SCHEMA.names))

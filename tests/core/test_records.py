@@ -17,7 +17,6 @@ from core.records import (
     reject_schema,
     reject_to_row,
     row_to_doc,
-    spark_ddl,
     truncate_for_reject,
 )
 
@@ -69,11 +68,3 @@ def test_reject_marking_and_rows():
     pa.RecordBatch.from_pylist([row], schema=reject_schema({}))
     with pytest.raises(ValueError, match="not marked"):
         reject_to_row(Document(text="", id="k"), {})
-
-
-def test_spark_ddl_matches_schema():
-    ddl = spark_ddl(reject_schema({"score": "float64", "n": "int64", "ok": "bool"}))
-    assert (
-        ddl
-        == "id string, text string, metadata string, score double, n bigint, ok boolean, stage string, reason string"
-    )

@@ -17,9 +17,7 @@ the step chain kept while running; a mismatch means a document was lost and fail
 
 from __future__ import annotations
 
-import hashlib
 import json
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,13 +26,12 @@ from typing import Any
 import duckdb
 from datatrove.pipeline.base import PipelineStep
 
-from core.errors import UserError
 from core.io import atomic_write_text
 from core.records import READ_FLAGS
 from pipelines.chain import StageCounts, StepChain, check_balanced, describe_step
 from pipelines.inputs import InputFile, InputSpec, ReadLimits
 
-DOCUMENTS, REJECTS, JOB_JSON, FINGERPRINT = "documents", "rejects", "job.json", "fingerprint.json"
+DOCUMENTS, REJECTS, JOB_JSON = "documents", "rejects", "job.json"
 
 
 @dataclass(frozen=True)
@@ -117,64 +114,44 @@ class JobResult:
         }
 
 
-def _is_dataset_dir(path: Path) -> bool:
-    """Only Parquet parts and engine bookkeeping: safe to delete on overwrite."""
-    return all(p.is_file() and (p.suffix == ".parquet" or p.name.startswith((".", "_"))) for p in path.iterdir())
-
-
-def prepare_output(layout: Layout, fingerprint: dict[str, Any], overwrite: bool) -> None:
-    """Make the layout ready. Re-running the same job resumes it (finished tasks are kept);
-    running a different job into it is refused unless ``overwrite``, which starts clean."""
-    fp_path = layout.state / FINGERPRINT
-    digest = hashlib.sha256(json.dumps(fingerprint, sort_keys=True, default=str).encode()).hexdigest()
-    if overwrite:
-        # only ever delete what a job wrote: an empty directory or one holding our fingerprint
-        if layout.state.exists():
-            if any(layout.state.iterdir()) and not fp_path.is_file():
-                raise UserError(f"{layout.state} is not empty and is not a job output; refusing to overwrite it")
-            shutil.rmtree(layout.state)
-        for d in (layout.documents, layout.rejects):
-            if d.exists():
-                if not _is_dataset_dir(d):
-                    raise UserError(f"{d} holds more than a dataset; refusing to overwrite it")
-                shutil.rmtree(d)
-    if fp_path.is_file():
-        old = json.loads(fp_path.read_text())
-        if old.get("digest") != digest:
-            raise UserError(
-                f"{layout.state} holds the output of a different job or config; "
-                "pass --overwrite to replace it or choose another output directory"
-            )
-    layout.state.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(fp_path, json.dumps({"digest": digest, "job": fingerprint}, indent=2, default=str))
-
-
-def counts_from_outputs(layout: Layout, stages: list[str]) -> dict[str, StageCounts]:
-    """Per-stage counts derived only from what was written (DuckDB over the Parquet files).
-
-    Each document passes the stages in order, so stage i saw everything the reader produced
-    minus what stages before i rejected."""
-    con = duckdb.connect()
-    kept = con.execute(f"SELECT count(*) FROM read_parquet('{layout.documents}/*.parquet')").fetchone()[0]
+def rejected_by_stage(con, rejects: str | Path, stages: list[str]) -> dict[str, dict[str, int]]:
+    """Rejects per stage and reason in a rejects dataset (a directory of Parquet parts); a stage
+    the job does not have fails the job."""
     rows = con.execute(
-        f"SELECT stage, reason, count(*) FROM read_parquet('{layout.rejects}/*.parquet') GROUP BY 1, 2"
+        f"SELECT stage, reason, count(*) FROM read_parquet('{rejects}/*.parquet') GROUP BY 1, 2"
     ).fetchall()
     rejected: dict[str, dict[str, int]] = {s: {} for s in stages}
     for stage, reason, n in rows:
         if stage not in rejected:
             raise AssertionError(f"rejects name an unknown stage {stage!r} (job stages: {stages})")
         rejected[stage][reason] = n
-    total = kept + sum(sum(r.values()) for r in rejected.values())
-    counts, remaining = {}, total
+    return rejected
+
+
+def stage_counts(stages: list[str], rejected: dict[str, dict[str, int]], entering: dict[str, int]
+                 ) -> dict[str, StageCounts]:
+    """The one stage count: each stage saw what the stage before it kept, except where
+    ``entering`` says how many units came in (the first stage; a stage whose unit changes, as
+    the miner's records become links, then pairs); in = kept + rejected by construction."""
+    counts: dict[str, StageCounts] = {}
+    kept = 0
     for s in stages:
         n_rej = sum(rejected[s].values())
-        counts[s] = StageCounts(
-            docs_in=remaining,
-            kept=remaining - n_rej,
-            rejected=n_rej,
-            reasons=dict(sorted(rejected[s].items())),
-        )
-        remaining -= n_rej
+        docs_in = entering.get(s, kept)
+        kept = docs_in - n_rej
+        if kept < 0:  # the one way a loss can show here
+            raise AssertionError(f"stage {s}: {n_rej} rejected out of {docs_in}")
+        counts[s] = StageCounts(docs_in=docs_in, kept=kept, rejected=n_rej, reasons=dict(sorted(rejected[s].items())))
+    return counts
+
+
+def counts_from_outputs(layout: Layout, stages: list[str]) -> dict[str, StageCounts]:
+    """Per-stage counts derived only from what was written (DuckDB over the Parquet files)."""
+    con = duckdb.connect()
+    kept = con.execute(f"SELECT count(*) FROM read_parquet('{layout.documents}/*.parquet')").fetchone()[0]
+    rejected = rejected_by_stage(con, layout.rejects, stages)
+    total = kept + sum(sum(r.values()) for r in rejected.values())
+    counts = stage_counts(stages, rejected, {stages[0]: total} if stages else {})
     if stages:
         counts[stages[0]].flags = _read_flags(con, layout)
     return counts

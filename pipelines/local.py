@@ -28,10 +28,11 @@ from pydantic import Field
 from core.config import StrictModel
 from core.errors import UserError
 from core.io import atomic_write_text
+from core.outputs import prepare_output
 from core.records import doc_to_row, document_schema, get_reject, reject_schema, reject_to_row
 from pipelines.chain import StageCounts, StepChain, merge_counts
 from pipelines.inputs import list_input_files
-from pipelines.job import DOCUMENTS, REJECTS, DocJob, JobResult, Layout, finish, prepare_output
+from pipelines.job import DOCUMENTS, REJECTS, DocJob, JobResult, Layout, finish
 from pipelines.readers import DocumentReader
 
 COUNTS = "counts"
@@ -101,7 +102,8 @@ def run_local(job: DocJob, out: str | Path | Layout, cfg: LocalEngineConfig, ove
     files = list_input_files(job.inputs)
     tasks = min(cfg.tasks, len(files))
     chain = job.chain()
-    prepare_output(layout, job.fingerprint(files) | {"engine": "local", "tasks": tasks}, overwrite)
+    prepare_output(layout.state, job.fingerprint(files) | {"engine": "local", "tasks": tasks}, overwrite,
+                   (layout.documents, layout.rejects))
     logs = layout.state / "logs"
     executor = LocalPipelineExecutor(
         pipeline=[DocumentReader(files, job.limits), ChainWriter(chain, layout)],

@@ -24,13 +24,14 @@ from typing import Any
 import pyarrow as pa
 
 from core.errors import UserError
+from core.outputs import prepare_output
 from core.records import REASON, STAGE, doc_to_row, get_reject, reject_schema, reject_to_row
 
 # the one session factory, shared with swe_envs (re-exported: jobs and tests import it from here)
 from core.spark import SparkConfig, input_partitions, spark_schema, worker_error
 from pipelines.chain import StepChain
 from pipelines.inputs import InputFile, ReadLimits, list_input_files
-from pipelines.job import DocJob, JobResult, Layout, finish, prepare_output
+from pipelines.job import DocJob, JobResult, Layout, finish
 from pipelines.readers import read_files
 from pipelines.spark_files import ship_step_files
 
@@ -91,7 +92,8 @@ def run_spark(job: DocJob, out: str | Path | Layout, spark, cfg: SparkConfig | N
     started = time.monotonic()
     layout = (out if isinstance(out, Layout) else Layout.single(out)).absolute()
     files = list_input_files(job.inputs)
-    prepare_output(layout, job.fingerprint(files) | {"engine": "spark"}, overwrite)
+    prepare_output(layout.state, job.fingerprint(files) | {"engine": "spark"}, overwrite,
+                   (layout.documents, layout.rejects))
     # executors share neither the driver's cwd nor (on a cluster) its filesystem: inputs are
     # named by absolute path, and models/tokenizers travel with the job (SparkContext.addFile)
     files = [f.model_copy(update={"path": os.path.abspath(f.path)}) for f in files]

@@ -19,7 +19,6 @@ The DuckDB engine's worker processes start through forkserver: scripts that call
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,13 +28,14 @@ import duckdb
 from pydantic import Field
 
 from core.config import StrictModel
-from core.errors import ConfigError, UserError
+from core.errors import ConfigError
 from core.io import atomic_write_text
+from core.outputs import prepare_output
 from core.shards import Manifest
 from core.spark import SparkConfig, spark_session
 from core.tokenizer import TokenizerConfig, load_or_train
 from pipelines.chain import StageCounts
-from pipelines.job import FINGERPRINT, Layout, prepare_output
+from pipelines.job import rejected_by_stage, stage_counts
 from pipelines.pack import PackConfig, iter_documents, pack_documents
 from swe_envs.mining.config import MiningConfig
 from swe_envs.mining.engine_duckdb import DuckdbMiner
@@ -74,55 +74,24 @@ class MineResult:
     timings: dict[str, float] = field(default_factory=dict)
 
 
-def stage_counts(out: Path, stats: dict[str, Any]) -> tuple[dict[str, StageCounts], int, int]:
-    """Per-stage counts from what was written (rejects by stage/reason) plus the engine's
-    counts of the intermediate units; fails when documents were lost or duplicated."""
+def count_stages(out: Path, stats: dict[str, Any]) -> tuple[dict[str, StageCounts], int, int]:
+    """Per-stage counts from what was written (rejects by stage/reason) plus the miner's counts
+    of the units that change on the way (records, then links, then pairs); fails when documents
+    were lost or duplicated."""
     con = duckdb.connect()
-    rows = con.execute(
-        f"SELECT stage, reason, count(*) FROM read_parquet('{out}/rejects/*.parquet') GROUP BY 1, 2 ORDER BY 1, 2"
-    ).fetchall()
-    reasons: dict[str, dict[str, int]] = {s: {} for s in STAGES}
-    for stage, reason, n in rows:
-        if stage not in reasons:
-            raise AssertionError(f"rejects name an unknown stage {stage!r}")
-        reasons[stage][reason] = n
+    rejected = rejected_by_stage(con, out / "rejects", list(STAGES))
+    entering = {"parse": stats["parse_records_kept"] + sum(rejected["parse"].values()),
+                "link": stats["pairs"] + sum(rejected["link"].values())}  # every link: a pair or a reject
+    counts = stage_counts(list(STAGES), rejected, entering)
     n_docs = con.execute(f"SELECT count(*) FROM read_parquet('{out}/documents/*.parquet')").fetchone()[0]
     with open(out / "instances.jsonl", encoding="utf-8") as fh:
         n_inst = sum(1 for _ in fh)
-    counts: dict[str, StageCounts] = {}
-    for s in STAGES:
-        rej = sum(reasons[s].values())
-        if s == "parse":
-            docs_in, kept = stats["parse_records_kept"] + rej, stats["parse_records_kept"]
-        elif s == "link":  # every candidate link resolves to a pair or a reject
-            docs_in, kept = stats["pairs"] + rej, stats["pairs"]
-        else:
-            docs_in = counts[STAGES[STAGES.index(s) - 1]].kept
-            kept = docs_in - rej
-        counts[s] = StageCounts(docs_in=docs_in, kept=kept, rejected=rej, reasons=reasons[s])
-        if kept < 0:  # in = kept + rejected by construction: only a negative kept can show a loss
-            raise AssertionError(f"stage {s}: {rej} rejected out of {docs_in}")
     if not counts[STAGES[-1]].kept == n_docs == n_inst:
         raise AssertionError(
             f"{counts[STAGES[-1]].kept} pairs passed every stage but {n_docs} documents and "
             f"{n_inst} instances were written — pairs were lost or duplicated"
         )
     return counts, n_docs, n_inst
-
-
-def _prepare(out: Path, fingerprint: dict[str, Any], overwrite: bool) -> None:
-    """The framework's output preparation (refuses another job's or config's output unless
-    ``overwrite``), plus: refuse a non-empty directory that is not a job output, and delete
-    this job's previous outputs (mining always starts clean)."""
-    if out.exists() and any(out.iterdir()) and not (out / FINGERPRINT).is_file():
-        raise UserError(f"{out} is not empty and is not a swe-mine output; choose another --output")
-    prepare_output(Layout.single(out), fingerprint, overwrite)
-    for name in OUTPUTS:  # only what a swe-mine run writes
-        path = out / name
-        if path.is_dir():
-            shutil.rmtree(path)
-        else:
-            path.unlink(missing_ok=True)
 
 
 def _pack(out: Path, cfg: SweMineConfig) -> Manifest | None:
@@ -163,7 +132,8 @@ def run_swe_mine(
         "inputs": [u.path for u in units],
         "engine": engine,
     }
-    _prepare(out, fingerprint, overwrite)
+    # mining does not resume: every run replaces what a run writes
+    prepare_output(out, fingerprint, overwrite, fresh=OUTPUTS)
     if engine == "duckdb":
         miner = DuckdbMiner(cfg.local.workers, cfg.local.chunk_pairs, progress)
     else:
@@ -172,7 +142,7 @@ def run_swe_mine(
     stats = miner.mine(units, out, cfg.mining, index)
     engine = miner.name
     mined = time.monotonic() - started
-    counts, n_docs, n_inst = stage_counts(out, stats)
+    counts, n_docs, n_inst = count_stages(out, stats)
     manifest = _pack(out, cfg) if cfg.pack_shards and n_docs else None
     result = MineResult(out, engine, counts, stats, time.monotonic() - started, n_docs, n_inst, manifest)
     result.timings = {"mine_s": round(mined, 3), "pack_s": round(result.seconds - mined, 3)}

@@ -15,11 +15,12 @@ from pathlib import Path
 import duckdb
 from _report import Result, write
 
+from core.local_engine import LocalEngineConfig
 from core.spark import SparkConfig, spark_session
 from pipelines.inputs import list_input_files, sample_inputs
 from pipelines.job import DocJob
 from pipelines.jobs.documents import DocumentStepsConfig, build_document_steps
-from pipelines.local import LocalEngineConfig, run_local
+from pipelines.local import run_local
 from pipelines.spark import run_spark
 from samples.corpus import SampleConfig, obtain_sample
 

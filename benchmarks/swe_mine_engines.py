@@ -25,8 +25,11 @@ import duckdb
 from _report import Result, write
 
 from core.cache import cache_dir
+from core.local_engine import LocalEngine
 from core.spark import SparkConfig, spark_session
-from pipelines.jobs.swe_mine import SweMineConfig, run_swe_mine
+from core.spark_engine import SparkEngine
+from pipelines.jobs import swe_mine
+from pipelines.jobs.swe_mine import MineInputs, SweMineConfig
 from samples.swe_mine.recordings import obtain_cassettes, recorded_events
 
 USER_KEYS = ("login", "id", "type")
@@ -229,13 +232,15 @@ def main() -> None:
         )
         results = {}
         t0 = time.perf_counter()
-        duck = run_swe_mine([str(events)], [], [], Path(tmp) / "duckdb", cfg, progress=False)
+        with LocalEngine(cfg.local) as engine:
+            duck = swe_mine.run(cfg, MineInputs(events=[str(events)]), Path(tmp) / "duckdb", engine, progress=False)
         results["duckdb + 2 worker processes"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         spark = spark_session(SparkConfig(master="local[2]", shuffle_partitions=8, driver_memory="4g"))
         startup = time.perf_counter() - t0
         t0 = time.perf_counter()
-        sp = run_swe_mine([str(events)], [], [], Path(tmp) / "spark", cfg, spark=spark, progress=False)
+        sp = swe_mine.run(cfg, MineInputs(events=[str(events)]), Path(tmp) / "spark", SparkEngine(spark, cfg.spark),
+                          progress=False)
         results["spark local[2]"] = time.perf_counter() - t0
         diff = differences(duck.out_dir, sp.out_dir)
         if duck.counts != sp.counts:

@@ -1,8 +1,8 @@
 """Spark plumbing every Spark entry point shares: the one SparkSession factory, the one
 Arrow -> Spark schema, the input partition count, and the one-line failure message.
 
-It lives in ``core`` because both ``pipelines/`` and ``swe_envs/`` run on Spark and ``swe_envs``
-never imports ``pipelines``. pyspark is imported
+It lives in ``core`` because both ``pipelines/`` and ``swe_envs/`` run on Spark (through
+``core.spark_engine``) and ``swe_envs`` never imports ``pipelines``. pyspark is imported
 inside the functions: nothing here needs it until a session is asked for.
 """
 

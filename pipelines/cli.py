@@ -1,8 +1,9 @@
 """``python -m pipelines``: one subcommand per job, plus ``stats``.
 
-``--master`` picks the engine: omitted = datatrove's local executor; ``local[N]`` or
-``spark://host:port`` = Spark. User errors (bad config, missing input, corrupt shard) print
-one line and exit 2.
+``--master`` picks the engine (``core.engine.make_engine``, the one place it is read): omitted =
+the local engine (datatrove's executor, worker processes); ``local[N]`` or ``spark://host:port``
+= Spark; under spark-submit, its own master. User errors (bad config, missing input, corrupt
+shard) print one line and exit 2.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 import typer
 
 from core.cli import load_cli_config, user_errors
+from core.engine import make_engine
 
 app = typer.Typer(
     add_completion=False,
@@ -24,27 +26,19 @@ MASTER_HELP = ("Spark master (local[2], spark://host:7077); omit to run on datat
                "(under spark-submit: its --master)")
 
 
-def _master(value: str | None) -> str | None:
-    """``--master``, or spark-submit's own when the job was launched by it."""
-    from pipelines.spark import submitted_master
-
-    return value or submitted_master()
-
-
-
-
 @app.command()
 @user_errors
 def demo(
     config: Path = typer.Option(Path("configs/demo.yaml"), help="DemoConfig YAML"),
-    master: str = typer.Option(None, help=MASTER_HELP, callback=_master),
+    master: str = typer.Option(None, help=MASTER_HELP),
     set_: list[str] = typer.Option(None, "--set", help="override a config key, e.g. --set train.steps=5"),
 ) -> None:
     """Sample corpus -> documents -> tokenizer -> Arrow shards -> a few training steps."""
-    from pipelines.jobs.demo import DemoConfig, print_summary, run_demo
+    from pipelines.jobs import demo as job
 
-    cfg = load_cli_config(DemoConfig, config, set_)
-    print_summary(run_demo(cfg, master=master))
+    cfg = load_cli_config(job.DemoConfig, config, set_)
+    with make_engine(master, cfg.web.local, cfg.web.spark) as engine:
+        job.print_summary(job.run(cfg, engine))
 
 
 @app.command()
@@ -54,7 +48,7 @@ def documents(
         ..., "--input", help="file or directory (.html[.gz], .jsonl[.gz], .parquet, .txt); repeatable"
     ),
     output: Path = typer.Option(..., help="output directory (documents/, rejects/, job.json)"),
-    master: str = typer.Option(None, help=MASTER_HELP, callback=_master),
+    master: str = typer.Option(None, help=MASTER_HELP),
     config: Path = typer.Option(None, help="DocumentsJobConfig YAML"),
     source: str = typer.Option(None, help="mixture name for the inputs (default: file/directory name)"),
     set_: list[str] = typer.Option(None, "--set", help="override a config key, e.g. --set local.tasks=8"),
@@ -62,12 +56,13 @@ def documents(
 ) -> None:
     """Read -> HTML extraction -> length -> Gopher repetition; kept docs and rejects as Parquet."""
     from pipelines.inputs import InputSpec
-    from pipelines.jobs.documents import DocumentsJobConfig, run_documents
+    from pipelines.jobs import documents as job
     from pipelines.report.stats import collect_stats, render
 
-    cfg = load_cli_config(DocumentsJobConfig, config, set_)
+    cfg = load_cli_config(job.DocumentsJobConfig, config, set_)
     specs = [InputSpec(path=str(p), source=source) for p in input]
-    result = run_documents("documents", specs, output, cfg, master, overwrite)
+    with make_engine(master, cfg.local, cfg.spark) as engine:
+        result = job.run(cfg, specs, output, engine, overwrite=overwrite)
     render(collect_stats(result.out_dir))
 
 
@@ -76,7 +71,7 @@ def documents(
 def web(
     input: list[Path] = typer.Option(..., "--input", help="HTML/WARC/JSONL/Parquet file or directory; repeatable"),
     output: Path = typer.Option(..., help="output directory (documents/, rejects/, job.json, models/)"),
-    master: str = typer.Option(None, help=MASTER_HELP, callback=_master),
+    master: str = typer.Option(None, help=MASTER_HELP),
     config: Path = typer.Option(None, help="WebConfig YAML (e.g. configs/web.yaml)"),
     source: str = typer.Option(None, help="mixture name for the inputs (default: file/directory name)"),
     glob: str = typer.Option(None, help="only files of input directories matching this pattern, e.g. '*.html'"),
@@ -85,15 +80,14 @@ def web(
     resume: bool = typer.Option(False, help="keep finished tasks of an interrupted run with the same config"),
 ) -> None:
     """Web quality filtering: heuristics, language, DCLM top-p%, LLM edu scoring, AI/template exclusion."""
-    from pipelines.engine import make_engine
     from pipelines.inputs import InputSpec
-    from pipelines.jobs.web import WebConfig, WebJob, print_web_summary
+    from pipelines.jobs import web as job
 
-    cfg = load_cli_config(WebConfig, config, set_)
+    cfg = load_cli_config(job.WebConfig, config, set_)
     specs = [InputSpec(path=str(p), source=source, glob=glob, max_files=max_files) for p in input]
-    engine = make_engine(master, cfg.local, cfg.spark)
-    summary = WebJob(specs, output, cfg, engine, resume=resume).run()
-    print_web_summary(summary)
+    with make_engine(master, cfg.local, cfg.spark) as engine:
+        summary = job.run(cfg, specs, output, engine, resume=resume)
+    job.print_web_summary(summary)
 
 
 @app.command("quality-eval")
@@ -118,19 +112,18 @@ def quality_eval(
 def dedup(
     input: list[Path] = typer.Option(..., "--input", help="Parquet/JSONL documents (file or directory); repeatable"),
     output: Path = typer.Option(..., help="output directory (documents/, rejects/, job.json)"),
-    master: str = typer.Option(None, help=MASTER_HELP, callback=_master),
+    master: str = typer.Option(None, help=MASTER_HELP),
     config: Path = typer.Option(None, help="DedupJobConfig YAML"),
     set_: list[str] = typer.Option(None, "--set", help="override a config key, e.g. --set minhash.bands=20"),
     resume: bool = typer.Option(False, help="keep finished tasks of an interrupted run with the same config"),
 ) -> None:
     """MinHash near-duplicate removal: keeps the smallest id of each cluster; duplicates to rejects."""
-    from pipelines.engine import make_engine
     from pipelines.inputs import InputSpec
-    from pipelines.jobs.dedup import DedupJobConfig, run_dedup
+    from pipelines.jobs import dedup as job
 
-    cfg = load_cli_config(DedupJobConfig, config, set_)
-    engine = make_engine(master, cfg.local, cfg.spark)
-    summary = run_dedup([InputSpec(path=str(p)) for p in input], output, cfg, engine, resume=resume)
+    cfg = load_cli_config(job.DedupJobConfig, config, set_)
+    with make_engine(master, cfg.local, cfg.spark) as engine:
+        summary = job.run(cfg, [InputSpec(path=str(p)) for p in input], output, engine, resume=resume)
     for stage, c in summary["counts"].items():
         typer.echo(f"{stage}: in {c['docs_in']}, kept {c['kept']}, rejected {c['rejected']} {c['reasons']}")
     typer.echo(json.dumps(summary["corpus"]["minhash"]))
@@ -210,20 +203,21 @@ def swe_mine(
     api: list[Path] = typer.Option(None, "--api", help="GitHub API JSON dumps or recorded cassettes; repeatable"),
     repos: list[Path] = typer.Option(None, "--repos", help="a git repository or a directory of them; repeatable"),
     output: Path = typer.Option(..., help="output directory (documents/, rejects/, instances.jsonl, shards/)"),
-    master: str = typer.Option(None, help=MASTER_HELP.replace("datatrove's local executor", "DuckDB"),
-                               callback=_master),
+    master: str = typer.Option(None, help=MASTER_HELP.replace("datatrove's local executor", "DuckDB")),
     config: Path = typer.Option(None, help="SweMineConfig YAML (e.g. configs/swe_mine.yaml); default: built-in"),
     benchmark: list[Path] = typer.Option(None, "--benchmark", help="SWE-bench-style JSONL to decontaminate against"),
     set_: list[str] = typer.Option(None, "--set", help="override a key, e.g. --set mining.patch_filter.max_files=10"),
     overwrite: bool = typer.Option(False, help="replace a swe-mine output of other inputs or config"),
 ) -> None:
     """Issue–PR mining: link, filter, decontaminate, relevant files -> documents, SWE-bench instances, shards."""
-    from pipelines.jobs.swe_mine import SweMineConfig, print_summary, run_swe_mine
+    from pipelines.jobs import swe_mine as job
 
-    cfg = load_cli_config(SweMineConfig, config, set_)
+    cfg = load_cli_config(job.SweMineConfig, config, set_)
     cfg.mining.decontaminate.benchmarks += [str(b) for b in benchmark or []]
-    paths = [[str(p) for p in group or []] for group in (events, api, repos)]
-    print_summary(run_swe_mine(*paths, output, cfg, master=master, overwrite=overwrite))
+    inputs = job.MineInputs(**{k: [str(p) for p in group or []] for k, group in
+                               (("events", events), ("api", api), ("repos", repos))})
+    with make_engine(master, cfg.local, cfg.spark) as engine:
+        job.print_summary(job.run(cfg, inputs, output, engine, overwrite=overwrite))
 
 
 @app.command()

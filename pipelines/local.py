@@ -1,4 +1,5 @@
-"""Run a document job on datatrove's ``LocalPipelineExecutor`` (or its Slurm sibling).
+"""Run a document job on datatrove's ``LocalPipelineExecutor`` (or its Slurm sibling): the
+local side of ``pipelines.phase.DocPhase``.
 
 The datatrove pipeline is ``[DocumentReader, ChainWriter]``: the reader shards input files
 by rank; ``ChainWriter`` runs the job's steps through ``StepChain`` and writes kept documents
@@ -13,21 +14,18 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from types import MethodType
-from typing import Any
 
 import pyarrow.parquet as pq
 from datatrove.executor import LocalPipelineExecutor
 from datatrove.pipeline.base import PipelineStep
 from datatrove.pipeline.writers import ParquetWriter
-from pydantic import Field
 
-from core.config import StrictModel
 from core.errors import UserError
 from core.io import atomic_write_text
+from core.local_engine import LocalEngineConfig
 from core.outputs import prepare_output
 from core.records import doc_to_row, document_schema, get_reject, reject_schema, reject_to_row
 from pipelines.chain import StageCounts, StepChain, merge_counts
@@ -36,11 +34,6 @@ from pipelines.job import DOCUMENTS, REJECTS, DocJob, JobResult, Layout, finish
 from pipelines.readers import DocumentReader
 
 COUNTS = "counts"
-
-
-class LocalEngineConfig(StrictModel):
-    tasks: int = Field(default=4, gt=0)
-    workers: int = Field(default=2, gt=0)
 
 
 def _doc_adapter(promoted, writer, document):
@@ -125,24 +118,3 @@ def run_local(job: DocJob, out: str | Path | Layout, cfg: LocalEngineConfig, ove
         parts.append({s: StageCounts.model_validate(c) for s, c in raw.items()})
     live = merge_counts(chain.stages, parts)
     return finish(job, "local", layout, chain.stages, live, started)
-
-
-@dataclass
-class LocalEngine:
-    """Per-document phases on datatrove's executor; corpus passes in this process over the
-    written Parquet files."""
-
-    cfg: LocalEngineConfig
-    name: str = "local"
-
-    def run(self, job: DocJob, layout: Layout, overwrite: bool = False) -> JobResult:
-        return run_local(job, layout, self.cfg, overwrite=overwrite)
-
-    def table(self, documents_dir: str | Path) -> str:
-        return str(documents_dir)
-
-    def compute(self, corpus_pass: Any, documents_dir: str | Path) -> Any:
-        return corpus_pass.local(self.table(documents_dir))
-
-    def service_host(self) -> str:
-        return "127.0.0.1"

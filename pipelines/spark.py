@@ -1,4 +1,5 @@
-"""Run a document job on Spark: the same datatrove step objects inside ``mapInArrow``.
+"""Run a document job on Spark: the same datatrove step objects inside ``mapInArrow`` (the
+Spark side of ``pipelines.phase.DocPhase``).
 
 The input file list becomes a small DataFrame (one row per file, spread over partitions);
 one ``mapInArrow`` reads each partition's files with the same reader functions as the local
@@ -17,17 +18,14 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 
 from core.errors import UserError
 from core.outputs import prepare_output
 from core.records import REASON, STAGE, doc_to_row, get_reject, reject_schema, reject_to_row
-
-# the one session factory, shared with swe_envs (re-exported: jobs and tests import it from here)
 from core.spark import SparkConfig, input_partitions, spark_schema, worker_error
 from pipelines.chain import StepChain
 from pipelines.inputs import InputFile, ReadLimits, list_input_files
@@ -36,18 +34,6 @@ from pipelines.readers import read_files
 from pipelines.spark_files import ship_step_files
 
 BATCH_ROWS = 256
-
-
-def submitted_master() -> str | None:
-    """The master ``spark-submit`` was given when it launched this process (it hands the
-    Python driver its JVM through ``PYSPARK_GATEWAY_PORT``); None for a plain ``python -m``,
-    which stays on the local engine unless ``--master`` says otherwise."""
-    if not os.environ.get("PYSPARK_GATEWAY_PORT"):
-        return None
-    from pyspark import SparkConf, SparkContext
-
-    SparkContext._ensure_initialized()  # attach to spark-submit's JVM, whose properties hold its options
-    return SparkConf().get("spark.master", None)
 
 
 def _to_batch(docs, schema: pa.Schema, promoted) -> pa.RecordBatch:
@@ -119,27 +105,3 @@ def run_spark(job: DocJob, out: str | Path | Layout, spark, cfg: SparkConfig | N
     # Counters inside executors die with their tasks (and would double-count retried tasks);
     # on Spark the written outputs are the accounting.
     return finish(job, "spark", layout, chain.stages, None, started)
-
-
-@dataclass
-class SparkEngine:
-    """Per-document phases in ``mapInArrow``; corpus passes as DataFrame jobs."""
-
-    session: Any
-    cfg: SparkConfig
-    name: str = "spark"
-
-    def run(self, job: DocJob, layout: Layout, overwrite: bool = False) -> JobResult:
-        return run_spark(job, layout, self.session, self.cfg, overwrite=overwrite)
-
-    def table(self, documents_dir: str | Path):
-        return self.session.read.parquet(str(Path(documents_dir).absolute()))
-
-    def compute(self, corpus_pass: Any, documents_dir: str | Path) -> Any:
-        return corpus_pass.spark(self.table(documents_dir))
-
-    def service_host(self) -> str:
-        if self.cfg.master.startswith("local"):
-            return "127.0.0.1"
-        # executors on other machines call the service: bind the address Spark gave the driver
-        return self.session.sparkContext.getConf().get("spark.driver.host", "127.0.0.1")

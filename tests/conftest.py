@@ -52,11 +52,12 @@ def spark():
 @pytest.fixture(scope="session")
 def small_job(small_inputs, tmp_path_factory):
     """The demo's document steps over the small inputs, on datatrove's local executor."""
-    from pipelines.jobs.documents import DocumentsJobConfig, run_documents
+    from core.local_engine import LocalEngine
+    from pipelines.jobs import documents
 
     out = tmp_path_factory.mktemp("small_job")
-    cfg = DocumentsJobConfig.model_validate({"local": {"tasks": 3, "workers": 2}})
-    return run_documents("small", small_inputs, out, cfg, master=None, overwrite=True)
+    cfg = documents.DocumentsJobConfig.model_validate({"local": {"tasks": 3, "workers": 2}})
+    return documents.run(cfg, small_inputs, out, LocalEngine(cfg.local), overwrite=True)
 
 
 @pytest.fixture(scope="session")

@@ -28,15 +28,17 @@ from pydantic import Field
 from core.cached_samples import SampleConfig, sample_corpus, swe_mine_sample
 from core.cli import StepTimer
 from core.config import StrictModel
+from core.engine import Engine
 from core.io import atomic_write_text
 from core.shards import Manifest
 from core.tokenizer import TokenizerConfig, load_or_train
 from filters.length import LengthConfig
 from pipelines.inputs import sample_inputs
+from pipelines.jobs import swe_mine, web
 from pipelines.jobs.longctx import run_longctx
 from pipelines.jobs.longctx_config import EntropyLongJobConfig, LongCtxConfig, LongCtxStageConfig, Mixture
-from pipelines.jobs.swe_mine import SweMineConfig, run_swe_mine
-from pipelines.jobs.web import EduJobConfig, WebConfig, WebDclmConfig, WebEduConfig, WebJob
+from pipelines.jobs.swe_mine import MineInputs, SweMineConfig
+from pipelines.jobs.web import EduJobConfig, WebConfig, WebDclmConfig, WebEduConfig
 from pipelines.pack import PackConfig, iter_documents, pack_documents
 from pipelines.preflight import require_file
 from synth.natural import NaturalConfig
@@ -107,8 +109,9 @@ def _trainer_config(cfg: DemoConfig, out: Path, longctx_dir: Path | None):
     return tcfg.model_validate(tcfg.model_dump() | {"stages": stages, "checkpoint": {"dir": None, "every": 0}})
 
 
-def run_demo(cfg: DemoConfig, master: str | None = None, log: Callable[[str], None] = print) -> DemoSummary:
-    from pipelines.engine import make_engine
+def run(cfg: DemoConfig, engine: Engine, log: Callable[[str], None] = print) -> DemoSummary:
+    """The whole recipe into ``cfg.output``; every data job on ``engine`` (the CLI makes it from
+    the web section's ``local``/``spark`` settings)."""
     from training.trainer import train
 
     out = Path(cfg.output).absolute()
@@ -116,26 +119,25 @@ def run_demo(cfg: DemoConfig, master: str | None = None, log: Callable[[str], No
     require_file("train.config", cfg.train.config)
     _trainer_config(cfg, out, out / "longctx" / "stage1")
     stage = StepTimer(log)
-    engine_name = "datatrove local" if master is None else f"spark {master}"
 
     with stage("sample corpus"):
         corpus = sample_corpus(cfg.sample)  # `python -m samples demo` puts both in the cache
         swe_inputs = swe_mine_sample(cfg.sample.data_dir)
-    with stage(f"web quality ({engine_name})"):
+    with stage(f"web quality ({engine.name})"):
         html = sample_inputs(corpus)[:1]  # the pages; the novels are the DCLM classifier's positives
         web_cfg = cfg.web.model_copy(update={
             "dclm_data": cfg.web.dclm_data.model_copy(update={"positives": [str(corpus.books_jsonl)]})})
-        engine = make_engine(master, web_cfg.local, web_cfg.spark)
         # the demo always starts clean: its outputs are a picture of this one run
-        web = WebJob(html, out, web_cfg, engine, log=log).run()
+        web_summary = web.run(web_cfg, html, out, engine, log=log)
     with stage("tokenizer"):
         texts = (row[1] for rows in iter_documents(out / "documents", 64) for row in rows)
         tok, info = load_or_train(cfg.tokenizer, texts if not cfg.tokenizer.path else None, out / "tokenizer")
-    with stage(f"swe-mine ({'duckdb' if master is None else engine_name})"):
+    with stage(f"swe-mine ({engine.name})"):
         swe_cfg = cfg.swe.model_copy(update={
             "tokenizer": TokenizerConfig(path=str(out / "tokenizer" / "tokenizer.json")), "pack_shards": False})
-        mined = run_swe_mine([str(swe_inputs["events"])], [str(swe_inputs["api"])], [str(swe_inputs["repos"])],
-                             out / "swe", swe_cfg, master=master, overwrite=True, progress=False)
+        inputs = MineInputs(events=[str(swe_inputs["events"])], api=[str(swe_inputs["api"])],
+                            repos=[str(swe_inputs["repos"])])
+        mined = swe_mine.run(swe_cfg, inputs, out / "swe", engine, overwrite=True, progress=False)
         log(f"   {mined.documents} issue-PR documents, {mined.instances} SWE-bench instances")
     longctx_dir = None
     with stage("long-context data"):
@@ -162,7 +164,7 @@ def run_demo(cfg: DemoConfig, master: str | None = None, log: Callable[[str], No
         log(f"   {report}")
     swe = json.loads((out / "swe" / "job.json").read_text())
     longctx = json.loads((out / "longctx" / "summary.json").read_text())
-    summary = DemoSummary(out, web, swe, longctx, manifest, [m["loss"] for m in result.metrics], report,
+    summary = DemoSummary(out, web_summary, swe, longctx, manifest, [m["loss"] for m in result.metrics], report,
                           dict(stage.seconds))
     atomic_write_text(out / "demo.json", json.dumps({"timings": summary.timings, "losses": summary.losses,
                                                      "config": cfg.model_dump()}, indent=2, default=str))

@@ -2,7 +2,7 @@
 
 This is the composition the demo runs and ``python -m pipelines documents`` exposes for any
 input. Quality rules live in ``filters/`` (and datatrove); this module only picks and orders
-them, and runs the result on the engine the user chose.
+them, and runs the result on the engine it is given.
 """
 
 from __future__ import annotations
@@ -14,13 +14,14 @@ from datatrove.pipeline.filters import GopherRepetitionFilter
 from pydantic import Field
 
 from core.config import StrictModel
+from core.engine import Engine
+from core.local_engine import LocalEngineConfig
 from core.spark import SparkConfig
 from filters.extract import HtmlToText
 from filters.length import LengthConfig, TextLength
-from pipelines.engine import make_engine
 from pipelines.inputs import InputSpec, ReadLimits
 from pipelines.job import DocJob, JobResult, Layout
-from pipelines.local import LocalEngineConfig
+from pipelines.phase import DocPhase
 
 
 class DocumentStepsConfig(StrictModel):
@@ -45,21 +46,7 @@ def build_document_steps(cfg: DocumentStepsConfig) -> list[PipelineStep]:
     return steps
 
 
-def run_documents(
-    name: str,
-    inputs: list[InputSpec],
-    out_dir: str | Path,
-    cfg: DocumentsJobConfig,
-    master: str | None,
-    overwrite: bool,
-    config_record: dict | None = None,
-) -> JobResult:
-    """Run on datatrove locally (``master`` None) or on Spark at ``master``."""
-    job = DocJob(
-        name,
-        inputs,
-        build_document_steps(cfg.steps),
-        cfg.read,
-        config=config_record if config_record is not None else cfg.model_dump(),
-    )
-    return make_engine(master, cfg.local, cfg.spark).run(job, Layout.single(out_dir), overwrite=overwrite)
+def run(cfg: DocumentsJobConfig, inputs: list[InputSpec], out: str | Path, engine: Engine,
+        overwrite: bool = False) -> JobResult:
+    job = DocJob("documents", inputs, build_document_steps(cfg.steps), cfg.read, config=cfg.model_dump())
+    return engine.run(DocPhase(job, Layout.single(out), overwrite))

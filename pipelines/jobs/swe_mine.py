@@ -2,9 +2,10 @@
 
 Inputs (any subset): GH-Archive-style event files, GitHub API dumps (or recorded cassettes),
 local git repositories. Stages: parse -> link -> repo_filter (relaxed) -> issue_filter
-(strict) -> patch_filter -> dedup (MinHash) -> decontaminate -> relevant_files. The rules are
-and both engines are in ``swe_envs.mining``; this job only composes them: it picks the engine
-(DuckDB without ``--master``, Spark with it), checks the accounting, packs shards and writes:
+(strict) -> patch_filter -> dedup (MinHash) -> decontaminate -> relevant_files. The rules and
+both implementations (DuckDB on the local engine, DataFrames on Spark) are in ``swe_envs.mining``;
+this job only composes them: it runs the miner on the engine it is given, checks the
+accounting, packs shards and writes:
 
     OUT/documents/*.parquet   training documents (id, text, metadata JSON, repo, instance_id, …)
     OUT/rejects/*.parquet     every dropped record / link / pair with stage and reason
@@ -12,8 +13,8 @@ and both engines are in ``swe_envs.mining``; this job only composes them: it pic
     OUT/shards/               the documents tokenized and packed (manifest.json + Arrow files)
     OUT/job.json              per-stage counts (in = kept + rejected), stats, config
 
-The DuckDB engine's worker processes start through forkserver: scripts that call
-``run_swe_mine`` need the ``if __name__ == "__main__":`` guard.
+The local engine's worker processes start through forkserver: scripts that call ``run``
+need the ``if __name__ == "__main__":`` guard.
 """
 
 from __future__ import annotations
@@ -28,26 +29,26 @@ import duckdb
 from pydantic import Field
 
 from core.config import StrictModel
+from core.engine import Engine
 from core.errors import ConfigError
 from core.io import atomic_write_text
+from core.local_engine import LocalEngineConfig
 from core.outputs import prepare_output
 from core.shards import Manifest
-from core.spark import SparkConfig, spark_session
+from core.spark import SparkConfig
 from core.tokenizer import TokenizerConfig, load_or_train
 from pipelines.chain import StageCounts
 from pipelines.job import rejected_by_stage, stage_counts
 from pipelines.pack import PackConfig, iter_documents, pack_documents
 from swe_envs.mining.config import MiningConfig
-from swe_envs.mining.engine_duckdb import DuckdbMiner
-from swe_envs.mining.engine_spark import SparkMiner
+from swe_envs.mining.mine import Mining
 from swe_envs.mining.stages import STAGES, UNITS, list_units, load_benchmarks
 
 # what a swe-mine run writes (and a re-run deletes: mining does not resume)
 OUTPUTS = ("documents", "rejects", "work", "shards", "instances.jsonl", "job.json", ".instances-spark")
 
 
-class SweLocalConfig(StrictModel):
-    workers: int = Field(default=2, gt=0)
+class SweLocalConfig(LocalEngineConfig):
     # pairs per task of the per-pair stages (one repository's pairs stay together)
     chunk_pairs: int = Field(default=32, gt=0)
 
@@ -72,6 +73,12 @@ class MineResult:
     instances: int
     manifest: Manifest | None = None
     timings: dict[str, float] = field(default_factory=dict)
+
+
+class MineInputs(StrictModel):
+    events: list[str] = []  # GH-Archive-style event files or directories
+    api: list[str] = []  # GitHub API dumps or recorded cassettes
+    repos: list[str] = []  # git repositories or directories of them
 
 
 def count_stages(out: Path, stats: dict[str, Any]) -> tuple[dict[str, StageCounts], int, int]:
@@ -105,50 +112,33 @@ def _pack(out: Path, cfg: SweMineConfig) -> Manifest | None:
     )
 
 
-def run_swe_mine(
-    events: list[str],
-    api: list[str],
-    repos: list[str],
-    out_dir: str | Path,
-    cfg: SweMineConfig,
-    master: str | None = None,
-    spark=None,
-    overwrite: bool = False,
-    progress: bool = True,
-) -> MineResult:
-    """Mine on DuckDB (``master`` and ``spark`` None) or on Spark (a master URL or a session)."""
+def run(cfg: SweMineConfig, inputs: MineInputs, out: str | Path, engine: Engine, overwrite: bool = False,
+        progress: bool = True) -> MineResult:
     started = time.monotonic()
-    out = Path(out_dir).absolute()
+    out = Path(out).absolute()
     # resolved on the driver: Spark executors do not share its working directory
-    events, api, repos = ([str(Path(p).absolute()) for p in group] for group in (events, api, repos))
+    events, api, repos = ([str(Path(p).absolute()) for p in group] for group in (inputs.events, inputs.api, inputs.repos))
     units = list_units(events, api, repos)
     index = load_benchmarks(cfg.mining)
     if cfg.pack_shards and cfg.tokenizer.path and not Path(cfg.tokenizer.path).is_file():
         raise ConfigError(f"tokenizer.path: file not found: {cfg.tokenizer.path}")
-    engine = "duckdb" if master is None and spark is None else "spark"
     fingerprint = {
         "job": "swe-mine",
         "config": cfg.mining.model_dump(),
         "inputs": [u.path for u in units],
-        "engine": engine,
+        "engine": engine.name,
     }
     # mining does not resume: every run replaces what a run writes
     prepare_output(out, fingerprint, overwrite, fresh=OUTPUTS)
-    if engine == "duckdb":
-        miner = DuckdbMiner(cfg.local.workers, cfg.local.chunk_pairs, progress)
-    else:
-        scfg = cfg.spark.model_copy(update={"master": master}) if master else cfg.spark
-        miner = SparkMiner(spark or spark_session(scfg), scfg.input_partitions)
-    stats = miner.mine(units, out, cfg.mining, index)
-    engine = miner.name
+    stats = engine.run(Mining(units, out, cfg.mining, index, cfg.local.chunk_pairs, progress))
     mined = time.monotonic() - started
     counts, n_docs, n_inst = count_stages(out, stats)
     manifest = _pack(out, cfg) if cfg.pack_shards and n_docs else None
-    result = MineResult(out, engine, counts, stats, time.monotonic() - started, n_docs, n_inst, manifest)
+    result = MineResult(out, engine.name, counts, stats, time.monotonic() - started, n_docs, n_inst, manifest)
     result.timings = {"mine_s": round(mined, 3), "pack_s": round(result.seconds - mined, 3)}
     payload = {
         "name": "swe-mine",
-        "engine": engine,
+        "engine": engine.name,
         "stages": list(STAGES),
         "units": UNITS,
         "counts": {s: c.model_dump() for s, c in counts.items()},

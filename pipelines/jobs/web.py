@@ -34,9 +34,11 @@ from pydantic import Field
 
 from core.cache import cache_field
 from core.config import StrictModel
+from core.engine import Engine
 from core.errors import ConfigError, UserError
 from core.io import atomic_write_text
 from core.llm import LLMConfig
+from core.local_engine import LocalEngineConfig
 from core.spark import SparkConfig
 from filters.assistant_phrases import AssistantPhrases, AssistantPhrasesConfig
 from filters.dclm import DclmConfig, DclmKeepTop, DclmScore, DclmThreshold, FastTextArgs, train_classifier
@@ -52,7 +54,6 @@ from filters.templates import TemplateConfig, Templated, TemplateLines
 from filters.word_tokenizer import SharedSpacyTokenizer
 from pipelines.chain import StageCounts
 from pipelines.corpus import MinhashClusters, cluster_summary
-from pipelines.engine import Engine
 from pipelines.inputs import InputSpec, ReadLimits, list_input_files
 from pipelines.job import DocJob, JobResult, Layout
 from pipelines.jobs.quality_data import (
@@ -61,7 +62,7 @@ from pipelines.jobs.quality_data import (
     boilerplate_negatives,
     build_dclm_examples,
 )
-from pipelines.local import LocalEngineConfig
+from pipelines.phase import DocPhase
 from pipelines.preflight import absolute, probe_endpoint, require_file
 from pipelines.report.stats import stage_table
 
@@ -179,8 +180,13 @@ def quality_steps(cfg: WebConfig) -> list:
     return steps
 
 
+def run(cfg: WebConfig, inputs: list[InputSpec], out: str | Path, engine: Engine, resume: bool = False,
+        log=print) -> dict[str, Any]:
+    return WebJob(cfg, inputs, out, engine, resume=resume, log=log).run()
+
+
 class WebJob:
-    def __init__(self, inputs: list[InputSpec], out: str | Path, cfg: WebConfig, engine: Engine,
+    def __init__(self, cfg: WebConfig, inputs: list[InputSpec], out: str | Path, engine: Engine,
                  resume: bool = False, log=print):
         # every path is resolved here, on the driver: no step may resolve one in a worker
         self.inputs, self.out, self.cfg, self.engine = inputs, Path(out).absolute(), resolve_paths(cfg), engine
@@ -195,7 +201,7 @@ class WebJob:
         job = DocJob(f"web-{name}", inputs, steps, self.cfg.read, config=self.cfg.model_dump(), promote=self.promote)
         # phases start clean unless resuming: a phase's steps embed corpus results (thresholds,
         # template lines, trained models) that a stale earlier output would not match
-        res = self.engine.run(job, Layout.phase(self.out, index, name, final), overwrite=not self.resume)
+        res = self.engine.run(DocPhase(job, Layout.phase(self.out, index, name, final), overwrite=not self.resume))
         self.promote = job.chain().promoted
         self.results.append(res)
         return res

@@ -1,18 +1,18 @@
-"""The single-machine engine of the issue–PR miner: Python worker processes + DuckDB.
+"""The local implementation of the issue–PR miner (``Mining.local``): the local engine's worker
+processes + DuckDB.
 
-Input units are parsed in a process pool (each writes its observations and parse rejects as
-Parquet under ``OUT/work``); DuckDB groups observations per entity, runs the linking SQL and
-hands pair rows back to the pool for the per-pair rules; near-duplicates are clustered with
-``filters.minhash_clusters.clusters_verified`` in this process.
+Input units are parsed through the engine's row map (each unit writes its observations and
+parse rejects as Parquet under ``OUT/work``); DuckDB groups observations per entity, runs the
+linking SQL and hands pair rows back to the row map for the per-pair rules; near-duplicates are
+clustered with ``filters.minhash_clusters.clusters_verified`` in this process.
 """
 
 from __future__ import annotations
 
 import json
-import multiprocessing
 import time
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Iterable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +20,9 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from tqdm import tqdm
 
 from core.io import write_jsonl_atomic
+from core.local_engine import LocalEngine
 from filters.minhash import Signer
 from filters.minhash_clusters import clusters_verified
 from swe_envs.mining.config import MiningConfig
@@ -32,7 +32,9 @@ from swe_envs.mining.observations import ENTITY_KINDS
 from swe_envs.mining.stages import (
     DOC_SCHEMA,
     ENTITY_SCHEMA,
+    FINAL_SCHEMA,
     OBS_SCHEMA,
+    PAIR_SCHEMA,
     REJECT_SCHEMA,
     MineUnit,
     dedup_reject_rows,
@@ -90,40 +92,17 @@ def merge_part(work: str, part: int, parts: int) -> int:
     return n
 
 
-def _filter_chunk(rows: list[dict[str, Any]], cfg: MiningConfig) -> list[dict[str, Any]]:
-    return list(filter_pairs(rows, cfg))
+def _extract_units(rows: Iterable[dict[str, Any]], out: str, cfg: MiningConfig) -> Iterator[dict[str, Any]]:
+    """Row-map body: each row names one unit, parsed into files under OUT; yields its counts."""
+    for row in rows:
+        n_obs, n_rej = extract_unit(row["unit"], row["index"], out, cfg)
+        yield {"observations": n_obs, "rejects": n_rej}
 
 
-def _finish_chunk(
-    rows: list[dict[str, Any]], cfg: MiningConfig, index: BenchmarkIndex | None
-) -> list[dict[str, Any]]:
-    return list(finish_pairs(rows, cfg, index))
-
-
-class Pool:
-    """A forkserver process pool, or in-process work when one worker is asked for."""
-
-    def __init__(self, workers: int):
-        self.workers = workers
-        self._ex = None
-        if workers > 1:
-            self._ex = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("forkserver"))
-
-    def map(self, fn: Callable, items: list[tuple], desc: str, progress: bool) -> Iterator[Any]:
-        bar = tqdm(total=len(items), desc=desc, unit="task", disable=not progress, leave=False)
-        if self._ex is None:
-            for args in items:
-                yield fn(*args)
-                bar.update()
-        else:
-            for result in self._ex.map(fn, *zip(*items, strict=True)) if items else []:
-                yield result
-                bar.update()
-        bar.close()
-
-    def close(self) -> None:
-        if self._ex is not None:
-            self._ex.shutdown()
+def _merge_parts(rows: Iterable[dict[str, Any]], work: str, parts: int) -> Iterator[dict[str, Any]]:
+    """Row-map body: each row names one hash part of the entities; yields its entity count."""
+    for row in rows:
+        yield {"entities": merge_part(work, row["part"], parts)}
 
 
 def _chunks_by_repo(rows: list[dict[str, Any]], size: int) -> list[list[dict[str, Any]]]:
@@ -155,67 +134,64 @@ def run_duckdb(
     out: Path,
     cfg: MiningConfig,
     index: BenchmarkIndex | None,
-    workers: int,
+    engine: LocalEngine,
     chunk_pairs: int,
     progress: bool,
 ) -> dict[str, Any]:
     """Run every stage and write OUT/documents, OUT/rejects, OUT/instances.jsonl; return stats."""
+
+    def bar(label: str) -> str | None:
+        return label if progress else None
+
     work = out / "work"
     for sub in (work / "observations", out / "rejects", out / "documents"):
         sub.mkdir(parents=True, exist_ok=True)
-    pool = Pool(workers)
     timings: dict[str, float] = {}
     t = time.monotonic()
-    try:
-        jobs = [(u, i, str(out), cfg) for i, u in enumerate(units)]
-        list(pool.map(extract_unit, jobs, "parse", progress))
-        timings["parse_s"] = round(time.monotonic() - t, 3)
-        t = time.monotonic()
-        (work / "entities").mkdir()
-        parts = max(1, workers)
-        list(pool.map(merge_part, [(str(work), i, parts) for i in range(parts)], "merge", progress))
-        con = duckdb.connect()
-        obs = f"read_parquet('{work}/observations/*.parquet')"
-        kinds = ", ".join(f"'{k}'" for k in ENTITY_KINDS)
-        con.execute(f"CREATE VIEW entities AS SELECT * FROM read_parquet('{work}/entities/*.parquet')")
-        con.execute(
-            f"CREATE VIEW facts AS SELECT kind, repo, number, ref_repo, ref_number, sha FROM {obs} "
-            f"WHERE kind NOT IN ({kinds})"
-        )
-        closing = cfg.link.closing_kinds
-        for name, sql in VIEWS:
-            con.execute(f"CREATE TEMP TABLE {name} AS {render(sql, 'duckdb', closing)}")
-        link_rejects = list(link_reject_rows(_fetch(con, render(LINK_REJECTS, "duckdb", closing)), cfg))
-        pair_rows = list(_fetch(con, render(PAIRS, "duckdb", closing)))
-        stats = _stats(con, obs)
-        stats["pairs"] = len(pair_rows)
-        stats["parse_records_kept"] = con.execute(f"SELECT count(DISTINCT record) FROM {obs}").fetchone()[0]
-        timings["merge_link_s"] = round(time.monotonic() - t, 3)
-        t = time.monotonic()
+    engine.map_rows(partial(_extract_units, out=str(out), cfg=cfg),
+                    [[{"unit": u, "index": i}] for i, u in enumerate(units)], progress=bar("parse"))
+    timings["parse_s"] = round(time.monotonic() - t, 3)
+    t = time.monotonic()
+    (work / "entities").mkdir()
+    parts = max(1, engine.cfg.workers)
+    engine.map_rows(partial(_merge_parts, work=str(work), parts=parts), [[{"part": i}] for i in range(parts)],
+                    progress=bar("merge"))
+    con = duckdb.connect()
+    obs = f"read_parquet('{work}/observations/*.parquet')"
+    kinds = ", ".join(f"'{k}'" for k in ENTITY_KINDS)
+    con.execute(f"CREATE VIEW entities AS SELECT * FROM read_parquet('{work}/entities/*.parquet')")
+    con.execute(
+        f"CREATE VIEW facts AS SELECT kind, repo, number, ref_repo, ref_number, sha FROM {obs} "
+        f"WHERE kind NOT IN ({kinds})"
+    )
+    closing = cfg.link.closing_kinds
+    for name, sql in VIEWS:
+        con.execute(f"CREATE TEMP TABLE {name} AS {render(sql, 'duckdb', closing)}")
+    link_rejects = list(link_reject_rows(_fetch(con, render(LINK_REJECTS, "duckdb", closing)), cfg))
+    pair_rows = list(_fetch(con, render(PAIRS, "duckdb", closing)))
+    stats = _stats(con, obs)
+    stats["pairs"] = len(pair_rows)
+    stats["parse_records_kept"] = con.execute(f"SELECT count(DISTINCT record) FROM {obs}").fetchone()[0]
+    timings["merge_link_s"] = round(time.monotonic() - t, 3)
+    t = time.monotonic()
 
-        filtered: list[dict[str, Any]] = []
-        jobs = [(chunk, cfg) for chunk in _chunks_by_repo(pair_rows, chunk_pairs)]
-        for part in pool.map(_filter_chunk, jobs, "filter pairs", progress):
-            filtered += part
-        kept = [r for r in filtered if r["stage"] is None]
-        rejects = [r for r in filtered if r["stage"] is not None]
-        timings["filter_s"] = round(time.monotonic() - t, 3)
-        t = time.monotonic()
-        dup_of = {}
-        if cfg.dedup.enabled:
-            sigs = ((r["id"], None if r["sig"] is None else np.frombuffer(r["sig"], np.uint32)) for r in kept)
-            mh = cfg.dedup.minhash
-            dup_of = duplicate_of(clusters_verified(sigs, Signer(mh.signatures()), mh.threshold))
-        rejects += dedup_reject_rows(kept, dup_of, cfg)
-        kept = [r for r in kept if r["id"] not in dup_of]
-        timings["dedup_s"] = round(time.monotonic() - t, 3)
-        t = time.monotonic()
-        final: list[dict[str, Any]] = []
-        jobs = [(chunk, cfg, index) for chunk in _chunks_by_repo(kept, chunk_pairs)]
-        for part in pool.map(_finish_chunk, jobs, "relevant files", progress):
-            final += part
-    finally:
-        pool.close()
+    filtered = engine.map_rows(partial(filter_pairs, cfg=cfg), _chunks_by_repo(pair_rows, chunk_pairs),
+                               PAIR_SCHEMA, bar("filter pairs"))
+    kept = [r for r in filtered if r["stage"] is None]
+    rejects = [r for r in filtered if r["stage"] is not None]
+    timings["filter_s"] = round(time.monotonic() - t, 3)
+    t = time.monotonic()
+    dup_of = {}
+    if cfg.dedup.enabled:
+        sigs = ((r["id"], None if r["sig"] is None else np.frombuffer(r["sig"], np.uint32)) for r in kept)
+        mh = cfg.dedup.minhash
+        dup_of = duplicate_of(clusters_verified(sigs, Signer(mh.signatures()), mh.threshold))
+    rejects += dedup_reject_rows(kept, dup_of, cfg)
+    kept = [r for r in kept if r["id"] not in dup_of]
+    timings["dedup_s"] = round(time.monotonic() - t, 3)
+    t = time.monotonic()
+    final = engine.map_rows(partial(finish_pairs, cfg=cfg, index=index), _chunks_by_repo(kept, chunk_pairs),
+                            FINAL_SCHEMA, bar("relevant files"))
     rejects += [r for r in final if r["stage"] is not None]
     pq.write_table(table(link_rejects, REJECT_SCHEMA), out / "rejects" / "link.parquet")
     pq.write_table(
@@ -239,17 +215,3 @@ def _stats(con: duckdb.DuckDBPyConnection, obs: str) -> dict[str, Any]:
 
 def table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_pylist([{k: r.get(k) for k in schema.names} for r in rows], schema=schema)
-
-
-class DuckdbMiner:
-    """The single-machine engine behind the miner's one interface (``name``, ``mine``)."""
-
-    name = "duckdb"
-
-    def __init__(self, workers: int, chunk_pairs: int, progress: bool = True):
-        self.workers, self.chunk_pairs, self.progress = workers, chunk_pairs, progress
-
-    def mine(
-        self, units: list[MineUnit], out: Path, cfg: MiningConfig, index: BenchmarkIndex | None
-    ) -> dict[str, Any]:
-        return run_duckdb(units, out, cfg, index, self.workers, self.chunk_pairs, self.progress)

@@ -1,7 +1,8 @@
-"""The Spark engine of the issue–PR miner: the same step functions inside ``mapInArrow``.
+"""The Spark implementation of the issue–PR miner (``Mining.spark``): the same step functions
+through the Spark engine's row map (``mapInArrow``).
 
 Input units become a DataFrame (one row per event file / API dump / repository); parsing,
-entity merging and the per-pair rules run in ``mapInArrow`` with the functions of
+entity merging and the per-pair rules run through ``engine.map_rows`` with the functions of
 ``stages``; linking is the shared SQL of ``link_sql``; near-duplicate clusters
 come from ``filters.minhash_clusters.clusters_verified_spark`` (a distributed band self-join
 whose few candidate pairs are checked and clustered on the driver). Repositories must be readable at the same path on every executor.
@@ -11,13 +12,11 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-
-from core.spark import spark_schema
+from core.spark import input_partitions
+from core.spark_engine import SparkEngine
 from filters.minhash_clusters import clusters_verified_spark
 from swe_envs.mining.config import MiningConfig
 from swe_envs.mining.decontam import BenchmarkIndex
@@ -39,36 +38,18 @@ from swe_envs.mining.stages import (
     link_reject_rows,
     merge_rows,
     safe_extract_rows,
-    to_batch,
 )
-
-BATCH_ROWS = 512
-
-
-def arrow_map(fn: Callable[[Iterable[dict[str, Any]]], Iterable[dict[str, Any]]], schema: pa.Schema):
-    """A mapInArrow body: rows of the input batches through ``fn``, re-batched to ``schema``."""
-
-    def body(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        buf: list[dict[str, Any]] = []
-        for row in fn(r for b in batches for r in b.to_pylist()):
-            buf.append(row)
-            if len(buf) >= BATCH_ROWS:
-                yield to_batch(buf, schema)
-                buf = []
-        if buf:
-            yield to_batch(buf, schema)
-
-    return body
 
 
 def run_spark_mine(
-    units: list[MineUnit], out: Path, cfg: MiningConfig, index: BenchmarkIndex | None, spark, partitions: int
+    units: list[MineUnit], out: Path, cfg: MiningConfig, index: BenchmarkIndex | None, engine: SparkEngine
 ) -> dict[str, Any]:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
+    spark, rows_map = engine.session, engine.map_rows
     keep = StorageLevel.MEMORY_AND_DISK
-    n_parts = max(1, min(partitions or spark.sparkContext.defaultParallelism, len(units)))
+    n_parts = input_partitions(spark, engine.cfg, len(units))
     rows = [(i, u.model_dump_json()) for i, u in enumerate(units)]
     units_df = spark.createDataFrame(spark.sparkContext.parallelize(rows, n_parts), "idx long, unit string")
 
@@ -80,7 +61,7 @@ def run_spark_mine(
     # from several branches would otherwise compute it once per branch, concurrently.
     timings: dict[str, float] = {}
     t = time.monotonic()
-    ex = units_df.mapInArrow(arrow_map(extract, EXTRACT_SCHEMA), spark_schema(EXTRACT_SCHEMA)).persist(keep)
+    ex = rows_map(extract, units_df, EXTRACT_SCHEMA).persist(keep)
     ex.count()
     timings["parse_s"] = round(time.monotonic() - t, 3)
     t = time.monotonic()
@@ -95,7 +76,7 @@ def run_spark_mine(
             F.collect_list("payload").alias("payloads"),
         )
     )
-    entities = groups.mapInArrow(arrow_map(merge_rows, ENTITY_SCHEMA), spark_schema(ENTITY_SCHEMA)).persist(keep)
+    entities = rows_map(merge_rows, groups, ENTITY_SCHEMA).persist(keep)
     entities.count()
     facts = obs.filter(~F.col("kind").isin(*ENTITY_KINDS)).select(
         "kind", "repo", "number", "ref_repo", "ref_number", "sha"
@@ -113,14 +94,11 @@ def run_spark_mine(
         view.createOrReplaceTempView(name)
     timings["merge_link_s"] = round(time.monotonic() - t, 3)
 
-    link_rejects = spark.sql(render(LINK_REJECTS, "spark", closing)).mapInArrow(
-        arrow_map(lambda rs: link_reject_rows(rs, cfg), REJECT_SCHEMA), spark_schema(REJECT_SCHEMA)
-    )
+    link_rejects = rows_map(lambda rs: link_reject_rows(rs, cfg), spark.sql(render(LINK_REJECTS, "spark", closing)),
+                            REJECT_SCHEMA)
     pairs = spark.sql(render(PAIRS, "spark", closing))
     pairs = pairs.repartition(max(1, spark.sparkContext.defaultParallelism), "pr_repo").persist(keep)
-    filtered = pairs.mapInArrow(
-        arrow_map(lambda rs: filter_pairs(rs, cfg), PAIR_SCHEMA), spark_schema(PAIR_SCHEMA)
-    ).persist(keep)
+    filtered = rows_map(lambda rs: filter_pairs(rs, cfg), pairs, PAIR_SCHEMA).persist(keep)
     t = time.monotonic()
     n_filtered = filtered.count()  # materialises the per-pair filters once
     timings["filter_s"] = round(time.monotonic() - t, 3)
@@ -138,14 +116,11 @@ def run_spark_mine(
                 return dedup_reject_rows(rs, dup_of, cfg)
 
             dupes = kept.join(F.broadcast(dup), "id")
-            rejects.append(dupes.mapInArrow(arrow_map(dedup_body, REJECT_SCHEMA), spark_schema(REJECT_SCHEMA)))
+            rejects.append(rows_map(dedup_body, dupes, REJECT_SCHEMA))
             kept = kept.join(F.broadcast(dup), "id", "left_anti")
     timings["dedup_s"] = round(time.monotonic() - t, 3)
     t = time.monotonic()
-    final = kept.mapInArrow(
-        arrow_map(lambda rs: finish_pairs(rs, cfg, index), FINAL_SCHEMA), spark_schema(FINAL_SCHEMA)
-    )
-    final = final.persist(keep)
+    final = rows_map(lambda rs: finish_pairs(rs, cfg, index), kept, FINAL_SCHEMA).persist(keep)
     rejects.append(final.filter(F.col("stage").isNotNull()).select(*REJECT_SCHEMA.names))
     docs = final.filter(F.col("stage").isNull())
 
@@ -194,16 +169,3 @@ def _write_instances(docs, out: Path) -> None:
                 shutil.copyfileobj(src, fh)
     target.with_name(".instances.jsonl.tmp").replace(target)
     shutil.rmtree(tmp, ignore_errors=True)
-
-
-class SparkMiner:
-    """The Spark engine behind the miner's one interface (``name``, ``mine``)."""
-
-    def __init__(self, session, partitions: int):
-        self.session, self.partitions = session, partitions
-        self.name = f"spark {session.sparkContext.master}"
-
-    def mine(
-        self, units: list[MineUnit], out: Path, cfg: MiningConfig, index: BenchmarkIndex | None
-    ) -> dict[str, Any]:
-        return run_spark_mine(units, out, cfg, index, self.session, self.partitions)

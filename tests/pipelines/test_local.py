@@ -4,10 +4,11 @@ import duckdb
 import pytest
 
 from core.errors import InputError, UserError
+from core.local_engine import LocalEngineConfig
 from filters.length import LengthConfig, TextLength
 from pipelines.inputs import InputSpec
 from pipelines.job import DocJob, Layout, counts_from_outputs, finish
-from pipelines.local import LocalEngineConfig, run_local
+from pipelines.local import run_local
 
 
 def write_docs(path, n, short_every=3):

@@ -9,10 +9,11 @@ import pytest
 from datatrove.pipeline.base import PipelineStep
 
 from core.errors import UserError
+from core.local_engine import LocalEngineConfig
 from core.spark import SparkConfig
 from filters.length import LengthConfig, TextLength
 from pipelines.job import DocJob
-from pipelines.local import LocalEngineConfig, run_local
+from pipelines.local import run_local
 from pipelines.spark import run_spark
 
 

@@ -5,13 +5,14 @@ import sys
 import duckdb
 import pytest
 
+from core.local_engine import LocalEngine, LocalEngineConfig
 from core.spark import SparkConfig
+from core.spark_engine import SparkEngine
 from filters.minhash import MinhashConfig
 from pipelines.inputs import InputSpec
-from pipelines.jobs.dedup import DedupJobConfig, run_dedup
+from pipelines.jobs import dedup
+from pipelines.jobs.dedup import DedupJobConfig
 from pipelines.jobs.dedup_eval import evaluate
-from pipelines.local import LocalEngine, LocalEngineConfig
-from pipelines.spark import SparkEngine
 
 
 @pytest.fixture(scope="module")
@@ -43,9 +44,9 @@ def table(path, cols):
 def test_dedup_job_on_both_engines(dup_input, spark, tmp_path):
     cfg = DedupJobConfig()
     inputs = [InputSpec(path=str(dup_input), source="books")]
-    local = run_dedup(inputs, tmp_path / "local", cfg, LocalEngine(LocalEngineConfig(tasks=2, workers=2)),
+    local = dedup.run(cfg, inputs, tmp_path / "local", LocalEngine(LocalEngineConfig(tasks=2, workers=2)),
                       log=lambda m: None)
-    sp = run_dedup(inputs, tmp_path / "spark", cfg, SparkEngine(spark, SparkConfig(input_partitions=2)),
+    sp = dedup.run(cfg, inputs, tmp_path / "spark", SparkEngine(spark, SparkConfig(input_partitions=2)),
                    log=lambda m: None)
     assert local["counts"] == sp["counts"] and local["corpus"] == sp["corpus"]
     c = local["counts"]

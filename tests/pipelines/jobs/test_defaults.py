@@ -13,13 +13,14 @@ from core.cache import ENV, cache_dir
 from core.cached_samples import sample_corpus as sample_corpus_of
 from core.config import load_config, validate_config
 from core.errors import ConfigError
+from core.local_engine import LocalEngine, LocalEngineConfig
 from pipelines.inputs import InputSpec
+from pipelines.jobs import web
 from pipelines.jobs.dedup import DedupJobConfig
 from pipelines.jobs.demo import DemoConfig
 from pipelines.jobs.longctx_config import LongCtxConfig
 from pipelines.jobs.swe_mine import SweMineConfig
-from pipelines.jobs.web import WebConfig, WebJob
-from pipelines.local import LocalEngine, LocalEngineConfig
+from pipelines.jobs.web import WebConfig
 
 ROOT = Path(__file__).resolve().parents[3]
 # short real pages: the one the LLM scores takes a few chunks, not dozens
@@ -93,8 +94,8 @@ def test_config_problems_are_reported_before_any_document_is_read(pages, sample_
     cfg = validate_config(WebConfig, data)
     out = tmp_path / "out"
     with pytest.raises(ConfigError) as err:
-        WebJob([InputSpec(path=str(pages))], out, cfg, LocalEngine(LocalEngineConfig(tasks=1, workers=1)),
-               log=lambda m: None).run()
+        web.run(cfg, [InputSpec(path=str(pages))], out, LocalEngine(LocalEngineConfig(tasks=1, workers=1)),
+                log=lambda m: None)
     assert message in str(err.value) and "\n" not in str(err.value)
     assert not out.exists()  # nothing was read, nothing written
 

@@ -11,7 +11,11 @@ import duckdb
 import pytest
 
 from core.cache import cache_dir
-from pipelines.jobs.swe_mine import SweMineConfig, run_swe_mine
+from core.local_engine import LocalEngine
+from core.spark import SparkConfig
+from core.spark_engine import SparkEngine
+from pipelines.jobs import swe_mine
+from pipelines.jobs.swe_mine import MineInputs, SweMineConfig
 from swe_envs.mining.stages import STAGES
 from tests.swe_envs.scenario import build_scenario
 
@@ -63,14 +67,16 @@ def _cfg(sc) -> SweMineConfig:
     return cfg
 
 
-def _inputs(sc):
-    return [str(sc["events"])], [str(sc["api"])], [str(sc["repos"])]
+def _inputs(sc) -> MineInputs:
+    return MineInputs(events=[str(sc["events"])], api=[str(sc["api"])], repos=[str(sc["repos"])])
 
 
 @pytest.fixture(scope="module")
 def duck(scenario, tmp_path_factory):
     out = tmp_path_factory.mktemp("swe_duckdb")
-    return run_swe_mine(*_inputs(scenario), out, _cfg(scenario), progress=False)
+    cfg = _cfg(scenario)
+    with LocalEngine(cfg.local) as engine:
+        return swe_mine.run(cfg, _inputs(scenario), out, engine, progress=False)
 
 
 def _rows(out: Path, kind: str, cols: str):
@@ -101,7 +107,7 @@ def test_real_pairs_are_mined_and_every_filter_is_counted(duck):
     leak = next(r for r in rejects if r[1] == "decontaminate")
     assert leak[0] == "sigmavirus24/github3.py#776:sigmavirus24/github3.py#775"
     job = json.loads((out / "job.json").read_text())
-    assert job["counts"] == {s: c.model_dump() for s, c in duck.counts.items()} and job["engine"] == "duckdb"
+    assert job["counts"] == {s: c.model_dump() for s, c in duck.counts.items()} and job["engine"] == "local"
     assert duck.manifest is not None and duck.manifest.totals.docs == 2 and duck.manifest.totals.tokens > 0
 
 
@@ -157,7 +163,8 @@ def _clone(duck, name: str) -> Path:
 
 @pytest.mark.spark
 def test_spark_gives_identical_outputs(duck, scenario, spark, tmp_path):
-    sp = run_swe_mine(*_inputs(scenario), tmp_path / "spark", _cfg(scenario), spark=spark, progress=False)
+    sp = swe_mine.run(_cfg(scenario), _inputs(scenario), tmp_path / "spark", SparkEngine(spark, SparkConfig()),
+                      progress=False)
     for kind, cols in (
         ("documents", "id, text, metadata, repo, instance_id, files_changed, context_tokens"),
         ("rejects", "id, text, metadata, stage, reason"),
@@ -170,7 +177,7 @@ def test_spark_gives_identical_outputs(duck, scenario, spark, tmp_path):
     assert {k: v for k, v in duck.stats.items() if k != "timings"} == {
         k: v for k, v in sp.stats.items() if k != "timings"
     }
-    assert sp.engine.startswith("spark")
+    assert sp.engine == "spark"
 
 
 def test_cli_end_to_end_and_user_errors(scenario, tmp_path):
@@ -309,7 +316,8 @@ def test_links_from_git_history_timeline_events_and_pr_bodies(tmp_path):
     }
     (api / "timeline_cassette.json").write_text(json.dumps(cassette))
     cfg = SweMineConfig.model_validate({"pack_shards": False, "local": {"workers": 1}})
-    res = run_swe_mine([], [str(api)], [str(tmp_path / "repos")], tmp_path / "out", cfg, progress=False)
+    res = swe_mine.run(cfg, MineInputs(api=[str(api)], repos=[str(tmp_path / "repos")]), tmp_path / "out",
+                       LocalEngine(cfg.local), progress=False)
     rejects = {
         r[0]: (r[1], r[2], json.loads(r[3]))
         for r in _rows(res.out_dir, "rejects", "id, stage, reason, metadata")

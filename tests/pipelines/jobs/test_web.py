@@ -9,11 +9,12 @@ import pytest
 
 from core.config import validate_config
 from core.errors import ConfigError, UserError
+from core.local_engine import LocalEngine, LocalEngineConfig
 from core.spark import SparkConfig
+from core.spark_engine import SparkEngine
 from pipelines.inputs import InputSpec
-from pipelines.jobs.web import WebConfig, WebJob, quality_steps
-from pipelines.local import LocalEngine, LocalEngineConfig
-from pipelines.spark import SparkEngine
+from pipelines.jobs import web
+from pipelines.jobs.web import WebConfig, quality_steps
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -50,9 +51,9 @@ def rows(path, cols):
 @pytest.mark.spark
 def test_web_job_on_both_engines(sample_corpus, llm_server, spark, tmp_path):
     cfg = web_cfg(sample_corpus, llm_server, tmp_path / "llm_cache")
-    local = WebJob(inputs(sample_corpus), tmp_path / "local", cfg, LocalEngine(cfg.local), log=lambda m: None).run()
-    sp = WebJob(inputs(sample_corpus), tmp_path / "spark", cfg,
-                SparkEngine(spark, SparkConfig(input_partitions=3)), log=lambda m: None).run()
+    local = web.run(cfg, inputs(sample_corpus), tmp_path / "local", LocalEngine(cfg.local), log=lambda m: None)
+    sp = web.run(cfg, inputs(sample_corpus), tmp_path / "spark", SparkEngine(spark, SparkConfig(input_partitions=3)),
+                 log=lambda m: None)
 
     # every stage of the recipe ran and accounted for every document
     stages = local["stages"]
@@ -90,8 +91,8 @@ def test_unreachable_endpoint_is_a_clear_error_before_any_work(sample_corpus, tm
     cfg = web_cfg(sample_corpus, dead, tmp_path / "c")
     with pytest.raises(UserError, match=r"edu.score.llm.base_url: no OpenAI-compatible endpoint answers at "
                                         r"http://127.0.0.1:9/v1"):
-        WebJob(inputs(sample_corpus), tmp_path / "out", cfg, LocalEngine(LocalEngineConfig(tasks=2, workers=2)),
-               log=lambda m: None).run()
+        web.run(cfg, inputs(sample_corpus), tmp_path / "out", LocalEngine(LocalEngineConfig(tasks=2, workers=2)),
+                log=lambda m: None)
     assert not (tmp_path / "out").exists()  # the endpoint is checked before the first document is read
 
 
@@ -101,8 +102,8 @@ def test_nothing_sent_to_the_llm_skips_distillation_with_a_reason(sample_corpus,
     cfg = web_cfg(sample_corpus, "http://127.0.0.1:9/v1", tmp_path / "c",
                   edu={"llm_sample_docs": 0, "serve_local_model": False})
     spec = InputSpec(path=str(sample_corpus.html_dir), source="python-docs", glob="tutorial/*.html", max_files=12)
-    summary = WebJob([spec], tmp_path / "out", cfg, LocalEngine(LocalEngineConfig(tasks=2, workers=2)),
-                     log=lambda m: None).run()
+    summary = web.run(cfg, [spec], tmp_path / "out", LocalEngine(LocalEngineConfig(tasks=2, workers=2)),
+                      log=lambda m: None)
     assert summary["corpus"]["llm_sample_docs"] == 0
     assert summary["corpus"]["edu_distillation"] == "skipped: no document was scored by the LLM"
     counts = summary["counts"]["edu_threshold"]

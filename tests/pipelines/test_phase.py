@@ -1,18 +1,19 @@
-"""The same step objects on datatrove's local executor and on Spark give the same outputs."""
+"""A per-document phase: the same step objects on datatrove's local executor and on Spark give the
+same outputs, whichever engine runs the ``DocPhase``."""
 
 import json
 
 import duckdb
 import pytest
 
+from core.local_engine import LocalEngine, LocalEngineConfig
 from core.spark import SparkConfig
+from core.spark_engine import SparkEngine
 from filters.length import LengthConfig
-from pipelines.engine import make_engine
 from pipelines.inputs import InputSpec, ReadLimits
-from pipelines.job import DocJob
+from pipelines.job import DocJob, Layout
 from pipelines.jobs.documents import DocumentStepsConfig, build_document_steps
-from pipelines.local import LocalEngine, LocalEngineConfig, run_local
-from pipelines.spark import SparkEngine, run_spark
+from pipelines.phase import DocPhase
 
 
 def rows(out, kind, cols):
@@ -31,8 +32,9 @@ def test_local_and_spark_agree(small_inputs, spark, tmp_path):
     steps = build_document_steps(DocumentStepsConfig(length=LengthConfig(min_chars=300), extract_timeout_s=600))
     job = DocJob("agree", inputs, steps, ReadLimits(reject_text_chars=500))
 
-    local = run_local(job, tmp_path / "local", LocalEngineConfig(tasks=3, workers=2))
-    sp = run_spark(job, tmp_path / "spark", spark, SparkConfig(input_partitions=3))
+    local = LocalEngine(LocalEngineConfig(tasks=3, workers=2)).run(DocPhase(job, Layout.single(tmp_path / "local")))
+    sp = SparkEngine(spark, SparkConfig(input_partitions=3)).run(DocPhase(job, Layout.single(tmp_path / "spark")))
+    assert (local.engine, sp.engine) == ("local", "spark")
 
     kept_local = rows(tmp_path / "local", "documents", "id, text, metadata, n_chars")
     kept_spark = rows(tmp_path / "spark", "documents", "id, text, metadata, n_chars")
@@ -59,28 +61,3 @@ def test_local_and_spark_agree(small_inputs, spark, tmp_path):
     }
     total_in = local.counts["read"].docs_in
     assert total_in == len(kept_local) + len(rej_local) == 40 + 3 + 3
-
-
-class _RowCount:
-    """A corpus pass whose two implementations say which one ran."""
-
-    def local(self, documents_dir: str):
-        n = duckdb.connect().execute(f"SELECT count(*) FROM read_parquet('{documents_dir}/*.parquet')").fetchone()[0]
-        return "local", n
-
-    def spark(self, df):
-        return "spark", df.count()
-
-
-def test_local_engine_computes_a_corpus_pass_with_its_local_implementation(small_job):
-    engine = make_engine(None, LocalEngineConfig(), SparkConfig())
-    assert isinstance(engine, LocalEngine) and engine.service_host() == "127.0.0.1"
-    assert engine.table(small_job.documents_dir) == str(small_job.documents_dir)
-    assert engine.compute(_RowCount(), small_job.documents_dir) == ("local", small_job.kept)
-
-
-@pytest.mark.spark
-def test_spark_engine_computes_a_corpus_pass_with_its_spark_implementation(small_job, spark):
-    engine = SparkEngine(spark, SparkConfig())
-    assert engine.service_host() == "127.0.0.1"  # a local master: the driver's loopback
-    assert engine.compute(_RowCount(), small_job.documents_dir) == ("spark", small_job.kept)

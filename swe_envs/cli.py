@@ -26,6 +26,15 @@ from swe_envs.sessions.cli import app as _session_app  # noqa: E402
 app.add_typer(_session_app, name="session")
 
 
+def _engine(master: str | None, workers: int, spark_conf: list[str] | None):
+    """Where the Docker work fans out: ``workers`` local threads, or one Spark task per item."""
+    from core.engine import make_engine
+    from core.local_engine import LocalEngineConfig
+    from core.spark import SparkConfig
+
+    return make_engine(master, LocalEngineConfig(workers=workers), SparkConfig(app_name="swe-envs"), spark_conf)
+
+
 
 
 @app.command()
@@ -43,11 +52,10 @@ def validate(
 ) -> None:
     """Build one image per repo-version, run the tests before/after each fix, write F2P/P2P."""
     from swe_envs.envs.validate.job import validate_instances
-    from swe_envs.fanout import make_pool
 
     cfg = load_cli_config(SweEnvsConfig, config, set_)
-    pool = make_pool(master, cfg.validation.workers, spark_conf)
-    res = validate_instances(instances, repos, output, cfg, overwrite=overwrite, log=typer.echo, pool=pool)
+    engine = _engine(master, cfg.validation.workers, spark_conf)
+    res = validate_instances(instances, repos, output, cfg, overwrite=overwrite, log=typer.echo, engine=engine)
     typer.echo(f"validated {res.validated}, failed {res.failed} -> {output / 'validated.jsonl'}")
     for lang, d in res.summary["languages"].items():
         rate = d["build_success_rate"]
@@ -74,11 +82,11 @@ def evaluate(
 ) -> None:
     """Apply each prediction in its environment, run FAIL_TO_PASS + PASS_TO_PASS, report resolved instances."""
     from swe_envs.envs.evaluate import evaluate as run_evaluation
-    from swe_envs.fanout import make_pool
 
     cfg = load_cli_config(SweEnvsConfig, config, set_)
-    pool = make_pool(master, cfg.validation.workers, spark_conf)
-    rep = run_evaluation(instances, predictions, output, cfg, repos, overwrite=overwrite, log=typer.echo, pool=pool)
+    engine = _engine(master, cfg.validation.workers, spark_conf)
+    rep = run_evaluation(instances, predictions, output, cfg, repos, overwrite=overwrite, log=typer.echo,
+                         engine=engine)
     typer.echo(f"resolved {rep['resolved_instances']} of {rep['submitted_instances']} submitted "
                f"({rep['total_instances']} instances; {rep['unresolved_instances']} unresolved, "
                f"{rep['empty_patch_instances']} empty patch, {rep['error_instances']} error) -> {output / 'report.json'}")

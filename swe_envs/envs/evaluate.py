@@ -12,7 +12,7 @@ command; otherwise the verified image of its repo-version is found (or built, wi
 ``--repos``) exactly as ``validate`` does. Outputs: ``OUT/report.json`` (shaped like the
 SWE-bench harness's run report, with ``resolved_ids``), ``OUT/results.jsonl`` (one line per
 instance), ``OUT/instances/<id>/{report.json,patch.diff,test_output.txt}``. Repo-version groups
-fan out over local threads or Spark executors (``swe_envs.fanout``), the driver writing the outputs.
+fan out over local threads or Spark executors (``engine.fan_out``), the driver writing the outputs.
 """
 
 from __future__ import annotations
@@ -273,15 +273,15 @@ def make_report(instances: dict[str, dict], preds: dict[str, dict], outcomes: li
 
 
 def evaluate(instances_path: Path, predictions: str, out: Path, cfg: SweEnvsConfig, repos_dir: Path | None = None,
-             overwrite: bool = False, log: Callable[[str], None] = print, pool=None) -> dict[str, Any]:
-    """``pool``: where the repo-version groups run (default: ``cfg.validation.workers`` local
-    threads; a ``swe_envs.fanout.SparkPool`` runs each group as one Spark task)."""
+             overwrite: bool = False, log: Callable[[str], None] = print, engine=None) -> dict[str, Any]:
+    """``engine``: where the repo-version groups run (default: ``cfg.validation.workers`` local
+    threads; a ``core.spark_engine.SparkEngine`` runs each group as one Spark task)."""
+    from core.local_engine import LocalEngine, LocalEngineConfig
     from swe_envs.envs.validate.job import prepare_output
-    from swe_envs.fanout import LocalPool
 
     if repos_dir is not None and not repos_dir.is_dir():
         raise InputError(f"repositories directory not found: {repos_dir}")
-    pool = pool or LocalPool(cfg.validation.workers)
+    engine = engine or LocalEngine(LocalEngineConfig(workers=cfg.validation.workers))
     repos_dir, out = (repos_dir.absolute() if repos_dir else None), out.absolute()
     good, bad = read_instances(instances_path)
     instances = {i["instance_id"]: i for i in good}
@@ -290,7 +290,7 @@ def evaluate(instances_path: Path, predictions: str, out: Path, cfg: SweEnvsConf
     problems += [{"instance_id": i, "reason": "prediction for an instance not in --instances"}
                  for i in preds if i not in instances]
     work = EvaluateWork(cfg, repos_dir)
-    pool.prepare(work)  # local: one clear message when no engine answers, before OUT is touched
+    engine.connect(work)  # local: one clear message when no Docker engine answers, before OUT is touched
     prepare_output(out, overwrite, OUTPUTS)
     grouper = Evaluator(cfg, None, repos_dir, out, log)  # group keys only: no engine on the driver
     groups: dict[tuple[str, str], list[dict]] = {}
@@ -312,7 +312,7 @@ def evaluate(instances_path: Path, predictions: str, out: Path, cfg: SweEnvsConf
             fh.write(json.dumps(value, sort_keys=True) + "\n")
 
     (out / "results.jsonl").write_text("", encoding="utf-8")
-    pool.run(work, items, out, on_event)
+    engine.fan_out(work, items, out, on_event)
     report = make_report(instances, preds, outcomes, problems)
     atomic_write_text(out / "report.json", json.dumps(report, indent=2, sort_keys=True) + "\n")
     return report

@@ -66,12 +66,12 @@ def group_of(name: str) -> str:
 
 
 def check_tasks(tasks: Path, out: Path, cfg: TerminalConfig, workers: int = 1, limit: int = 0,
-                log: Callable[[str], None] = print, resume: bool = False, pool=None) -> dict:
-    """``pool``: where tasks run (default: ``workers`` local threads; a ``swe_envs.fanout.SparkPool``
+                log: Callable[[str], None] = print, resume: bool = False, engine=None) -> dict:
+    """``engine``: where tasks run (default: ``workers`` local threads; a ``core.spark_engine.SparkEngine``
     checks each task as one Spark task, the task's files shipped with it)."""
-    from swe_envs.fanout import LocalPool
+    from core.local_engine import LocalEngine, LocalEngineConfig
 
-    pool = pool or LocalPool(workers)
+    engine = engine or LocalEngine(LocalEngineConfig(workers=workers))
     tasks, out = tasks.absolute(), out.absolute()
     paths = find_tasks(tasks)
     if limit:
@@ -95,7 +95,7 @@ def check_tasks(tasks: Path, out: Path, cfg: TerminalConfig, workers: int = 1, l
         if name not in done:
             items.append({"name": name, "path": str(path), "files": _task_files(path)})
     work = CheckWork(cfg)
-    pool.prepare(work)
+    engine.connect(work)
 
     def on_event(kind: str, value) -> None:
         if kind == "log":
@@ -110,7 +110,7 @@ def check_tasks(tasks: Path, out: Path, cfg: TerminalConfig, workers: int = 1, l
             fh.write(json.dumps(detail) + "\n")
         log(f"[{len(rows)}/{len(paths)}] {'ok ' if row['ok'] else 'BAD'} {row['task']} {row['reason'][:160]}")
 
-    pool.run(work, items, out, on_event)
+    engine.fan_out(work, items, out, on_event)
     summary = summarize(rows, details)
     atomic_write_text(out / "summary.json", json.dumps(summary, indent=1))
     return summary

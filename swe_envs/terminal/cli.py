@@ -166,13 +166,15 @@ def check(
     spark_conf: list[str] = typer.Option(None, "--spark-conf", help="a Spark setting KEY=VALUE (repeat), with --master"),
 ) -> None:
     """Build each task, run oracle (must score 1) and nop (must score 0); one results row per task."""
-    from swe_envs.fanout import make_pool
+    from core.engine import make_engine
+    from core.local_engine import LocalEngineConfig
+    from core.spark import SparkConfig
     from swe_envs.terminal.check import check_tasks
 
     cfg = _runner_config(config, set_)
-    pool = make_pool(master, workers, spark_conf)
+    engine = make_engine(master, LocalEngineConfig(workers=workers), SparkConfig(app_name="swe-envs"), spark_conf)
     summary = check_tasks(tasks, output, cfg, workers=workers, limit=limit, log=typer.echo, resume=resume,
-                          pool=pool)
+                          engine=engine)
     typer.echo(f"ok {summary['ok']}/{summary['tasks']}  built {summary['built']}  "
                f"oracle pass {summary['oracle_pass']}  -> {output / 'results.jsonl'}")
 

@@ -10,7 +10,7 @@ Every bad input (malformed line, missing repository or commit, a patch that does
 apply, a build that never succeeds, a hanging suite, a crashing parser) becomes one
 failure record with its reason; the rest of the batch goes on.
 
-Repo-version groups fan out (``swe_envs.fanout``) over local threads or Spark executors,
+Repo-version groups fan out (``engine.fan_out``) over local threads or Spark executors,
 each with its own Docker engine; the driver writes every output either way.
 """
 
@@ -28,13 +28,14 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from core.engine import Engine
 from core.errors import InputError, UserError
+from core.local_engine import LocalEngine, LocalEngineConfig
 from swe_envs.config import SweEnvsConfig
 from swe_envs.docker_setup import docker_client
 from swe_envs.envs.environment.builder import Environment
 from swe_envs.envs.environment.group import build_group, environment_commit, make_builder
 from swe_envs.envs.validate.validator import InstanceFailure, Validator
-from swe_envs.fanout import LocalPool, SparkPool
 from swe_envs.git import git
 from swe_envs.instance import read_instances
 from swe_envs.repos import check_patches, find_repo
@@ -79,16 +80,16 @@ def prepare_output(out: Path, overwrite: bool, outputs: tuple[str, ...] = OUTPUT
 
 
 def validate_instances(instances_path: Path, repos_dir: Path, out: Path, cfg: SweEnvsConfig, overwrite: bool = False,
-              log: Callable[[str], None] = print, pool: LocalPool | SparkPool | None = None) -> BatchResult:
-    """``pool``: where the repo-version groups run (default: ``cfg.validation.workers`` local threads)."""
+              log: Callable[[str], None] = print, engine: Engine | None = None) -> BatchResult:
+    """``engine``: where the repo-version groups run (default: ``cfg.validation.workers`` local threads)."""
     if not repos_dir.is_dir():
         raise InputError(f"repositories directory not found: {repos_dir}")
-    pool = pool or LocalPool(cfg.validation.workers)
+    engine = engine or LocalEngine(LocalEngineConfig(workers=cfg.validation.workers))
     # executors share neither the driver's cwd nor its view of relative paths
     repos_dir, out = repos_dir.absolute(), out.absolute()
     instances, failures = read_instances(instances_path)
     work = ValidateWork(cfg, repos_dir)
-    pool.prepare(work)  # local: one clear message when no engine answers, before OUT is touched
+    engine.connect(work)  # local: one clear message when no Docker engine answers, before OUT is touched
     prepare_output(out, overwrite)
     writer = _Writer(out)
     t0 = time.monotonic()
@@ -110,7 +111,7 @@ def validate_instances(instances_path: Path, repos_dir: Path, out: Path, cfg: Sw
         groups = _group(instances, repos_dir, writer, stats)
         items = [{"repo": repo, "commit": commit, "members": members}
                  for (repo, commit), (_, members) in groups.items()]
-        pool.run(work, items, out, on_event)
+        engine.fan_out(work, items, out, on_event)
     finally:
         writer.close()
     summary = summarize(stats, out, time.monotonic() - t0)

@@ -62,7 +62,8 @@ def test_spark_check_equals_the_local_pool(checked):
 
 
 def test_resumed_spark_check_runs_only_the_missing_tasks(checked, spark):
-    from swe_envs.fanout import SparkPool
+    from core.spark import SparkConfig
+    from core.spark_engine import SparkEngine
     from swe_envs.terminal.check import check_tasks
     from swe_envs.terminal.config import TerminalConfig
 
@@ -74,7 +75,7 @@ def test_resumed_spark_check_runs_only_the_missing_tasks(checked, spark):
     (out / "results.jsonl").write_text("".join(r + "\n" for r in kept))
     lines: list[str] = []
     summary = check_tasks(root / "tasks", out, TerminalConfig(), log=lines.append, resume=True,
-                          pool=SparkPool(spark))
+                          engine=SparkEngine(spark, SparkConfig()))
     assert summary["ok"] == len(SEEDS)
     assert [ln for ln in lines if ln.startswith("[")] == ["[2/2] ok  evoeval/76 "]
     assert _rows(out, "results.jsonl") == _rows(root / "local", "results.jsonl")

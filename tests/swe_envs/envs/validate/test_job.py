@@ -56,13 +56,14 @@ def batch(docker_ready, tmp_path_factory):
 
 
 def test_validate_on_spark_executors_equals_the_local_pool(batch, spark):
+    from core.spark import SparkConfig
+    from core.spark_engine import SparkEngine
     from swe_envs.config import SweEnvsConfig
     from swe_envs.envs.validate.job import validate_instances
-    from swe_envs.fanout import SparkPool
 
     local, out = batch / "local", batch / "spark"
     res = validate_instances(batch / "in.jsonl", batch / "repos", out, SweEnvsConfig(), log=lambda m: None,
-                    pool=SparkPool(spark))
+                    engine=SparkEngine(spark, SparkConfig()))
     assert res.validated == 2 and res.failed == 2
     for name in ("environments.jsonl", "validated.jsonl", "failures.jsonl"):
         assert _rows(out, name) == _rows(local, name), name
@@ -79,15 +80,16 @@ def test_validate_on_spark_executors_equals_the_local_pool(batch, spark):
 
 
 def test_evaluate_gold_on_spark_executors_equals_the_local_pool(batch, spark):
+    from core.spark import SparkConfig
+    from core.spark_engine import SparkEngine
     from swe_envs.config import SweEnvsConfig
     from swe_envs.envs.evaluate import evaluate
-    from swe_envs.fanout import SparkPool
 
     validated = batch / "local" / "validated.jsonl"
     local = evaluate(validated, "gold", batch / "e-local", SweEnvsConfig(), log=lambda m: None)
     assert local["resolved_ids"] == ["tests__fanout-1", "tests__fanout-twin"]
     on_spark = evaluate(validated, "gold", batch / "e-spark", SweEnvsConfig(), batch / "repos", log=lambda m: None,
-                        pool=SparkPool(spark))
+                        engine=SparkEngine(spark, SparkConfig()))
     assert on_spark == local
     assert _rows(batch / "e-spark", "results.jsonl") == _rows(batch / "e-local", "results.jsonl")
     assert _files(batch / "e-spark") == _files(batch / "e-local")  # instances/<id>/{report.json, patch.diff, ...}

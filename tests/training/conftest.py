@@ -35,7 +35,7 @@ def make_checkpoint(root: Path, tokenizer: Path, seed: int = 0, version: int = 0
     from tests.training.glm_tiny import tiny_model
     from training.checkpoint import save_checkpoint
     from training.model.glm import GLMModel
-    from training.serving.codec import Codec
+    from training.policy.codec import Codec
 
     vocab = Codec.load(tokenizer).vocab_size
     torch.manual_seed(seed)
@@ -46,6 +46,34 @@ def make_checkpoint(root: Path, tokenizer: Path, seed: int = 0, version: int = 0
                            {"weight_version": version, "config": {"model": cfg.model_dump(mode="json")}})
     (path / "tokenizer.json").write_bytes(tokenizer.read_bytes())
     return path
+
+
+@pytest.fixture(scope="session")
+def hf_tok():
+    """The real SmolLM2 tokenizer with its chat template (from the cache, core.local_lm)."""
+    from transformers import AutoTokenizer
+
+    from core.local_lm import obtain_smollm2
+
+    return AutoTokenizer.from_pretrained(str(obtain_smollm2(log=lambda _m: None)))
+
+
+def make_tiny_hf(out: Path, tok, seed: int = 0) -> Path:
+    """A tiny random LlamaForCausalLM made by transformers itself, with ``tok`` saved beside it."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
+                      tie_word_embeddings=True, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)  # fmt: skip
+    LlamaForCausalLM(cfg).save_pretrained(str(out))
+    tok.save_pretrained(str(out))
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_hf(hf_tok, tmp_path_factory) -> Path:
+    return make_tiny_hf(tmp_path_factory.mktemp("tiny_hf"), hf_tok)
 
 
 @pytest.fixture(scope="session")

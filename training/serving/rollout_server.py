@@ -40,7 +40,7 @@ from core.cli import user_errors
 from core.errors import InputError, UserError
 from training.model.config import ModelConfig
 from training.model.glm import GLMModel
-from training.serving.codec import Codec
+from training.policy.codec import Codec
 from training.serving.engine import Engine, read_weights
 from training.serving.faults import ServerFaults
 from training.serving.http_json import HttpError, exit_with_parent, register_with, serve_json

@@ -1,9 +1,10 @@
-"""Batched token-in/token-out sampling from the GLM-5-shaped model with the MLA latent KV cache.
+"""Batched token-in/token-out sampling from any policy (``training.policy``): our GLM-5-shaped
+model with its MLA latent KV cache, or a transformers causal LM with its own KV cache.
 
 API (what a rollout server calls)::
 
     from training.serving.sampler import SamplingParams, sample
-    outs = sample(model, [[5, 9, 2], [7]], SamplingParams(temperature=1.0, top_p=0.95,
+    outs = sample(policy, [[5, 9, 2], [7]], SamplingParams(temperature=1.0, top_p=0.95,
                   max_tokens=64, stop_token_ids=[user_id, observation_id]), generator=g)
     outs[0].tokens      # the sampled token ids (a stop token, when hit, is the last one)
     outs[0].logprobs    # one float per sampled token (see below)
@@ -40,7 +41,7 @@ from dataclasses import dataclass, field
 import torch
 
 from core.errors import UserError
-from training.model.glm import GLMModel
+from training.policy import Policy, as_policy
 
 
 @dataclass(frozen=True)
@@ -97,12 +98,14 @@ def _pick(
 
 @torch.no_grad()
 def sample(
-    model: GLMModel,
+    model: Policy,
     prompts: Sequence[Sequence[int]],
     params: SamplingParams | Sequence[SamplingParams],
     generator: torch.Generator | None = None,
 ) -> list[Completion]:
-    """Complete every prompt; see the module docstring for the contract."""
+    """Complete every prompt; see the module docstring for the contract. ``model``: a policy, or
+    a bare ``GLMModel``."""
+    model = as_policy(model)
     n = len(prompts)
     if n == 0:
         return []
@@ -111,12 +114,8 @@ def sample(
         raise UserError(f"{len(plist)} sampling params for {n} prompts")
     for p in plist:
         p.check()
-    vocab = model.cfg.vocab_size
     for i, prompt in enumerate(prompts):
-        if not prompt:
-            raise UserError(f"prompt {i} is empty (needs at least one token)")
-        if min(prompt) < 0 or max(prompt) >= vocab:
-            raise UserError(f"prompt {i} has a token id outside the vocabulary [0, {vocab})")
+        model.check_prompt(i, prompt)
 
     was_training = model.training
     model.eval()
@@ -126,9 +125,9 @@ def sample(
         model.train(was_training)
 
 
-def _sample(model, prompts, plist, generator) -> list[Completion]:
+def _sample(model: Policy, prompts, plist, generator) -> list[Completion]:
     n = len(prompts)
-    dev = next(model.parameters()).device  # everything lives where the model does
+    dev = model.device  # everything lives where the model does
     lens = torch.tensor([len(p) for p in prompts], device=dev)
     width = int(lens.max())
     pad = width - lens  # left padding per row
@@ -170,7 +169,7 @@ def _sample(model, prompts, plist, generator) -> list[Completion]:
             break
         if len(keep) < len(live):  # finished rows leave the batch
             sel = torch.tensor(keep, device=dev)
-            caches = [c.select(sel) for c in caches]
+            caches = model.select(caches, sel)
             key_mask, tok, live = key_mask[sel], tok[sel], live[sel]
         key_mask = torch.cat((key_mask, torch.ones(len(live), 1, dtype=torch.bool, device=dev)), 1)
         pos = next_pos[live][:, None]

@@ -15,11 +15,9 @@ them silently; they are written into the assistant content instead (reasoning as
 
 Training: one sample per row, right-padded to the batch's longest, the cross-entropy of
 position t predicting token t+1 only where token t+1 is trained, token-mean (as
-``training.model.glm._shifted_ce``); the trainer config's optimizer (Muon on matrices,
-AdamW on embeddings/output and vectors, as ``training.optim.optimizers``; ``muon_split`` has no
-MLA up-projection blocks to split in an arbitrary HF model, so it is plain Muon there), LR
-schedule, grad clip, seed and steps. ``model.heldout`` samples are held out before mixing and
-their loss is measured before and after training. The final model goes to ``OUT/hf`` with
+``training.model.glm._shifted_ce``); the trainer config's optimizer routed as for any HF
+policy (``training.policy.hf.hf_optimizer``), LR schedule, grad clip, seed and steps.
+``model.heldout`` samples are held out before mixing and their loss is measured before and after training. The final model goes to ``OUT/hf`` with
 ``save_pretrained`` and the tokenizer (chat template included), ready for the next stage.
 """
 
@@ -41,9 +39,8 @@ from core.errors import InputError
 from core.io import atomic_write_text
 from training.chat_template import Reject, conversation_of, normalize
 from training.metrics_log import MetricsSink
-from training.optim.muon import Muon
-from training.optim.optimizers import OptimizerConfig
 from training.optim.schedules import lr_at
+from training.policy.hf import hf_optimizer
 from training.sft.data import ReadReport, category_weights, mix, read_records
 
 
@@ -182,38 +179,6 @@ def heldout_loss(model, samples, pad_id: int, batch_size: int) -> float | None:
             n += k
     model.train(was)
     return total / n if n else None
-
-
-def hf_optimizer(model: torch.nn.Module, cfg: OptimizerConfig) -> Muon:
-    """``build_optimizer``'s routing for an HF model: vectors AdamW without weight decay,
-    input/output embeddings AdamW, every other matrix Muon (or all AdamW with ``adamw``)."""
-    emb = {id(model.get_input_embeddings().weight)}
-    out = model.get_output_embeddings()
-    if out is not None:
-        emb.add(id(out.weight))
-    groups: dict[str, list] = {"muon": [], "adamw": [], "adamw_no_wd": []}
-    names: dict[str, list] = {"muon": [], "adamw": [], "adamw_no_wd": []}
-    for name, p in model.named_parameters():  # tied weights appear once
-        if not p.requires_grad:
-            continue
-        r = "adamw_no_wd" if p.ndim < 2 else "adamw" if (cfg.name == "adamw" or id(p) in emb) else "muon"
-        groups[r].append(p)
-        names[r].append(name)
-    spec = [
-        {
-            "params": groups["muon"],
-            "blocks": [None] * len(groups["muon"]),
-            "use_muon": True,
-            "names": names["muon"],
-        },
-        {"params": groups["adamw"], "names": names["adamw"]},
-        {"params": groups["adamw_no_wd"], "weight_decay": 0.0, "names": names["adamw_no_wd"]},
-    ]
-    return Muon(
-        [g for g in spec if g["params"]], lr=cfg.lr, weight_decay=cfg.weight_decay, momentum=cfg.momentum,
-        nesterov=cfg.nesterov, ns_steps=cfg.ns_steps, ns_coefficients=cfg.ns_coefficients, rms_scale=cfg.rms_scale,
-        betas=cfg.betas, eps=cfg.eps, ns_dtype=getattr(torch, cfg.ns_dtype),
-    )  # fmt: skip
 
 
 def run_hf(cfg, tcfg, log=print) -> dict[str, Any]:

@@ -9,8 +9,8 @@ import pytest
 from safetensors.torch import load_file, save
 
 from tests.training.conftest import start_module, stop
+from training.policy.codec import Codec
 from training.serving import rollout_client
-from training.serving.codec import Codec
 from training.serving.http_json import CallFailure, call
 
 

@@ -18,50 +18,27 @@ from training.sft.hf import encode_hf
 ROOT = Path(__file__).resolve().parents[3]
 
 
-@pytest.fixture(scope="module")
-def tok():
-    from transformers import AutoTokenizer
-
-    from core.local_lm import obtain_smollm2
-
-    return AutoTokenizer.from_pretrained(str(obtain_smollm2()))
-
-
-@pytest.fixture(scope="module")
-def tiny_hf(tok, tmp_path_factory) -> Path:
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
-                      tie_word_embeddings=True, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)  # fmt: skip
-    out = tmp_path_factory.mktemp("tiny_hf")
-    LlamaForCausalLM(cfg).save_pretrained(str(out))
-    tok.save_pretrained(str(out))
-    return out
-
-
-def test_mask_covers_exactly_the_assistant_turns(tok):
+def test_mask_covers_exactly_the_assistant_turns(hf_tok):
     msgs = [{"role": "user", "content": "What is 2+2?"}, {"role": "assistant", "content": "4"},
             {"role": "user", "content": "And 3+3?"}, {"role": "assistant", "content": "6", "reasoning_content": "3 and 3"}]  # fmt: skip
-    ids, mask = encode_hf(msgs, [], tok)
-    trained = tok.decode([t for t, m in zip(ids, mask, strict=True) if m])
+    ids, mask = encode_hf(msgs, [], hf_tok)
+    trained = hf_tok.decode([t for t, m in zip(ids, mask, strict=True) if m])
     assert trained == "4<|im_end|>\n<think>3 and 3</think>6<|im_end|>\n"
-    untrained = tok.decode([t for t, m in zip(ids, mask, strict=True) if not m])
+    untrained = hf_tok.decode([t for t, m in zip(ids, mask, strict=True) if not m])
     assert "What is 2+2?" in untrained and "<|im_start|>assistant\n" in untrained and "6" not in untrained
 
 
-def test_tool_calls_are_kept_in_the_content(tok):
+def test_tool_calls_are_kept_in_the_content(hf_tok):
     msgs = [{"role": "user", "content": "list files"},
             {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": "run", "arguments": '{"cmd": "ls"}'}}]},
             {"role": "tool", "content": "a.py"}, {"role": "assistant", "content": "a.py"}]  # fmt: skip
-    ids, mask = encode_hf(msgs, [{"type": "function", "function": {"name": "run"}}], tok)
-    trained = tok.decode([t for t, m in zip(ids, mask, strict=True) if m])
+    ids, mask = encode_hf(msgs, [{"type": "function", "function": {"name": "run"}}], hf_tok)
+    trained = hf_tok.decode([t for t, m in zip(ids, mask, strict=True) if m])
     assert '"name": "run"' in trained and '"arguments"' in trained and trained.endswith("a.py<|im_end|>\n")
-    assert "Tools:" in tok.decode(ids)
+    assert "Tools:" in hf_tok.decode(ids)
 
 
-def test_template_that_rewrites_history_is_rejected(tok, tiny_hf):
+def test_template_that_rewrites_history_is_rejected(hf_tok, tiny_hf):
     from transformers import AutoTokenizer
 
     t = AutoTokenizer.from_pretrained(str(tiny_hf))
@@ -89,8 +66,8 @@ def test_sft_trains_an_hf_model_and_saves_an_hf_directory(tiny_hf, tmp_path, mon
     assert sum(s["samples"].values()) + sum(s["rejects"].values()) == s["conversations"]  # one sample each
     assert json.loads((tmp_path / "sft.json").read_text())["heldout_loss_after"] == s["heldout_loss_after"]
     back = AutoModelForCausalLM.from_pretrained(str(tmp_path / "hf"))
-    tok = AutoTokenizer.from_pretrained(str(tmp_path / "hf"))
-    assert tok.chat_template and back.config.vocab_size == len(tok)
+    saved = AutoTokenizer.from_pretrained(str(tmp_path / "hf"))
+    assert saved.chat_template and back.config.vocab_size == len(saved)
     # the saved weights are the trained ones, not the start
     start = AutoModelForCausalLM.from_pretrained(str(tiny_hf))
     assert not torch.equal(back.model.layers[0].mlp.up_proj.weight, start.model.layers[0].mlp.up_proj.weight)

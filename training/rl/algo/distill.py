@@ -15,29 +15,29 @@ from pathlib import Path
 
 import torch
 
-from core.errors import ConfigError
-from training.checkpoint import load_checkpoint
-from training.model.config import ModelConfig
-from training.model.glm import GLMModel
+from core.errors import ConfigError, UserError
+from training.policy import Policy, load_policy
 from training.rl.algo.update import batch_tensors, logprobs_of
 from training.rl.trajectory import Trajectory
 
 
 class TeacherSet:
-    """Teacher models by task type, each loaded once from its checkpoint (eval mode, frozen)."""
+    """Teacher policies by task type, each loaded once from its checkpoint (ours or a Hugging Face
+    directory; eval mode, frozen). A teacher scores the student's token ids, so it must share the
+    student's vocabulary (``vocab_size``: checked when given)."""
 
-    def __init__(self, model_cfg: ModelConfig, checkpoints: dict[str, str | Path]):
+    def __init__(self, checkpoints: dict[str, str | Path], vocab_size: int | None = None):
         if not checkpoints:
             raise ConfigError("distillation needs at least one teacher (task type -> checkpoint)")
         self.checkpoints = {task: Path(p) for task, p in checkpoints.items()}
-        self._models: dict[Path, GLMModel] = {}
+        self._models: dict[Path, Policy] = {}
         for path in set(self.checkpoints.values()):
-            m = GLMModel(model_cfg)
-            load_checkpoint(path, m)
-            m.eval().requires_grad_(False)
-            self._models[path] = m
+            teacher = load_policy(path).frozen()
+            if vocab_size is not None and teacher.vocab_size != vocab_size:
+                raise UserError(f"teacher {path}: vocabulary {teacher.vocab_size} != the student's {vocab_size}")
+            self._models[path] = teacher
 
-    def for_task(self, task: str) -> GLMModel:
+    def for_task(self, task: str) -> Policy:
         if task not in self.checkpoints:
             raise ConfigError(f"no teacher registered for task type {task!r} (have {sorted(self.checkpoints)})")
         return self._models[self.checkpoints[task]]

@@ -27,7 +27,7 @@ import torch
 from pydantic import Field
 
 from core.config import StrictModel
-from training.model.glm import GLMModel
+from training.policy import Policy
 
 
 class PolicyLossConfig(StrictModel):
@@ -68,10 +68,11 @@ def pad_rows(rows: list[list[int]], pad: int = 0) -> tuple[torch.Tensor, list[to
 
 
 def token_logprobs(
-    model: GLMModel, tokens: torch.Tensor, doc_lens: list[torch.Tensor], temperature: float = 1.0
+    model: Policy, tokens: torch.Tensor, doc_lens: list[torch.Tensor], temperature: float = 1.0
 ) -> torch.Tensor:
     """[B, L]: log pi(token t | tokens < t) under logits / temperature; position 0 is 0.
-    The same quantity the sampler returns, computed by a full (training-path) forward."""
+    The same quantity the sampler returns, computed by a full (training-path) forward of any
+    policy (or a bare ``GLMModel``: both take right-padded rows and their ``doc_lens``)."""
     logits = model(tokens, doc_lens).float()
     if temperature > 0:
         logits = logits / temperature

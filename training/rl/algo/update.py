@@ -1,8 +1,9 @@
 """One policy update from a batch of trajectories: the trainer side of group-wise RL and of
 on-policy distillation.
 
-The same model, optimizer factory (Muon/MuonSplit/AdamW), gradient clipping and aux-loss-free
-expert-bias update as pre-training (``training.trainer``); what differs is the loss. Per
+Any policy (``training.policy``: our GLM model, or a transformers causal LM), with its own
+optimizer (Muon/MuonSplit/AdamW, as pre-training), gradient clipping and after-step hook (GLM's
+aux-loss-free expert-bias update); what differs from pre-training is the loss. Per
 update: logprobs of the old policy (this model before the update, no grad) and, when
 configured, of the reference policy; then ``epochs`` passes over ``minibatches`` slices,
 each a forward with grad, the clipped token-level loss, backward, clip, optimizer step.
@@ -16,7 +17,7 @@ import torch
 from pydantic import Field
 
 from core.config import StrictModel
-from training.model.glm import GLMModel
+from training.policy import Policy, as_policy
 from training.rl.algo.losses import (
     PolicyLossConfig,
     group_advantages,
@@ -55,7 +56,8 @@ def rl_advantages(trajs: list[Trajectory], group_size: int, cfg: PolicyLossConfi
 
 
 @torch.no_grad()
-def logprobs_of(model: GLMModel, b: dict[str, Any], temperature: float) -> torch.Tensor:
+def logprobs_of(model: Policy, b: dict[str, Any], temperature: float) -> torch.Tensor:
+    model = as_policy(model)
     was = model.training
     model.eval()
     try:
@@ -65,18 +67,19 @@ def logprobs_of(model: GLMModel, b: dict[str, Any], temperature: float) -> torch
 
 
 def policy_update(
-    model: GLMModel,
+    model: Policy,
     opt: torch.optim.Optimizer,
     trajs: list[Trajectory],
     advantages: torch.Tensor | None,
     cfg: UpdateConfig,
-    ref_model: GLMModel | None = None,
+    ref_model: Policy | None = None,
     teacher_logp: torch.Tensor | None = None,
     distill_coef: float = 1.0,
 ) -> dict[str, float]:
     """Update ``model`` on ``trajs``. ``advantages``: one per trajectory (RL), or None with
     ``teacher_logp`` [B, L] for on-policy distillation, whose per-token advantage is
     sg[log pi_teacher - log pi_old] (``training.rl.algo.distill``)."""
+    model = as_policy(model)
     b = batch_tensors(trajs)
     logp_old = logprobs_of(model, b, cfg.temperature)
     logp_ref = logprobs_of(ref_model, b, cfg.temperature) if ref_model is not None else None
@@ -107,7 +110,7 @@ def policy_update(
             out.loss.backward()
             grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
             opt.step()
-            model.update_expert_bias()
+            model.after_step()
             stats = {**out.stats, "loss": float(out.loss.detach()), "grad_norm": float(grad_norm)}
     stats["rollout_trainer_logp_diff"] = float(masked_mean((logp_old - b["rollout_logp"]).abs(), b["mask"]))
     if teacher_logp is not None:

@@ -32,9 +32,9 @@ import typer
 
 from core.cli import user_errors
 from core.errors import UserError
+from training.policy.codec import Codec
 from training.rl.gateway.recorder import Recording
 from training.serving import rollout_client
-from training.serving.codec import Codec
 from training.serving.http_json import CallFailure, HttpError, call
 
 

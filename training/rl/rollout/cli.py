@@ -17,9 +17,9 @@ import typer
 from core.cli import user_errors
 from core.config import load_yaml, validate_config
 from core.errors import ConfigError
+from training.policy.codec import Codec
 from training.rl.rollout.config import OrchestratorConfig
 from training.rl.rollout.orchestrator import Orchestrator
-from training.serving.codec import Codec
 
 
 def load_orchestrator_config(config: Path, out: Path) -> OrchestratorConfig:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import UserError
+from training.policy.codec import Codec
 from training.rl.rollout.config import OrchestratorConfig
 from training.rl.rollout.external import ExternalGroups
 from training.rl.rollout.faults import FaultInjector
@@ -39,7 +40,6 @@ from training.rl.rollout.registry import Registry, Slot
 from training.rl.rollout.sessions import SessionEpisodes
 from training.rl.rollout.trainer_protocol import TrainerProtocol
 from training.serving import rollout_client
-from training.serving.codec import Codec
 from training.serving.http_json import CallFailure, HttpError, call, serve_json
 
 

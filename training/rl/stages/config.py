@@ -3,6 +3,9 @@
 
 The stages are data: the model, the optimizer, rollout and update settings, the tasks, and an
 ordered list of stages, e.g. SFT -> reasoning RL -> agentic RL -> general RL -> distillation.
+``model`` is either our model's shape (made from scratch, for the toy tasks) or existing weights:
+``{hf: PATH}`` (any transformers causal LM) or ``{checkpoint: PATH}`` (ours or HF, e.g. what
+``python -m training.sft`` wrote), with text tasks in the policy's own chat template.
 """
 
 from __future__ import annotations
@@ -15,8 +18,9 @@ from core.config import StrictModel
 from training.model.config import ModelConfig
 from training.optim.optimizers import OptimizerConfig
 from training.optim.schedules import ScheduleConfig
+from training.policy import PolicySource
 from training.rl.algo.update import UpdateConfig
-from training.rl.tasks.toy import ToyTaskConfig
+from training.rl.tasks.build import TaskConfig, is_text
 
 
 class StageRolloutConfig(StrictModel):
@@ -59,21 +63,28 @@ class StageSpec(StrictModel):
     def _check(self) -> StageSpec:
         if not self.tasks or any(w <= 0 for w in self.tasks.values()):
             raise ValueError(f"stage {self.name}: tasks needs at least one task with a positive weight")
+        unknown = set(self.teachers) - set(self.tasks)
+        if unknown:
+            raise ValueError(f"teachers: unknown tasks {sorted(unknown)}")
         return self
 
 
 class StagesConfig(StrictModel):
     seed: int = 0
     threads: int = Field(default=1, ge=0)  # torch intra-op threads; 0 = torch's default
-    model: ModelConfig = ModelConfig()
+    # our model from scratch (its shape), or existing weights: {hf: PATH} / {checkpoint: PATH}
+    model: ModelConfig | PolicySource = ModelConfig()
     optimizer: OptimizerConfig = OptimizerConfig(name="adamw", lr=3e-3)
     schedule: ScheduleConfig = ScheduleConfig(kind="constant", warmup_steps=0)  # per RL stage
     rollout: StageRolloutConfig = StageRolloutConfig()
     update: UpdateConfig = UpdateConfig()
     sft: SFTToyConfig = SFTToyConfig()
     eval: EvalConfig = EvalConfig()
-    tasks: dict[str, ToyTaskConfig]
+    tasks: dict[str, TaskConfig]
     stages: list[StageSpec]
+    # task type -> a checkpoint (ours or HF) registered as its teacher before the first stage,
+    # e.g. the SFT checkpoint the run starts from; a stage's teacher_for replaces it
+    teachers: dict[str, str] = {}
 
     @model_validator(mode="after")
     def _check(self) -> StagesConfig:
@@ -86,9 +97,15 @@ class StagesConfig(StrictModel):
                 raise ValueError(f"stage {s.name}: unknown tasks {sorted(unknown)}")
             if s.kind == "sft" and i > 0:
                 raise ValueError(f"stage {s.name}: an sft stage must come first (it starts the model)")
+            if s.kind == "sft" and (isinstance(self.model, PolicySource) or any(is_text(self.tasks[t]) for t in s.tasks)):
+                raise ValueError(f"stage {s.name}: sft stages train a model from scratch on toy tasks; "
+                                 "fine-tune existing weights with `python -m training.sft` and start from its checkpoint")
             for task, src in s.teachers.items():
                 if src not in names[:i]:
                     raise ValueError(f"stage {s.name}: teacher of {task} must be an earlier stage, got {src!r}")
             if s.kind == "distill" and s.group_size not in (None, 1):
                 raise ValueError(f"stage {s.name}: on-policy distillation samples one response per prompt")
+        unknown = set(self.teachers) - set(self.tasks)
+        if unknown:
+            raise ValueError(f"teachers: unknown tasks {sorted(unknown)}")
         return self

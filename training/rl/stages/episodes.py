@@ -1,4 +1,5 @@
-"""Rollouts in this process: batched multi-turn episodes of the toy tasks through the sampler.
+"""Rollouts in this process: batched multi-turn episodes of a stage's tasks (toy or text) through
+the sampler, for any policy.
 
 Each episode is a ``training.rl.trajectory.Trajectory``: the prompt, each model turn as sampled
 (its stop token included, with its logprobs) and each environment observation between turns
@@ -9,16 +10,16 @@ from __future__ import annotations
 
 import torch
 
-from training.model.glm import GLMModel
-from training.rl.tasks.toy import Problem, ToyTask
+from training.policy import Policy
+from training.rl.tasks.build import Task
 from training.rl.trajectory import Trajectory
 from training.serving.sampler import SamplingParams, sample
 
 
 def rollout(
-    model: GLMModel,
-    task: ToyTask,
-    problems: list[Problem],
+    model: Policy,
+    task: Task,
+    problems: list,
     group_size: int,
     params: SamplingParams,
     generator: torch.Generator | None = None,

@@ -1,14 +1,18 @@
 """The stage runner: GLM-5's post-training stages in sequence, in this one process — SFT ->
 reasoning RL -> agentic RL -> general RL -> on-policy cross-stage distillation — from one config
-(``training.rl.stages.config``). Sampling, reward and update alternate here on the toy tasks
+(``training.rl.stages.config``). Sampling, reward and update alternate here
 (``training.rl.stages.episodes``); the asynchronous system (``training.rl.rollout``,
 ``training.rl.trainer``) runs the same update against rollout servers and task services instead.
 
-Each stage starts from the previous stage's final checkpoint (weights only: a fresh optimizer
-per stage), runs, saves its final checkpoint under ``OUT/stages/<name>/`` and, when it lists
-``teacher_for``, registers that checkpoint as the teacher of those task types.
-``OUT/pipeline.json`` records completed stages, their checkpoints, the teacher registry and
-the reward curves, written atomically after each stage.
+The policy (``training.policy``) is our model from scratch on the toy tasks, or existing weights
+— ``model: {hf: PATH}`` (any transformers causal LM) or ``{checkpoint: PATH}`` (ours or HF) — on
+text tasks rendered with the policy's own chat template. The first stage starts from ``model``;
+each later stage from the previous stage's final checkpoint (weights only: a fresh optimizer
+per stage). A stage saves its final checkpoint under ``OUT/stages/<name>/`` (in the policy's own
+format, tokenizer included) and, when it lists ``teacher_for``, registers that checkpoint as
+the teacher of those task types; ``teachers:`` registers checkpoints from before the run (e.g.
+the SFT checkpoint it starts from). ``OUT/pipeline.json`` records completed stages, their
+checkpoints, the teacher registry and the reward curves, written atomically after each stage.
 
 Resume is at stage boundaries and bit-exact: a stage's result depends only on its starting
 checkpoint, its config and its seeds (sampling uses a generator seeded by (seed, stage
@@ -38,16 +42,17 @@ from core.config import load_config
 from core.errors import ConfigError
 from core.io import atomic_write_text
 from core.shards import TokenizerInfo
-from training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
-from training.model.glm import GLMModel
-from training.optim.optimizers import build_optimizer
+from training.checkpoint import latest_checkpoint
+from training.model.config import ModelConfig
 from training.optim.schedules import lr_at
+from training.policy import Policy, PolicySource, as_policy, build_policy, load_policy
 from training.rl import CONFIGS
 from training.rl.algo.distill import TeacherSet
 from training.rl.algo.update import policy_update, rl_advantages
 from training.rl.stages.config import StagesConfig, StageSpec
 from training.rl.stages.episodes import rollout
-from training.rl.tasks.toy import EOS, PAD, STOP_TOKENS, VOCAB, ToyTask, build_tasks
+from training.rl.tasks.build import Task, build_tasks
+from training.rl.tasks.toy import EOS, PAD, VOCAB
 from training.rl.trajectory import Trajectory
 from training.serving.sampler import SamplingParams
 from training.sft.pack import write_sft_shards
@@ -69,11 +74,16 @@ def _split(total: int, weights: dict[str, float]) -> dict[str, int]:
 class StageRunner:
     def __init__(self, cfg: StagesConfig, out: str | Path, log: Callable[[str], None] = print):
         self.cfg, self.out, self.log = cfg, Path(out), log
-        vocab = cfg.model.vocab_size or len(VOCAB)
-        if vocab < len(VOCAB):
-            raise ConfigError(f"model.vocab_size: {vocab} < the toy vocabulary's {len(VOCAB)}")
-        self.model_cfg = cfg.model.model_copy(update={"vocab_size": vocab}).check("model")
-        self.tasks = build_tasks(cfg.tasks)
+        if isinstance(cfg.model, ModelConfig):  # from scratch, on the toy vocabulary
+            vocab = cfg.model.vocab_size or len(VOCAB)
+            if vocab < len(VOCAB):
+                raise ConfigError(f"model.vocab_size: {vocab} < the toy vocabulary's {len(VOCAB)}")
+            self.source: ModelConfig | PolicySource = cfg.model.model_copy(update={"vocab_size": vocab}).check("model")
+            codec = None
+        else:  # existing weights: their tokenizer and chat template render the tasks
+            self.source = cfg.model
+            codec = load_policy(cfg.model).codec
+        self.tasks = build_tasks(cfg.tasks, codec)
         self.eval_sets = {
             name: task.problems(cfg.eval.prompts, np.random.default_rng([cfg.eval.seed, i]))
             for i, (name, task) in enumerate(self.tasks.items())
@@ -83,7 +93,7 @@ class StageRunner:
     # -- state -----------------------------------------------------------------------------
     def load_state(self) -> dict[str, Any]:
         path = self.out / STATE
-        state = json.loads(path.read_text()) if path.is_file() else {"completed": [], "teachers": {}}
+        state = json.loads(path.read_text()) if path.is_file() else {"completed": [], "teachers": dict(self.cfg.teachers)}
         for done, spec in zip(state["completed"], self.cfg.stages, strict=False):
             if done["name"] != spec.name:
                 raise ConfigError(
@@ -97,15 +107,18 @@ class StageRunner:
         atomic_write_text(self.out / STATE, json.dumps(state, indent=1))
 
     # -- evaluation ------------------------------------------------------------------------------
-    def evaluate(self, model: GLMModel) -> dict[str, float]:
-        params = SamplingParams(
-            temperature=self.cfg.eval.temperature, max_tokens=self.cfg.rollout.max_tokens, stop_token_ids=STOP_TOKENS
-        )
+    def params(self, task: Task, temperature: float, top_p: float = 1.0) -> SamplingParams:
+        return SamplingParams(temperature, top_p, self.cfg.rollout.max_tokens, task.stop_ids)
+
+    def evaluate(self, model: Policy) -> tuple[dict[str, float], dict[str, float]]:
+        """Mean reward and accuracy (share of fully right answers) per task on the held-out sets."""
         gen = torch.Generator().manual_seed(self.cfg.eval.seed)
-        return {
-            name: round(float(np.mean([t.reward for t in rollout(model, task, self.eval_sets[name], 1, params, gen)])), 4)
-            for name, task in self.tasks.items()
-        }
+        reward, accuracy = {}, {}
+        for name, task in self.tasks.items():
+            r = [t.reward for t in rollout(model, task, self.eval_sets[name], 1,
+                                           self.params(task, self.cfg.eval.temperature), gen)]
+            reward[name], accuracy[name] = round(float(np.mean(r)), 4), round(float(np.mean([x == 1.0 for x in r])), 4)
+        return reward, accuracy
 
     # -- run ---------------------------------------------------------------------------------------
     def run(self, stop_after: int | None = None) -> dict[str, Any]:
@@ -140,18 +153,20 @@ class StageRunner:
         finally:
             torch.set_num_threads(threads)
 
-    def _model_from(self, checkpoint: str | None) -> GLMModel:
+    def _model_from(self, checkpoint: str | None) -> Policy:
+        """The previous stage's checkpoint, or (first stage) the config's model."""
         torch.manual_seed(self.cfg.seed)
-        model = GLMModel(self.model_cfg)
-        if checkpoint is not None:
-            load_checkpoint(checkpoint, model)
-        return model
+        return build_policy(self.source, self.cfg.seed) if checkpoint is None else load_policy(checkpoint)
+
+    def _eval_point(self, model: Policy, point: dict[str, Any]) -> dict[str, Any]:
+        point["reward"], point["accuracy"] = self.evaluate(model)
+        return point
 
     def run_rl(self, idx: int, spec: StageSpec, start: str | None, teachers: dict[str, str]) -> tuple[Path, list]:
         cfg = self.cfg
         model = self._model_from(start)
         lr = spec.lr or cfg.optimizer.lr
-        opt = build_optimizer(model, cfg.optimizer.model_copy(update={"lr": lr}))
+        opt = model.optimizer(cfg.optimizer.model_copy(update={"lr": lr}))
         distill = spec.kind == "distill"
         teacher_set = None
         if distill:
@@ -161,22 +176,22 @@ class StageRunner:
             missing = [t for t, c in ckpts.items() if c is None]
             if missing:
                 raise ConfigError(f"stage {spec.name}: no teacher registered for {missing}")
-            teacher_set = TeacherSet(self.model_cfg, ckpts)
-        ref = self._model_from(start).eval().requires_grad_(False) if cfg.update.loss.kl_coef > 0 else None
+            teacher_set = TeacherSet(ckpts, model.vocab_size)
+        ref = self._model_from(start).frozen() if cfg.update.loss.kl_coef > 0 else None
         group = 1 if distill else (spec.group_size or cfg.rollout.group_size)
-        params = SamplingParams(cfg.rollout.temperature, cfg.rollout.top_p, cfg.rollout.max_tokens, STOP_TOKENS)
         gen = torch.Generator().manual_seed(cfg.seed * 1000 + idx)
         rng = np.random.default_rng([cfg.seed, idx])
         # distillation samples once per prompt: as many prompts as RL has samples per step
         per_task = _split(cfg.rollout.prompts_per_step * (cfg.rollout.group_size if distill else 1), spec.tasks)
-        curve = [{"step": 0, "reward": self.evaluate(model)}]
+        curve = [self._eval_point(model, {"step": 0})]
         self.log(f"  step 0  eval {curve[0]['reward']}")
         for step in range(spec.steps):
             for g in opt.param_groups:
                 g["lr"] = lr_at(step, spec.steps, cfg.schedule, lr)
             trajs: list[Trajectory] = []
             for name, n in per_task.items():  # groups stay contiguous: advantages are per group
-                task: ToyTask = self.tasks[name]
+                task = self.tasks[name]
+                params = self.params(task, cfg.rollout.temperature, cfg.rollout.top_p)
                 trajs += rollout(model, task, task.problems(n, rng), group, params, gen, weight_version=step)
             if distill:
                 teacher_logp = teacher_set.logprobs(trajs, self.update_cfg.temperature)
@@ -190,13 +205,13 @@ class StageRunner:
                 **{k: round(v, 5) for k, v in stats.items()},
             }
             if (step + 1) % cfg.eval.every == 0 or step + 1 == spec.steps:
-                point["reward"] = self.evaluate(model)
+                self._eval_point(model, point)
             curve.append(point)
             self.log(
                 f"  step {step + 1:3d}  train reward {point['train_reward']:.3f}  loss {stats['loss']:+.4f}"
                 + (f"  eval {point['reward']}" if "reward" in point else "")
             )
-        ckpt = save_checkpoint(self.out / "stages" / spec.name, spec.steps, model, opt, {"stage": spec.name})
+        ckpt = model.save(self.out / "stages" / spec.name, spec.steps, opt, {"stage": spec.name})
         return ckpt, curve
 
     def run_sft(self, idx: int, spec: StageSpec) -> tuple[Path, list]:
@@ -216,19 +231,19 @@ class StageRunner:
             {
                 "seed": cfg.seed, "steps": spec.steps, "threads": cfg.threads,
                 "loader": {"batch_size": sft.batch_size, "seed": cfg.seed},
-                "model": self.model_cfg.model_dump(),
+                "model": self.source.model_dump(),
                 "optimizer": cfg.optimizer.model_copy(update={"lr": spec.lr or cfg.optimizer.lr}).model_dump(),
                 "schedule": sft.schedule.model_dump(),
                 "checkpoint": {"dir": str(stage_dir / "trainer")},
             }
         )  # fmt: skip
-        curve = [{"step": 0, "reward": self.evaluate(self._model_from(None))}]
+        curve = [self._eval_point(self._model_from(None), {"step": 0})]
         done = 0
         while done < spec.steps:  # the trainer resumes from its own checkpoints between evaluations
             chunk = min(cfg.eval.every, spec.steps - done)
             result = train(tcfg, stage_dir / "shards", stop_after=chunk, log=lambda _msg: None)
             done = result.step
-            point = {"step": done, "loss": result.metrics[-1]["loss"], "reward": self.evaluate(result.model)}
+            point = self._eval_point(as_policy(result.model), {"step": done, "loss": result.metrics[-1]["loss"]})
             curve.append(point)
             self.log(f"  step {done:3d}  sft loss {point['loss']:.4f}  eval {point['reward']}")
         return latest_checkpoint(stage_dir / "trainer"), curve
@@ -240,7 +255,7 @@ def curves_of(state: dict[str, Any]) -> dict[str, Any]:
     for d in state["completed"]:
         points = [
             {"step": p["step"], "global_step": offset + p["step"], "reward": p["reward"],
-             **({"train_reward": p["train_reward"]} if "train_reward" in p else {})}
+             **{k: p[k] for k in ("accuracy", "train_reward") if k in p}}
             for p in d["curve"] if "reward" in p
         ]  # fmt: skip
         stages.append({"name": d["name"], "kind": d["kind"], "points": points})

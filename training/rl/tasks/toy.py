@@ -56,6 +56,8 @@ def decode(tokens: list[int]) -> str:
 
 
 class ToyTask:
+    stop_ids = STOP_TOKENS
+
     def __init__(self, name: str, cfg: ToyTaskConfig):
         if cfg.marker is not None and cfg.marker not in MARKERS:
             raise ConfigError(f"tasks.{name}.marker: {cfg.marker!r} is not one of {MARKERS}")
@@ -106,9 +108,3 @@ class ToyTask:
             return tokens, [0] * len(p) + [1] * 3 + [0] * 2 + [1] * len(ans)
         tokens = p + problem.answer + [EOS]
         return tokens, [0] * len(p) + [1] * (len(problem.answer) + 1)
-
-
-def build_tasks(cfgs: dict[str, ToyTaskConfig]) -> dict[str, ToyTask]:
-    if not cfgs:
-        raise ConfigError("tasks: at least one task is needed")
-    return {name: ToyTask(name, c) for name, c in cfgs.items()}

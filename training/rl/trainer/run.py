@@ -27,11 +27,11 @@ from core.errors import ConfigError, UserError
 from training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from training.model.glm import GLMModel
 from training.optim.optimizers import build_optimizer
+from training.policy.codec import Codec
 from training.rl import CONFIGS
 from training.rl.rollout.ledger import audit
 from training.rl.rollout.orchestrator import Orchestrator
 from training.rl.trainer.config import RLAsyncConfig
-from training.serving.codec import Codec
 
 
 def resolve_tokenizer(cfg: RLAsyncConfig, out: Path) -> Path:

@@ -25,9 +25,9 @@ def test_each_sample_is_scored_by_the_teacher_of_its_task_type(tmp_path):
         torch.manual_seed(seed)
         models[task] = GLMModel(cfg).eval()
         opt = torch.optim.SGD(models[task].parameters(), lr=0.0)
-        ckpts[task] = save_checkpoint(tmp_path / task, 1, models[task], opt, {})
+        ckpts[task] = save_checkpoint(tmp_path / task, 1, models[task], opt, {"config": {"model": cfg.model_dump()}})
     ckpts["agentic"] = ckpts["reasoning"]  # one checkpoint may teach several task types
-    teachers = TeacherSet(cfg, ckpts)
+    teachers = TeacherSet(ckpts, vocab_size=40)
     assert len(teachers._models) == 2  # loaded once per checkpoint
     rows = [[1, 5, 7, 9], [2, 6, 8], [3, 4, 5, 6, 7], [1, 2]]
     tasks = ["general", "reasoning", "agentic", "general"]

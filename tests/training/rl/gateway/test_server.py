@@ -58,8 +58,8 @@ def test_sdk_tool_calls_run_in_a_session_and_are_recorded_token_in_token_out(har
     sees ``tool_calls``, the agent runs them in the task's container, and the recorded trajectory is
     exactly the sampled ids plus the rendered tool results (masked), append-only."""
     from swe_envs.sessions.tools import TOOLS
+    from training.policy.codec import Codec
     from training.rl.gateway.server import Gateway, serve
-    from training.serving.codec import Codec
     from training.serving.http_json import call, serve_json
 
     codec = Codec.load(rl_assets["tokenizer"])
@@ -105,12 +105,12 @@ def test_sdk_agent_on_the_tiny_model_trains_through_the_async_batch_path(harbor,
     """The real tiny model behind a real rollout server (`training.rl serve`), the gateway as its CLI,
     two agent sessions of one group; the group goes to the orchestrator's buffer and the async trainer
     trains it: the ledger shows both trajectories trained exactly once."""
+    from training.policy.codec import Codec
     from training.rl.rollout.ledger import audit
     from training.rl.rollout.orchestrator import Orchestrator
     from training.rl.trainer.config import RLAsyncConfig
     from training.rl.trainer.process import AsyncTrainer
     from training.rl.trainer.run import initial_checkpoint
-    from training.serving.codec import Codec
     from training.serving.http_json import call
 
     out = tmp_path / "run"

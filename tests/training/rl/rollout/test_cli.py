@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from core.errors import ConfigError
+from training.policy.codec import Codec
 from training.rl.rollout.cli import load_orchestrator_config
-from training.serving.codec import Codec
 
 ROOT = Path(__file__).resolve().parents[4]
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import torch
 
+from training.policy.codec import Codec
 from training.rl.rollout.config import OrchestratorConfig
 from training.rl.rollout.launch import process_seed, rollout_command, task_command
 from training.rl.rollout.orchestrator import Orchestrator
 from training.rl.rollout.registry import Slot
-from training.serving.codec import Codec
 from training.serving.engine import Engine
 from training.serving.sampler import SamplingParams
 

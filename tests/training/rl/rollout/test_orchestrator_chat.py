@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 import time
 
+from training.policy.codec import Codec
 from training.rl.rollout.config import OrchestratorConfig
 from training.rl.rollout.orchestrator import Orchestrator
-from training.serving.codec import Codec
 from training.serving.http_json import call
 
 

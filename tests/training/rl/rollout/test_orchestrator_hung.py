@@ -13,12 +13,12 @@ import time
 
 from tests.training.conftest import make_checkpoint
 from tests.training.rl.rollout.waiting import wait_until
+from training.policy.codec import Codec
 from training.rl.rollout.config import OrchestratorConfig
 from training.rl.rollout.ledger import audit
 from training.rl.rollout.orchestrator import Orchestrator
 from training.rl.tasks.backends import toy_tokenizer
 from training.rl.tasks.service import TaskService
-from training.serving.codec import Codec
 from training.serving.http_json import call, serve_json
 
 

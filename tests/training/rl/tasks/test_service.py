@@ -120,10 +120,10 @@ def test_a_refused_registration_is_an_error_not_a_silent_run(tmp_path):
     import sys
     import time
 
+    from training.policy.codec import Codec
     from training.rl.rollout.config import OrchestratorConfig
     from training.rl.rollout.orchestrator import Orchestrator
     from training.rl.tasks.backends import toy_tokenizer
-    from training.serving.codec import Codec
 
     tok = tmp_path / "tok.json"
     toy_tokenizer().save(str(tok))

@@ -77,10 +77,10 @@ def test_backend_steps_in_a_session_and_grades_with_its_verifier(tasks):
 def scripted_rollout(kind: str, args: dict, script: list[str], rl_assets, tmp_path) -> tuple[dict, dict]:
     """One group from the orchestrator on a session task whose policy is a script behind SGLang's
     /generate (the known-good tool sequence as GLM-5 tokens, turn k = the k-th reply); (group, summary)."""
+    from training.policy.codec import Codec
     from training.rl.rollout.config import OrchestratorConfig
     from training.rl.rollout.orchestrator import Orchestrator
     from training.rl.tasks.service import TaskService
-    from training.serving.codec import Codec
     from training.serving.http_json import serve_json
 
     codec = Codec.load(rl_assets["tokenizer"])
@@ -120,7 +120,7 @@ def test_orchestrator_runs_a_multi_turn_episode_in_a_session(tasks, rl_assets, t
     """The bash call runs in the task's container, its output comes back as observation tokens in
     context, submit ends the episode, and the verifier's reward is 1."""
     from swe_envs.sessions.tools import TOOLS
-    from training.serving.codec import Codec
+    from training.policy.codec import Codec
 
     codec = Codec.load(rl_assets["tokenizer"])
     script = ["<tool_call>bash<arg_key>command</arg_key><arg_value>echo 42 > /app/answer.txt</arg_value>"

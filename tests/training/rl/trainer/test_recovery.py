@@ -17,13 +17,13 @@ import torch
 
 import training.rl.trainer.process as trainer_mod
 from core.cli import load_cli_config
+from training.policy.codec import Codec
 from training.rl.rollout.groups import Group, Job
 from training.rl.rollout.ledger import audit
 from training.rl.rollout.orchestrator import Orchestrator
 from training.rl.trainer.config import RLAsyncConfig
 from training.rl.trainer.process import AsyncTrainer
 from training.rl.trainer.run import initial_checkpoint, resolve_tokenizer
-from training.serving.codec import Codec
 
 ROOT = Path(__file__).resolve().parents[4]
 TINY = ["model.num_layers=2", "model.hidden_size=32", "model.ffn_hidden_size=64", "model.q_lora_rank=16",

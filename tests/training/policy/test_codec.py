@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from core.errors import UserError
+from training.policy.codec import Codec
 from training.rl.tasks.backends import toy_tokenizer
-from training.serving.codec import Codec
 
 
 def test_word_level_text_outside_the_vocabulary_is_refused(tmp_path):

@@ -1,4 +1,5 @@
-"""Text <-> tokens for serving: a ``tokenizers`` tokenizer plus the GLM-5 chat template.
+"""Text <-> tokens of our GLM policy: a ``tokenizers`` tokenizer plus the GLM-5 chat template
+(``training.policy.hf.HFCodec`` is the same API over a transformers tokenizer's own template).
 
 The orchestrator renders a task's prompt messages once (``chat_prompt``) and trains on exactly
 the ids it sent and the ids the server sampled; ``chat_reply`` only turns sampled ids back into
@@ -34,6 +35,10 @@ class Codec:
         if not Path(path).is_file():
             raise InputError(f"tokenizer not found: {path}")
         return cls(Tokenizer.from_file(str(path)))
+
+    def save(self, directory: Path) -> None:
+        """``tokenizer.json`` (the template's tokens included) beside a checkpoint's weights."""
+        self.tok.save(str(Path(directory) / "tokenizer.json"))
 
     @property
     def vocab_size(self) -> int:

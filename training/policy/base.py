@@ -1,0 +1,116 @@
+"""What every policy offers: the one interface the sampler, SFT, the RL stages, distillation, the
+async trainer and the rollout server use, whatever the network behind it.
+
+A policy is a trainable ``module`` plus what travels with it — its tokenizer and chat template
+(``codec``) — and the few operations post-training needs:
+
+* ``policy(tokens, doc_lens)`` -> logits ``[B, L, V]`` of right-padded rows (``doc_lens[i][0]``
+  is row i's real length; the rest is padding). ``training.rl.algo.losses.token_logprobs`` turns
+  them into per-token logprobs, so the trainer's logprobs have one definition for every policy.
+* ``decode(tokens, cache, positions, key_mask)`` -> (logits, cache): the KV-cached step the
+  sampler drives (left-padded prompts hidden by ``key_mask``, RoPE ``positions`` per row), and
+  ``select(cache, rows)`` to drop finished rows.
+* ``optimizer(cfg)``, ``after_step()`` (GLM's aux-loss-free expert-bias update; nothing for
+  others), ``save(root, step, optimizer, state)`` -> a checkpoint directory the next stage loads
+  with ``training.policy.load_policy`` (tokenizer and chat template inside), and
+  ``load_weights(state)`` for pushed weights.
+
+Two implementations: ``GLMPolicy`` (our GLM-5-shaped model, ``training.policy.glm``) and
+``HFPolicy`` (any ``transformers`` causal LM directory, ``training.policy.hf``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+
+from core.errors import UserError
+
+
+class ChatCodec(Protocol):
+    """Text <-> token ids with the policy's own chat template (``training.policy.codec.Codec``
+    for GLM-5's template, ``training.policy.hf.HFCodec`` for a transformers tokenizer's)."""
+
+    stop_ids: list[int]
+
+    @property
+    def vocab_size(self) -> int: ...
+
+    def encode(self, text: str) -> list[int]: ...
+
+    def decode(self, ids: list[int], skip_special: bool = True) -> str: ...
+
+    def token(self, tid: int) -> str: ...
+
+    def chat_prompt(self, messages: Any, thinking: bool = False, tools: Any = None) -> list[int]: ...
+
+    def chat_reply(self, ids: list[int], thinking: bool = False) -> dict[str, Any]: ...
+
+    def save(self, directory: Path) -> None: ...
+
+
+class Policy:
+    """Shared plumbing of both policies; subclasses implement the model-specific parts."""
+
+    kind: str = ""
+    module: torch.nn.Module
+    codec: ChatCodec | None = None
+
+    # -- model-specific ----------------------------------------------------------------------------
+    @property
+    def vocab_size(self) -> int:
+        raise NotImplementedError
+
+    def __call__(self, tokens: torch.Tensor, doc_lens: list[torch.Tensor]) -> torch.Tensor:
+        raise NotImplementedError
+
+    def decode(self, tokens: torch.Tensor, cache: Any, positions: torch.Tensor, key_mask: torch.Tensor):
+        raise NotImplementedError
+
+    def select(self, cache: Any, rows: torch.Tensor) -> Any:
+        raise NotImplementedError
+
+    def optimizer(self, cfg) -> torch.optim.Optimizer:
+        raise NotImplementedError
+
+    def save(self, root: str | Path, step: int, optimizer: torch.optim.Optimizer | None,
+             state: dict[str, Any]) -> Path:
+        raise NotImplementedError
+
+    def load_weights(self, state: dict[str, torch.Tensor]) -> None:
+        raise NotImplementedError
+
+    def after_step(self) -> None:
+        """Called after each optimizer step (nothing to do for most models)."""
+
+    # -- shared --------------------------------------------------------------------------------------
+    @property
+    def device(self) -> torch.device:
+        return next(self.module.parameters()).device
+
+    @property
+    def training(self) -> bool:
+        return self.module.training
+
+    def train(self, mode: bool = True) -> Policy:
+        self.module.train(mode)
+        return self
+
+    def eval(self) -> Policy:
+        return self.train(False)
+
+    def parameters(self):
+        return self.module.parameters()
+
+    def frozen(self) -> Policy:
+        """Eval mode, no gradients: a reference or teacher policy."""
+        self.module.eval().requires_grad_(False)
+        return self
+
+    def check_prompt(self, i: int, prompt) -> None:
+        if not prompt:
+            raise UserError(f"prompt {i} is empty (needs at least one token)")
+        if min(prompt) < 0 or max(prompt) >= self.vocab_size:
+            raise UserError(f"prompt {i} has a token id outside the vocabulary [0, {self.vocab_size})")

@@ -33,6 +33,9 @@ class TokenizerConfig(StrictModel):
     vocab_size: int = Field(default=8192, ge=300)
     min_frequency: int = Field(default=2, ge=1)
     eos_token: str = DEFAULT_EOS
+    # special tokens reserved in a trained BPE (e.g. a chat template's role tokens), so a later
+    # stage that needs them (SFT, RL) finds them in the vocabulary the model was trained with
+    special_tokens: list[str] = []
 
 
 def train_bpe(texts: Iterable[str], cfg: TokenizerConfig) -> Tokenizer:
@@ -42,7 +45,7 @@ def train_bpe(texts: Iterable[str], cfg: TokenizerConfig) -> Tokenizer:
     trainer = trainers.BpeTrainer(
         vocab_size=cfg.vocab_size,
         min_frequency=cfg.min_frequency,
-        special_tokens=[cfg.eos_token],
+        special_tokens=[cfg.eos_token, *(t for t in cfg.special_tokens if t != cfg.eos_token)],
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )

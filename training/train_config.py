@@ -17,6 +17,7 @@ from pydantic import Field
 from core.config import StrictModel, load_config
 from core.errors import ConfigError
 from core.shards import read_manifest
+from training.checkpoint import checkpoint_config, checkpoint_step
 from training.loader import LoaderConfig
 from training.megatron.options import MegatronOptions
 from training.model.config import ModelConfig
@@ -71,6 +72,11 @@ class TrainerConfig(StrictModel):
     parallel: ParallelConfig = ParallelConfig()
     # DSA (model.dsa_indexer_*): steps of dense warm-up that train only the indexer
     dsa_warmup_steps: int = Field(default=0, ge=0)
+    # start from this checkpoint's weights (a step directory or a directory of step-*; fresh
+    # optimizer, step 0) unless checkpoint.dir already holds one to resume; its recorded model
+    # config replaces `model`: mid-training and SFT continue the model they are handed (ours only;
+    # Megatron has its own --init-from)
+    init_from: str | None = None
 
 
 def load_trainer_config(path: str | Path, overrides: list[str] | None = None) -> TrainerConfig:
@@ -100,6 +106,13 @@ def stage_at(stages: list[TrainStageConfig], step: int) -> tuple[int, int]:
             return i, start
         start += s.steps
     return len(stages) - 1, start - stages[-1].steps
+
+
+def with_init_model(cfg: TrainerConfig) -> TrainerConfig:
+    """``cfg`` with the model config ``init_from`` recorded (its shape, vocabulary included)."""
+    if not cfg.init_from:
+        return cfg
+    return cfg.model_copy(update={"model": checkpoint_config(checkpoint_step(cfg.init_from))})
 
 
 def build_model(cfg: TrainerConfig, stages: list[TrainStageConfig]) -> GLMModel:

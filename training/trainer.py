@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,8 +36,9 @@ import typer
 
 from core.cli import user_errors
 from core.errors import ConfigError
+from core.shards import read_manifest
 from training import distributed
-from training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from training.checkpoint import checkpoint_step, latest_checkpoint, load_checkpoint, save_checkpoint
 from training.dist_checkpoint import is_dcp_checkpoint, load_dcp, save_dcp
 from training.loader import ShardLoader
 from training.metrics_log import MetricsSink
@@ -50,6 +52,7 @@ from training.train_config import (
     load_trainer_config,
     resolve_stages,
     stage_at,
+    with_init_model,
 )
 
 
@@ -76,7 +79,7 @@ def train(
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     try:
-        return _train(cfg, shards, metrics_path, log, stop_after, resume)
+        return _train(with_init_model(cfg), shards, metrics_path, log, stop_after, resume)
     finally:
         torch.set_num_threads(threads)  # the setting is process-wide: do not leak it
 
@@ -97,6 +100,12 @@ def _train_loop(cfg, shards, metrics_path, log, stop_after, resume, par) -> Trai
     stages = resolve_stages(cfg, shards)
     total = sum(s.steps for s in stages)
     model = build_model(cfg, stages)
+    ckpt_dir = Path(cfg.checkpoint.dir) if cfg.checkpoint.dir else None
+    found = latest_checkpoint(ckpt_dir) if (ckpt_dir and resume) else None
+    if found is None and cfg.init_from:  # before sharding: every rank loads the whole model
+        start = checkpoint_step(cfg.init_from)
+        load_checkpoint(start, model)
+        log(f"starting from the weights of {start}")
     world, rank = (par.world, par.rank) if par else (1, 0)
     if par is not None:
         if cfg.optimizer.qk_clip_tau:
@@ -106,8 +115,6 @@ def _train_loop(cfg, shards, metrics_path, log, stop_after, resume, par) -> Trai
             log = _quiet
     opt = build_optimizer(model, cfg.optimizer)
     step, loader_state = 0, None
-    ckpt_dir = Path(cfg.checkpoint.dir) if cfg.checkpoint.dir else None
-    found = latest_checkpoint(ckpt_dir) if (ckpt_dir and resume) else None
     if found is not None:
         if par is not None or is_dcp_checkpoint(found):
             saved = load_dcp(found, model, opt, par)
@@ -133,6 +140,7 @@ def _train_loop(cfg, shards, metrics_path, log, stop_after, resume, par) -> Trai
     )
     metrics: list[dict[str, Any]] = []
     done_here, last_ckpt = 0, None
+    tok_file = read_manifest(stages[-1].shards).tokenizer.path  # the shards' tokenizer, copied into checkpoints
     model.train()
     try:
         while step < total and (stop_after is None or done_here < stop_after):
@@ -203,20 +211,25 @@ def _train_loop(cfg, shards, metrics_path, log, stop_after, resume, par) -> Trai
                 done_here += 1
                 loader_state = {"stage": idx, "state": loader.state_dict()}
                 if ckpt_dir and cfg.checkpoint.every and step % cfg.checkpoint.every == 0:
-                    last_ckpt = _save(ckpt_dir, step, model, opt, loader_state, cfg, par)
+                    last_ckpt = _save(ckpt_dir, step, model, opt, loader_state, cfg, par, tok_file)
             loader_state = None  # the next stage starts at its loader's beginning
         if ckpt_dir and done_here and (last_ckpt is None or not last_ckpt.name.endswith(f"{step:08d}")):
-            last_ckpt = _save(ckpt_dir, step, model, opt, {"stage": idx, "state": loader.state_dict()}, cfg, par)
+            last_ckpt = _save(ckpt_dir, step, model, opt, {"stage": idx, "state": loader.state_dict()}, cfg, par,
+                              tok_file)
     finally:
         sink.close()
     return TrainResult(step, metrics, model, last_ckpt, stages)
 
 
-def _save(ckpt_dir: Path, step: int, model, opt, loader_state, cfg: TrainerConfig, par=None) -> Path:
+def _save(ckpt_dir: Path, step: int, model, opt, loader_state, cfg: TrainerConfig, par=None,
+          tokenizer: str | None = None) -> Path:
     extra = {"loader": loader_state, "config": cfg.model_dump(mode="json")}
     if par is not None:
         return save_dcp(ckpt_dir, step, model, opt, extra, par)
-    return save_checkpoint(ckpt_dir, step, model, opt, extra)
+    path = save_checkpoint(ckpt_dir, step, model, opt, extra)
+    if tokenizer and Path(tokenizer).is_file():  # the tokenizer travels with the weights to the next stage
+        shutil.copy(tokenizer, path / "tokenizer.json")
+    return path
 
 
 def _quiet(msg: str) -> None:

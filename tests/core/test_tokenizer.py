@@ -1,8 +1,10 @@
-"""core.tokenizer: long texts encoded and counted in bounded pieces, the same counts either way."""
+"""core.tokenizer: long texts encoded and counted in bounded pieces, the same counts either way; special
+tokens reserved at training time keep their ids, so a later stage that adds the same tokens (the SFT chat
+template) changes nothing."""
 
 import numpy as np
 
-from core.tokenizer import TokenizerConfig, count_tokens, encode_pieces, text_pieces, train_bpe
+from core.tokenizer import TokenizerConfig, count_tokens, encode_pieces, load_or_train, text_pieces, train_bpe
 
 
 def test_long_text_is_encoded_in_bounded_pieces():
@@ -18,3 +20,17 @@ def test_long_text_is_encoded_in_bounded_pieces():
         len(tok.encode("short").ids),
     ]
     assert tok.decode(np.concatenate(arrays).tolist()) == text
+
+
+def test_reserved_special_tokens_are_in_the_trained_vocabulary(tmp_path):
+    from training.chat_template import SPECIAL_TOKENS, add_special_tokens
+
+    texts = ["the quick brown fox jumps over the lazy dog"] * 50
+    cfg = TokenizerConfig(vocab_size=300, min_frequency=1, special_tokens=list(SPECIAL_TOKENS))
+    tok, info = load_or_train(cfg, texts, tmp_path)
+    ids = {t: tok.token_to_id(t) for t in SPECIAL_TOKENS}
+    assert all(i is not None for i in ids.values()) and info.vocab_size == tok.get_vocab_size()
+    size = tok.get_vocab_size()
+    add_special_tokens(tok)
+    assert tok.get_vocab_size() == size and {t: tok.token_to_id(t) for t in SPECIAL_TOKENS} == ids
+    assert tok.encode("<|user|>hi", add_special_tokens=False).ids[0] == ids["<|user|>"]

@@ -10,6 +10,11 @@ pre-training, the loss taken only on trained tokens. Writes ``OUT/tokenizer.json
 rejects by reason, the mixture, first and last loss). Re-running resumes from the latest
 checkpoint. With ``--set model.hf=HF_DIR`` a Hugging Face causal LM is fine-tuned instead, with its
 own tokenizer and chat template, and saved to ``OUT/hf`` (``training.sft.hf``).
+
+``init_from: CKPT`` starts from a checkpoint handed on by an earlier stage: ours (pre- or
+mid-training's; its recorded model shape and the ``tokenizer.json`` beside it are used, so the
+tokenizer must already hold the template's special tokens) or a Hugging Face directory (as
+``model.hf``).
 """
 
 from __future__ import annotations
@@ -23,9 +28,11 @@ from pydantic import Field
 
 from core.cli import StepTimer, load_cli_config, user_errors
 from core.config import StrictModel, load_yaml, validate_config
+from core.errors import ConfigError
 from core.io import atomic_write_text, read_jsonl
 from core.tokenizer import TokenizerConfig, load_or_train, tokenizer_info
 from training.chat_template import EOS, SPECIAL_RE, add_special_tokens, conversation_of, normalize, render
+from training.policy import checkpoint_kind
 from training.sft.data import DataConfig, ReadReport, category_weights, mix, read_records, tokenized_samples
 from training.sft.hf import SFTModelConfig, run_hf
 from training.sft.pack import write_sft_shards
@@ -40,6 +47,8 @@ class SFTConfig(StrictModel):
     sequences_per_shard: int = Field(default=2048, gt=0)
     # model.hf: fine-tune a Hugging Face causal LM directory instead (training.sft.hf)
     model: SFTModelConfig = SFTModelConfig()
+    # start from an earlier stage's checkpoint, ours or a Hugging Face directory (see the docstring)
+    init_from: str | None = None
     # the trainer: a trainer YAML (e.g. configs/glm5_744b.yaml) as the base, `train` keys on top
     trainer_config: str | None = None
     train: dict[str, Any] = {}
@@ -71,12 +80,31 @@ def _corpus(cfg: DataConfig):
                 continue
 
 
+def start_from(cfg: SFTConfig, tcfg: TrainerConfig) -> None:
+    """Point the run at ``cfg.init_from``: an HF directory is ``model.hf``; our checkpoint is the
+    trainer's ``init_from`` and its tokenizer the SFT tokenizer."""
+    kind, path = checkpoint_kind(cfg.init_from)
+    if kind == "hf":
+        if cfg.model.hf and Path(cfg.model.hf) != path:
+            raise ConfigError(f"init_from {path} and model.hf {cfg.model.hf}: give one")
+        cfg.model.hf = str(path)
+        return
+    tcfg.init_from = str(path)
+    if not cfg.tokenizer.path:
+        tok = next((d / "tokenizer.json" for d in (path, path.parent) if (d / "tokenizer.json").is_file()), None)
+        if tok is None:
+            raise ConfigError(f"init_from: {path} has no tokenizer.json beside it; set tokenizer.path")
+        cfg.tokenizer.path = str(tok)
+
+
 def run(cfg: SFTConfig, log=print) -> dict:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     timer = StepTimer(log)
     cfg.data.check()
     tcfg = trainer_config(cfg)  # a bad trainer config fails before any work
+    if cfg.init_from:
+        start_from(cfg, tcfg)
     if cfg.model.hf:  # the model's own tokenizer and chat template; OUT/hf is the checkpoint
         return run_hf(cfg, tcfg, log)
     with timer("tokenizer"):

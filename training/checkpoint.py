@@ -112,10 +112,15 @@ def load_checkpoint(path: str | Path, model: torch.nn.Module, optimizer=None) ->
         )
     model.load_state_dict(weights)
     if optimizer is not None:
-        blob = torch.load(path / "optimizer.pt", weights_only=True)
-        optimizer.load_state_dict(blob["optimizer"])
-        torch.set_rng_state(blob["rng"])
+        load_optimizer_state(path, optimizer)
     return json.loads((path / "trainer.json").read_text(encoding="utf-8"))
+
+
+def load_optimizer_state(path: str | Path, optimizer) -> None:
+    """A checkpoint's ``optimizer.pt``: the optimizer state and torch's RNG state."""
+    blob = torch.load(Path(path) / "optimizer.pt", weights_only=True)
+    optimizer.load_state_dict(blob["optimizer"])
+    torch.set_rng_state(blob["rng"])
 
 
 def checkpoint_step(path: str | Path) -> Path:

@@ -10,6 +10,14 @@ it; it imports none of them.
 """
 
 from training.policy.base import ChatCodec, Policy
-from training.policy.load import PolicySource, as_policy, build_policy, checkpoint_kind, load_policy
+from training.policy.load import (
+           PolicySource,
+           as_policy,
+           build_policy,
+           checkpoint_kind,
+           load_codec,
+           load_policy,
+)
 
-__all__ = ["ChatCodec", "Policy", "PolicySource", "as_policy", "build_policy", "checkpoint_kind", "load_policy"]
+__all__ = ["ChatCodec", "Policy", "PolicySource", "as_policy", "build_policy", "checkpoint_kind", "load_codec",
+           "load_policy"]

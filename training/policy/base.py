@@ -13,7 +13,8 @@ A policy is a trainable ``module`` plus what travels with it — its tokenizer a
 * ``optimizer(cfg)``, ``after_step()`` (GLM's aux-loss-free expert-bias update; nothing for
   others), ``save(root, step, optimizer, state)`` -> a checkpoint directory the next stage loads
   with ``training.policy.load_policy`` (tokenizer and chat template inside), and
-  ``load_weights(state)`` for pushed weights.
+  ``weight_mismatches(state)`` / ``load_weights(state)`` for pushed weights (a step's
+  ``model.safetensors``).
 
 Two implementations: ``GLMPolicy`` (our GLM-5-shaped model, ``training.policy.glm``) and
 ``HFPolicy`` (any ``transformers`` causal LM directory, ``training.policy.hf``).
@@ -79,7 +80,7 @@ class Policy:
              state: dict[str, Any]) -> Path:
         raise NotImplementedError
 
-    def load_weights(self, state: dict[str, torch.Tensor]) -> None:
+    def weight_mismatches(self, state: dict[str, torch.Tensor]) -> list[str]:
         raise NotImplementedError
 
     def after_step(self) -> None:
@@ -103,6 +104,12 @@ class Policy:
 
     def parameters(self):
         return self.module.parameters()
+
+    def load_weights(self, state: dict[str, torch.Tensor]) -> None:
+        bad = self.weight_mismatches(state)
+        if bad:
+            raise UserError(f"weights do not match the model: {'; '.join(bad[:5])}")
+        self.module.load_state_dict(state, strict=False)  # strict: checked above (tied names may be absent)
 
     def frozen(self) -> Policy:
         """Eval mode, no gradients: a reference or teacher policy."""

@@ -79,8 +79,5 @@ class GLMPolicy(Policy):
             self.codec.save(path)
         return path
 
-    def load_weights(self, state: dict[str, torch.Tensor]) -> None:
-        bad = mismatches(self.module.state_dict(), state)
-        if bad:
-            raise UserError(f"weights do not match the model: {'; '.join(bad[:5])}")
-        self.module.load_state_dict(state)
+    def weight_mismatches(self, state: dict[str, torch.Tensor]) -> list[str]:
+        return mismatches(self.module.state_dict(), state)

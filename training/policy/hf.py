@@ -71,11 +71,19 @@ class HFCodec:
     def save(self, directory: Path) -> None:
         self.tok.save_pretrained(str(directory))
 
+    @classmethod
+    def load(cls, path: Path) -> HFCodec:
+        """The tokenizer of a model directory, its stop ids from ``generation_config.json`` too."""
+        from transformers import AutoTokenizer, GenerationConfig
 
-def _stop_ids(tok, model) -> list[int]:
+        tok = AutoTokenizer.from_pretrained(str(path))
+        gen = GenerationConfig.from_pretrained(str(path)) if (path / "generation_config.json").is_file() else None
+        return cls(tok, _stop_ids(tok, gen))
+
+
+def _stop_ids(tok, gen) -> list[int]:
     """End-of-turn ids: the tokenizer's eos and the generation config's (e.g. ``<|im_end|>``)."""
     ids = {tok.eos_token_id} if tok.eos_token_id is not None else set()
-    gen = getattr(model, "generation_config", None)
     eos = getattr(gen, "eos_token_id", None)
     ids |= set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
     return sorted(ids)
@@ -86,7 +94,7 @@ class HFPolicy(Policy):
 
     def __init__(self, model, tok):
         self.module = model
-        self.codec = HFCodec(tok, _stop_ids(tok, model))
+        self.codec = HFCodec(tok, _stop_ids(tok, getattr(model, "generation_config", None)))
         # transformers 5.x renames past_key_values to cache, model class by model class
         params = inspect.signature(model.forward).parameters
         self._cache_arg = "cache" if "cache" in params else "past_key_values"
@@ -144,17 +152,13 @@ class HFPolicy(Policy):
         publish(tmp, final)
         return final
 
-    def load_weights(self, state: dict[str, torch.Tensor]) -> None:
-        """Pushed weights (``model.safetensors`` of a saved step): a tied tensor that
-        ``save_pretrained`` wrote once may be missing under its other name."""
+    def weight_mismatches(self, state: dict[str, torch.Tensor]) -> list[str]:
+        """As ``training.checkpoint.mismatches``, except that a tied tensor ``save_pretrained``
+        wrote once may be missing under its other name."""
         own = self.module.state_dict()
         ptr = {k: v.data_ptr() for k, v in own.items()}
         present = {ptr[k] for k in state if k in ptr}
-        bad = [m for m in mismatches(own, state)
-               if not (m.startswith("missing ") and ptr.get(m.split()[1]) in present)]
-        if bad:
-            raise UserError(f"weights do not match the model: {'; '.join(bad[:5])}")
-        self.module.load_state_dict(state, strict=False)
+        return [m for m in mismatches(own, state) if not (m.startswith("missing ") and ptr.get(m.split()[1]) in present)]
 
 
 def hf_optimizer(model: torch.nn.Module, cfg) -> Muon:

@@ -67,6 +67,24 @@ def load_policy(source: str | Path | PolicySource, dtype: str = "float32") -> Po
     return GLMPolicy.load(path)
 
 
+def load_codec(source: str | Path, tokenizer: str | Path | None = None):
+    """The chat codec of a checkpoint without loading its weights (the orchestrator renders prompts
+    with it); ``tokenizer``: a ``tokenizer.json`` for our model instead of the checkpoint's."""
+    from training.policy.codec import Codec
+
+    if tokenizer:
+        return Codec.load(tokenizer)
+    kind, path = checkpoint_kind(source)
+    if kind == "hf":
+        from training.policy.hf import HFCodec
+
+        return HFCodec.load(path)
+    tok = next((d / "tokenizer.json" for d in (path, path.parent) if (d / "tokenizer.json").is_file()), None)
+    if tok is None:
+        raise InputError(f"{path}: no tokenizer.json beside the weights")
+    return Codec.load(tok)
+
+
 def build_policy(spec: ModelConfig | PolicySource, seed: int = 0) -> Policy:
     """A ``model:`` section: existing weights, or our model from scratch (no tokenizer)."""
     if isinstance(spec, PolicySource):

@@ -28,8 +28,7 @@ import torch
 from safetensors.torch import load, load_file
 
 from core.errors import InputError, UserError
-from training.checkpoint import mismatches
-from training.model.glm import GLMModel
+from training.policy import Policy, as_policy
 from training.serving.sampler import SamplingParams, sample
 
 
@@ -47,9 +46,9 @@ class Request:
 
 
 class Engine:
-    def __init__(self, model: GLMModel, weight_version: int = 0, chunk_tokens: int = 16, max_batch: int = 32,
+    def __init__(self, model: Policy, weight_version: int = 0, chunk_tokens: int = 16, max_batch: int = 32,
                  seed: int = 0, log: Callable[[str], None] = print):
-        self.model = model.eval()
+        self.model = as_policy(model).eval()  # any policy (training.policy); a bare GLMModel is wrapped
         self.weight_version = weight_version
         self.chunk_tokens = chunk_tokens
         self.max_batch = max_batch
@@ -70,7 +69,7 @@ class Engine:
     def generate(self, prompt: list[int], params: SamplingParams, rid: str | None = None,
                  timeout_s: float | None = None) -> Request:
         params.check()
-        vocab = self.model.cfg.vocab_size
+        vocab = self.model.vocab_size
         if not prompt or not all(isinstance(t, int) and 0 <= t < vocab for t in prompt):
             raise UserError(f"input_ids must be a non-empty list of token ids in [0, {vocab})")
         req = Request(rid or f"req-{next(self._ids)}", list(prompt), params)
@@ -95,7 +94,7 @@ class Engine:
     def update_weights(self, state: dict[str, torch.Tensor], version: int, abort_inflight: bool = False,
                        timeout_s: float = 120.0) -> None:
         """Swap weights between rounds; returns once the new weights serve."""
-        bad = mismatches(self.model.state_dict(), state)
+        bad = self.model.weight_mismatches(state)
         if bad:
             raise UserError(f"weights do not match the served model: {'; '.join(bad[:5])}")
         with self._cond:
@@ -138,7 +137,7 @@ class Engine:
 
     def _apply_update(self) -> None:
         state, version, abort_inflight = self._update
-        self.model.load_state_dict(state)
+        self.model.load_weights(state)
         self.weight_version = version
         self.stats["updates"] += 1
         if abort_inflight:

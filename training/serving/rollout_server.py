@@ -1,4 +1,5 @@
-"""Rollout server over our GLM-5-shaped model: OpenAI-compatible and token-in/token-out.
+"""Rollout server over any policy — our GLM-5-shaped model or a transformers causal LM
+(``training.policy``) — OpenAI-compatible and token-in/token-out, with the policy's own chat template.
 
 Routes (the subset of SGLang's API an RL system uses, with its field names, so the orchestrator
 and external agent frameworks can point at SGLang or vLLM instead):
@@ -20,7 +21,8 @@ and external agent frameworks can point at SGLang or vLLM instead):
 * ``GET /health`` (with ``weight_version``), ``GET /v1/models``, ``GET /tokenizer`` (its
   ``tokenizer.json``, so an agent gateway in front renders prompts exactly as it does)
 
-``python -m training.rl serve --checkpoint CKPT --port P``.
+``python -m training.rl serve --checkpoint CKPT --port P``: CKPT is ours or a Hugging Face directory
+(``training.policy.checkpoint_kind``).
 """
 
 from __future__ import annotations
@@ -38,8 +40,7 @@ import typer
 
 from core.cli import user_errors
 from core.errors import InputError, UserError
-from training.model.config import ModelConfig
-from training.model.glm import GLMModel
+from training.policy import ChatCodec, Policy, checkpoint_kind, load_policy
 from training.policy.codec import Codec
 from training.serving.engine import Engine, read_weights
 from training.serving.faults import ServerFaults
@@ -47,19 +48,13 @@ from training.serving.http_json import HttpError, exit_with_parent, register_wit
 from training.serving.sampler import SamplingParams
 
 
-def load_served_model(checkpoint: str | Path) -> tuple[GLMModel, int, dict[str, Any]]:
-    """Model from a checkpoint directory (``training.checkpoint`` layout); its weight version."""
-    ckpt = Path(checkpoint)
-    meta_file = ckpt / "trainer.json"
-    if not meta_file.is_file():
-        raise InputError(f"{ckpt}: not a checkpoint (no trainer.json)")
-    meta = json.loads(meta_file.read_text(encoding="utf-8"))
-    model_cfg = (meta.get("config") or {}).get("model") or meta.get("model")
-    if not model_cfg:
-        raise InputError(f"{meta_file}: no model config recorded (config.model)")
-    model = GLMModel(ModelConfig.model_validate(model_cfg))
-    model.load_state_dict(read_weights(str(ckpt)))
-    return model, int(meta.get("weight_version", 0)), meta
+def load_served_model(checkpoint: str | Path) -> tuple[Policy, int, dict[str, Any]]:
+    """The policy of a checkpoint (ours or a Hugging Face directory) and its weight version
+    (``trainer.json``'s, 0 for a plain HF directory)."""
+    _, step = checkpoint_kind(checkpoint)
+    meta_file = step / "trainer.json"
+    meta = json.loads(meta_file.read_text(encoding="utf-8")) if meta_file.is_file() else {}
+    return load_policy(step), int(meta.get("weight_version", 0)), meta
 
 
 def _params(sp: dict[str, Any], default_stops: list[int]) -> SamplingParams:
@@ -75,7 +70,7 @@ def _params(sp: dict[str, Any], default_stops: list[int]) -> SamplingParams:
 
 
 class RolloutServer:
-    def __init__(self, engine: Engine, codec: Codec, name: str = "glm5-tiny", timeout_s: float = 600.0):
+    def __init__(self, engine: Engine, codec: ChatCodec, name: str = "glm5-tiny", timeout_s: float = 600.0):
         self.engine, self.codec, self.name, self.timeout_s = engine, codec, name, timeout_s
 
     def _run(self, ids: list[int], params: SamplingParams, rid: str | None):
@@ -201,10 +196,10 @@ app = typer.Typer(add_completion=False, help="Rollout server (OpenAI-compatible 
 @app.command()
 @user_errors(sigterm_unwinds=True)
 def main(
-    checkpoint: Path = typer.Option(..., help="checkpoint directory (model.safetensors + trainer.json)"),
+    checkpoint: Path = typer.Option(..., help="checkpoint: ours (model.safetensors + trainer.json) or a Hugging Face directory"),
     port: int = typer.Option(8010, help="0 picks a free port"),
     host: str = typer.Option("127.0.0.1"),
-    tokenizer: Path = typer.Option(None, help="tokenizer.json; default: CHECKPOINT/tokenizer.json"),
+    tokenizer: Path = typer.Option(None, help="tokenizer.json for our model; default: the checkpoint's"),
     threads: int = typer.Option(1, help="torch threads"),
     chunk_tokens: int = typer.Option(16, help="tokens per continuous-batching round"),
     max_batch: int = typer.Option(32, help="requests decoded together"),
@@ -222,7 +217,9 @@ def main(
     if threads:
         torch.set_num_threads(threads)
     model, version, _ = load_served_model(checkpoint)
-    codec = Codec.load(tokenizer or checkpoint / "tokenizer.json")
+    codec = Codec.load(tokenizer) if tokenizer else model.codec
+    if codec is None:
+        raise InputError(f"{checkpoint}: no tokenizer.json beside the weights; pass --tokenizer")
     engine = Engine(model, version, chunk_tokens=chunk_tokens, max_batch=max_batch, seed=seed)
     routes = RolloutServer(engine, codec).routes()
     faults = ServerFaults(slow_prob, slow_s, garble_prob, fault_log, seed, who="rollout")

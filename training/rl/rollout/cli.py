@@ -17,6 +17,7 @@ import typer
 from core.cli import user_errors
 from core.config import load_yaml, validate_config
 from core.errors import ConfigError
+from training.policy import load_codec
 from training.policy.codec import Codec
 from training.rl.rollout.config import OrchestratorConfig
 from training.rl.rollout.orchestrator import Orchestrator
@@ -38,19 +39,18 @@ def load_orchestrator_config(config: Path, out: Path) -> OrchestratorConfig:
         if cfg.checkpoint is None and cfg.tokenizer is None:
             cfg.tokenizer = str(resolve_tokenizer(rl, out))
         if cfg.checkpoint is None and cfg.rollout.replicas:
-            cfg.checkpoint = str(initial_checkpoint(rl, out, Codec.load(cfg.tokenizer).vocab_size))
+            vocab = Codec.load(cfg.tokenizer).vocab_size if cfg.tokenizer else 0  # 0: existing weights
+            cfg.checkpoint = str(initial_checkpoint(rl, out, vocab))
     else:
         cfg = validate_config(OrchestratorConfig, data, str(config))
-    if cfg.tokenizer is None and cfg.checkpoint:
-        cfg.tokenizer = str(Path(cfg.checkpoint) / "tokenizer.json")
-    if cfg.tokenizer is None and cfg.tasks and all(t.kind == "toy" for t in cfg.tasks):
+    if cfg.tokenizer is None and cfg.checkpoint is None and cfg.tasks and all(t.kind == "toy" for t in cfg.tasks):
         # toy tasks only: the toy vocabulary's tokenizer, as `train` uses (servers must serve a model of it)
         from training.rl.tasks.backends import toy_tokenizer
 
         toy_tokenizer().save(str(out / "tokenizer.json"))
         cfg.tokenizer = str(out / "tokenizer.json")
-    if cfg.tokenizer is None:
-        raise ConfigError(f"{config}: tokenizer (or checkpoint with a tokenizer.json) is required to render prompts")
+    if cfg.tokenizer is None and cfg.checkpoint is None:
+        raise ConfigError(f"{config}: tokenizer (or a checkpoint with its tokenizer) is required to render prompts")
     return cfg
 
 
@@ -72,7 +72,7 @@ def orchestrator(
     cfg = load_orchestrator_config(config, out)
     if port is not None:
         cfg.port = port
-    orch = Orchestrator(cfg, out, Codec.load(cfg.tokenizer), mode=mode)
+    orch = Orchestrator(cfg, out, load_codec(cfg.checkpoint, cfg.tokenizer), mode=mode)
     url = orch.start()
     if port_file:
         port_file.write_text(url.rsplit(":", 1)[1])

@@ -15,7 +15,7 @@ from pydantic import Field, model_validator
 
 from core.config import StrictModel
 
-TaskKind = Literal["toy", "search", "swe", "terminal"]
+TaskKind = Literal["toy", "arithmetic", "search", "swe", "terminal"]
 
 
 class TaskServiceConfig(StrictModel):

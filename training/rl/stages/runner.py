@@ -45,7 +45,7 @@ from core.shards import TokenizerInfo
 from training.checkpoint import latest_checkpoint
 from training.model.config import ModelConfig
 from training.optim.schedules import lr_at
-from training.policy import Policy, PolicySource, as_policy, build_policy, load_policy
+from training.policy import Policy, PolicySource, as_policy, build_policy, load_codec, load_policy
 from training.rl import CONFIGS
 from training.rl.algo.distill import TeacherSet
 from training.rl.algo.update import policy_update, rl_advantages
@@ -82,7 +82,7 @@ class StageRunner:
             codec = None
         else:  # existing weights: their tokenizer and chat template render the tasks
             self.source = cfg.model
-            codec = load_policy(cfg.model).codec
+            codec = load_codec(cfg.model.path)
         self.tasks = build_tasks(cfg.tasks, codec)
         self.eval_sets = {
             name: task.problems(cfg.eval.prompts, np.random.default_rng([cfg.eval.seed, i]))

@@ -112,3 +112,23 @@ class ArithmeticTask:
         """``n`` problems with their reference answers as chat records (SFT data)."""
         return [{"messages": [*p.messages, {"role": "assistant", "content": str(p.answer)}]}
                 for p in (ArithmeticTask(self.name, self.cfg).problems(n, rng))]
+
+
+class ArithmeticBackend:
+    """The task as a task service serves it (``python -m training.rl task-service --kind
+    arithmetic``): an instance is the user message (and its answer), the reward is graded on the
+    text of the last assistant message — the orchestrator renders and decodes with the policy's codec."""
+
+    def __init__(self, max_tokens: int | None = None, **task):
+        self.task = ArithmeticTask("arithmetic", ArithmeticTaskConfig(kind="arithmetic", **task))
+        self.max_tokens = max_tokens
+
+    def instance(self, seed: int) -> dict:
+        p = self.task.problems(1, np.random.default_rng(seed))[0]
+        out = {"id": str(seed), "messages": p.messages, "answer": p.answer}
+        return out | ({"max_tokens": self.max_tokens} if self.max_tokens else {})
+
+    def reward(self, instance: dict, messages: list[dict], turns=None) -> tuple[float, dict]:
+        reply = next((m.get("content") or "" for m in reversed(messages) if m.get("role") == "assistant"), "")
+        value = grade(reply, int(instance["answer"]), self.task.cfg.partial_credit)
+        return value, {"correct": value == 1.0}

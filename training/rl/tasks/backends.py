@@ -9,6 +9,7 @@ back with every request, so a service replica that never saw it can serve it), o
 and harnesses, never from the service itself:
 
 * ``toy``      — ``training.rl.tasks.toy`` (copy/sort/reverse/lookup, programmatic reward, token-level)
+* ``arithmetic`` — ``training.rl.tasks.arithmetic`` (arithmetic/word problems as text, graded by program)
 * ``search``   — deep-search tasks from ``python -m synth.search generate``, ``synth.search.grade.score``
 * ``swe``      — SWE instances as multi-turn sessions (``training.rl.tasks.sessions``): the
                  policy's tool calls run in the instance's container, the reward is the
@@ -135,9 +136,11 @@ class SearchBackend:
 
 
 def build_backend(kind: str, args: dict[str, Any]):
+    from training.rl.tasks.arithmetic import ArithmeticBackend
     from training.rl.tasks.sessions import swe_sessions, terminal_sessions
 
-    classes = {"toy": ToyBackend, "search": SearchBackend, "swe": swe_sessions, "terminal": terminal_sessions}
+    classes = {"toy": ToyBackend, "search": SearchBackend, "swe": swe_sessions, "terminal": terminal_sessions,
+               "arithmetic": ArithmeticBackend}
     if kind not in classes:
         raise ConfigError(f"task kind {kind!r}: expected one of {sorted(classes)}")
     try:

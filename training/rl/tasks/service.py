@@ -140,7 +140,7 @@ app = typer.Typer(add_completion=False, help="Serve one task's instances and rew
 @app.command()
 @user_errors(sigterm_unwinds=True)
 def main(
-    kind: str = typer.Option("toy", help="toy | search | swe | terminal"),
+    kind: str = typer.Option("toy", help="toy | arithmetic | search | swe | terminal"),
     name: str = typer.Option(None, help="task name (the task id trajectories carry); default: the kind"),
     args: str = typer.Option("{}", help="backend arguments as JSON, e.g. '{\"kind\": \"copy\", \"digits\": 2}' "
                              "(toy), '{\"tasks\": \"search.jsonl\"}' (search)"),

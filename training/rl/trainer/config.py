@@ -9,6 +9,7 @@ from pydantic import Field, model_validator
 from core.config import StrictModel
 from training.model.config import ModelConfig
 from training.optim.optimizers import OptimizerConfig
+from training.policy import PolicySource
 from training.rl.algo.update import UpdateConfig
 from training.rl.rollout.config import OrchestratorConfig
 
@@ -35,9 +36,11 @@ class AsyncTrainerConfig(StrictModel):
 
 class RLAsyncConfig(StrictModel):
     seed: int = 0
-    tokenizer: str | None = None  # tokenizer.json, or smollm2 (SmolLM2's, user cache); None: the toy tasks'
+    tokenizer: str | None = None  # tokenizer.json, or smollm2 (SmolLM2's, user cache); None: the toy tasks' (or the policy's own)
     init_checkpoint: str | None = None  # weights (and so the model shape) to start from; None: random init
-    model: ModelConfig = ModelConfig()
+    # our model's shape (from scratch or init_checkpoint), or existing weights with their own tokenizer
+    # and chat template: {hf: PATH} (any transformers causal LM) / {checkpoint: PATH} (ours or HF)
+    model: ModelConfig | PolicySource = ModelConfig()
     trainer: AsyncTrainerConfig = AsyncTrainerConfig()
     orchestrator: OrchestratorConfig = OrchestratorConfig()
 

@@ -32,10 +32,9 @@ import typer
 from core.cli import run_app, user_errors
 from core.config import validate_config
 from core.errors import UserError
-from training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from training.checkpoint import latest_checkpoint, load_optimizer_state
 from training.metrics_log import MetricsSink, keep_log_rows
-from training.model.glm import GLMModel
-from training.optim.optimizers import build_optimizer
+from training.policy import load_policy
 from training.rl.algo.losses import group_advantages
 from training.rl.algo.update import policy_update
 from training.rl.trainer.config import RLAsyncConfig
@@ -86,12 +85,15 @@ class AsyncTrainer:
         self.cfg, self.tc, self.out, self.url, self.log = cfg, cfg.trainer, out, orch_url, log
         self.ckpt_dir = out / "checkpoints"
         torch.manual_seed(cfg.seed)
-        self.model = GLMModel(cfg.model)
-        self.opt = build_optimizer(self.model, self.tc.optimizer)
         found = latest_checkpoint(self.ckpt_dir)
         if found is None:
             raise UserError(f"{self.ckpt_dir}: no initial checkpoint (train writes step-00000000)")
-        state = load_checkpoint(found, self.model, self.opt if (found / "optimizer.pt").is_file() else None)
+        # any policy: the checkpoints hold its kind, shape, tokenizer (training.policy)
+        self.model = load_policy(found)
+        self.opt = self.model.optimizer(self.tc.optimizer)
+        if (found / "optimizer.pt").is_file():
+            load_optimizer_state(found, self.opt)
+        state = json.loads((found / "trainer.json").read_text(encoding="utf-8"))
         self.update = int(state.get("update", 0))
         self.version = int(state.get("weight_version", 0))
         self.totals = dict(state.get("totals") or {"trained": 0, "stale_dropped": 0, "idle_s": 0.0, "wall_s": 0.0})
@@ -118,16 +120,12 @@ class AsyncTrainer:
     def _push(self) -> None:
         self.version += 1
         if self.tc.reset_optimizer:  # before saving: a trainer restarted from this checkpoint starts fresh too
-            self.opt = build_optimizer(self.model, self.tc.optimizer)
+            self.opt = self.model.optimizer(self.tc.optimizer)
         # the commit travels inside the checkpoint: a trainer killed after saving and before the
         # orchestrator recorded it sends it again on restart, so these groups are never re-delivered
         commit = {"trained": self.pending, "groups": self.pending_groups}
-        state = {"update": self.update, "weight_version": self.version, "totals": self.totals, "commit": commit,
-                 "config": {"model": self.cfg.model.model_dump(mode="json")}}
-        path = save_checkpoint(self.ckpt_dir, self.update, self.model, self.opt, state)
-        tok = self.out / "tokenizer.json"
-        if tok.is_file():
-            shutil.copy(tok, path / "tokenizer.json")
+        state = {"update": self.update, "weight_version": self.version, "totals": self.totals, "commit": commit}
+        path = self.model.save(self.ckpt_dir, self.update, self.opt, state)  # tokenizer included
         self._send_weights(path)
         _orch(self.url, "commit", commit)
         self.pending, self.pending_groups = [], []

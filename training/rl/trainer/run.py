@@ -27,17 +27,20 @@ from core.errors import ConfigError, UserError
 from training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from training.model.glm import GLMModel
 from training.optim.optimizers import build_optimizer
-from training.policy.codec import Codec
+from training.policy import PolicySource, load_codec, load_policy
 from training.rl import CONFIGS
 from training.rl.rollout.ledger import audit
 from training.rl.rollout.orchestrator import Orchestrator
 from training.rl.trainer.config import RLAsyncConfig
 
 
-def resolve_tokenizer(cfg: RLAsyncConfig, out: Path) -> Path:
+def resolve_tokenizer(cfg: RLAsyncConfig, out: Path) -> Path | None:
     """OUT/tokenizer.json: the configured one (``smollm2``: SmolLM2's, from the user cache), or the
-    toy tasks' (built from their alphabet)."""
+    toy tasks' (built from their alphabet); None for existing weights (``model: {hf|checkpoint}``),
+    whose tokenizer travels with them."""
     dest = out / "tokenizer.json"
+    if isinstance(cfg.model, PolicySource) and not cfg.tokenizer:
+        return None
     if cfg.tokenizer == "smollm2":  # a real chat-sized vocabulary from the user cache (fetched once)
         from core.local_lm import obtain_smollm2
 
@@ -59,6 +62,9 @@ def initial_checkpoint(cfg: RLAsyncConfig, out: Path, vocab: int) -> Path:
     found = latest_checkpoint(ckpt_dir)
     if found is not None:
         return found
+    if isinstance(cfg.model, PolicySource):  # existing weights, saved as step 0 in their own format
+        policy = load_policy(cfg.model)
+        return policy.save(ckpt_dir, 0, policy.optimizer(cfg.trainer.optimizer), {"update": 0, "weight_version": 0})
     if cfg.init_checkpoint:  # the weights to start from define the architecture
         meta = json.loads((Path(cfg.init_checkpoint) / "trainer.json").read_text(encoding="utf-8")) if (
             Path(cfg.init_checkpoint) / "trainer.json").is_file() else {}
@@ -87,11 +93,12 @@ def run_training(cfg: RLAsyncConfig, out: Path, resume: bool = False, log=print)
         raise UserError(f"{out} already holds a run (ledger.jsonl); pass --resume or choose another --out")
     t0 = time.monotonic()
     tok_path = resolve_tokenizer(cfg, out)
-    codec = Codec.load(tok_path)
-    ckpt = initial_checkpoint(cfg, out, codec.vocab_size)
+    ckpt = initial_checkpoint(cfg, out, load_codec(out, tok_path).vocab_size if tok_path else 0)
+    codec = load_codec(ckpt, tok_path)
     meta = json.loads((ckpt / "trainer.json").read_text(encoding="utf-8"))
-    cfg.model = cfg.model.model_validate(meta["config"]["model"])  # a resumed run keeps its shapes
-    orch_cfg = cfg.orchestrator.model_copy(update={"checkpoint": str(ckpt), "tokenizer": str(tok_path)})
+    if not isinstance(cfg.model, PolicySource):
+        cfg.model = cfg.model.model_validate(meta["config"]["model"])  # a resumed run keeps its shapes
+    orch_cfg = cfg.orchestrator.model_copy(update={"checkpoint": str(ckpt), "tokenizer": str(tok_path) if tok_path else None})
     (out / "config.json").write_text(cfg.model_copy(update={"orchestrator": orch_cfg}).model_dump_json(indent=1))
     # nothing is generated before the trainer starts: async and sync runs are timed from the same moment
     orch = Orchestrator(orch_cfg, out, codec, mode=cfg.trainer.mode, log=log, wait_for_trainer=True)

@@ -95,10 +95,10 @@ def wait_port_file(proc: subprocess.Popen, port_file: Path, timeout_s: float = 6
     raise AssertionError("process did not start in time")
 
 
-def start_module(args: list[str], port_file: Path) -> tuple[subprocess.Popen, str]:
+def start_module(args: list[str], port_file: Path, timeout_s: float = 60.0) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen([sys.executable, "-m", *args, "--port", "0", "--port-file", str(port_file)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    port = wait_port_file(proc, port_file)
+    port = wait_port_file(proc, port_file, timeout_s)
     return proc, f"http://127.0.0.1:{port}"
 
 

@@ -12,7 +12,9 @@ from training.serving.http_json import call
 @pytest.fixture(scope="module")
 def hf_server(tiny_hf, tmp_path_factory):
     port_file = tmp_path_factory.mktemp("serve_hf") / "port"
-    proc, url = start_module(["training.rl", "serve", "--checkpoint", str(tiny_hf), "--chunk-tokens", "3"], port_file)
+    # importing transformers and loading the model takes a while on a loaded machine
+    proc, url = start_module(["training.rl", "serve", "--checkpoint", str(tiny_hf), "--chunk-tokens", "3"], port_file,
+                             timeout_s=300)
     yield url
     stop(proc)
 

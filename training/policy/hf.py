@@ -38,8 +38,6 @@ class HFCodec:
     """A transformers tokenizer and its chat template, with the ``Codec`` API of our server."""
 
     def __init__(self, tok, stop_ids: list[int]):
-        if not tok.chat_template:
-            raise InputError(f"{tok.name_or_path}: the tokenizer has no chat template")
         self.tok = tok
         self.stop_ids = stop_ids
 
@@ -59,6 +57,8 @@ class HFCodec:
     def chat_prompt(self, messages: Any, thinking: bool = False, tools: Any = None) -> list[int]:
         if not isinstance(messages, list) or not messages:
             raise UserError("messages must be a non-empty list")
+        if not self.tok.chat_template:  # a base model serves token ids, not chats
+            raise UserError(f"{self.tok.name_or_path}: the tokenizer has no chat template")
         try:
             text = self.tok.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=True)
         except Exception as err:  # noqa: BLE001 - a template error is the caller's bad messages

@@ -21,11 +21,13 @@ from training.checkpoint import latest_checkpoint
 from training.model.config import ModelConfig
 from training.policy.base import Policy
 
+SMOLLM2 = "smollm2"  # `hf: smollm2`: SmolLM2-135M-Instruct from the user cache (core.local_lm)
+
 
 class PolicySource(StrictModel):
     """``model: {hf: PATH}`` or ``model: {checkpoint: PATH}``: start from existing weights."""
 
-    hf: str | None = None  # a transformers causal LM directory (AutoModelForCausalLM)
+    hf: str | None = None  # a transformers causal LM directory (AutoModelForCausalLM), or `smollm2`
     checkpoint: str | None = None  # ours or HF: a step directory, or a directory of step-*
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"  # HF models only
 
@@ -37,6 +39,10 @@ class PolicySource(StrictModel):
 
     @property
     def path(self) -> str:
+        if self.hf == SMOLLM2:  # the one model the project ships (obtained once, as every job does)
+            from core.local_lm import obtain_smollm2
+
+            return str(obtain_smollm2(log=lambda _m: None))
         return self.hf or self.checkpoint or ""
 
 

@@ -29,3 +29,12 @@ def test_shipped_pipeline_configs_load_in_the_recipe_order():
     assert owned == set(tiny.stages[-1].tasks) and tiny.update.loss.eps_clip_high == 0.28
     demo = load_stages_config("configs/rl_stages_demo.yaml")
     assert [s.kind for s in demo.stages] == ["sft", "rl", "rl", "distill"] and demo.eval.every == 1
+
+
+def test_the_shipped_smollm2_config_names_the_cached_model():
+    from training.policy import PolicySource
+    from training.rl.stages.runner import load_stages_config
+
+    cfg = load_stages_config("configs/rl_stages_smollm2.yaml")
+    assert isinstance(cfg.model, PolicySource) and cfg.model.hf == "smollm2"
+    assert cfg.tasks["arithmetic"].kind == "arithmetic" and [s.kind for s in cfg.stages] == ["rl"]

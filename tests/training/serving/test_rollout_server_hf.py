@@ -43,4 +43,4 @@ def test_generate_chat_and_weight_push(hf_server, tiny_hf, hf_tok, tmp_path):
     b = ok(call(f"{hf_server}/generate", {"input_ids": ids, "sampling_params": greedy}))
     assert b["meta_info"]["weight_version"] == 1 and b["output_ids"] != a["output_ids"]
     bad = call(f"{hf_server}/update_weights", {"tensors_b64": "bm90", "weight_version": 2})
-    assert getattr(bad, "status", None) == 400
+    assert getattr(bad, "kind", None) == "http_400"

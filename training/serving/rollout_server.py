@@ -173,12 +173,18 @@ class RolloutServer:
             raise HttpError(400, str(err)) from None
         return {"success": True, "weight_version": version}
 
+    def tokenizer(self, body: dict[str, Any]) -> dict[str, Any]:
+        # the agent gateway renders GLM-5's template with this tokenizer: a model with its own template has none to give
+        if not isinstance(self.codec, Codec):
+            raise HttpError(400, "this server's model uses its own chat template; the gateway needs a GLM-5 tokenizer")
+        return {"tokenizer": self.codec.tok.to_str()}
+
     def routes(self) -> dict[str, Any]:
         return {
             "GET /health": lambda b: {"status": "ok", "weight_version": self.engine.weight_version,
                                       "inflight": self.engine.inflight(), "model": self.name},
             "GET /v1/models": lambda b: {"object": "list", "data": [{"id": self.name, "object": "model"}]},
-            "GET /tokenizer": lambda b: {"tokenizer": self.codec.tok.to_str()},  # for a gateway in front
+            "GET /tokenizer": self.tokenizer,  # for a gateway in front
             "GET /stats": lambda b: dict(self.engine.stats, weight_version=self.engine.weight_version),
             "POST /generate": self.generate,
             "POST /v1/completions": self.completions,

@@ -49,5 +49,8 @@ def rollout(
                 nxt.append(i)
         live = nxt
     for t in trajs:
-        t.reward = task.reward(problem[t.id], t.turns)
+        p = problem[t.id]
+        t.reward = task.reward(p, t.turns)
+        if getattr(p, "messages", None):  # a text task: the unified message list, as the orchestrator keeps it
+            t.messages = [*p.messages, *(task.codec.chat_reply(turn) for turn in t.turns)]
     return trajs

@@ -128,6 +128,19 @@ def test_text_and_toy_tasks_need_their_kind_of_policy(rl_assets, tiny_hf):
                                        "stages": [{"name": "s", "kind": "sft", "steps": 1, "tasks": {"arith": 1}}]})
 
 
+def test_text_episodes_carry_their_messages(rl_assets):
+    from training.rl.stages.episodes import rollout
+    from training.serving.sampler import SamplingParams
+
+    policy = load_policy(rl_assets["ckpt"])
+    task = ArithmeticTask("arith", ArithmeticTaskConfig(**TASK), policy.codec)
+    trajs = rollout(policy, task, task.problems(2, np.random.default_rng(0)), 2,
+                    SamplingParams(max_tokens=3, stop_token_ids=task.stop_ids), torch.Generator().manual_seed(0))
+    assert len(trajs) == 4 and all(0 <= t.reward <= 1 for t in trajs)
+    assert all(t.messages[0]["role"] == "user" and t.messages[-1]["role"] == "assistant" for t in trajs)
+    assert trajs[0].prompt_ids == policy.codec.chat_prompt(trajs[0].messages[:1])
+
+
 def test_arithmetic_grading():
     assert grade("The answer is 12.", 12, 0.5) == 1.0
     assert grade("12 or 13", 13, 0.5) == 1.0  # the last number is the answer

@@ -42,7 +42,7 @@ from core.cli import user_errors
 from core.errors import InputError, UserError
 from training.policy import ChatCodec, Policy, checkpoint_kind, load_policy
 from training.policy.codec import Codec
-from training.serving.engine import Engine, read_weights
+from training.serving.batcher import ContinuousBatcher, read_weights
 from training.serving.faults import ServerFaults
 from training.serving.http_json import HttpError, exit_with_parent, register_with, serve_json
 from training.serving.sampler import SamplingParams
@@ -70,12 +70,12 @@ def _params(sp: dict[str, Any], default_stops: list[int]) -> SamplingParams:
 
 
 class RolloutServer:
-    def __init__(self, engine: Engine, codec: ChatCodec, name: str = "glm5-tiny", timeout_s: float = 600.0):
-        self.engine, self.codec, self.name, self.timeout_s = engine, codec, name, timeout_s
+    def __init__(self, batcher: ContinuousBatcher, codec: ChatCodec, name: str = "glm5-tiny", timeout_s: float = 600.0):
+        self.batcher, self.codec, self.name, self.timeout_s = batcher, codec, name, timeout_s
 
     def _run(self, ids: list[int], params: SamplingParams, rid: str | None):
         try:
-            return self.engine.generate(ids, params, rid, timeout_s=self.timeout_s)
+            return self.batcher.generate(ids, params, rid, timeout_s=self.timeout_s)
         except UserError as err:
             raise HttpError(400, str(err)) from None
 
@@ -97,12 +97,12 @@ class RolloutServer:
                               "prompt_tokens": len(ids), "completion_tokens": len(req.tokens),
                               "output_token_logprobs": [[lp, t, None] for lp, t in zip(req.logprobs, req.tokens,
                                                                                        strict=True)],
-                              "weight_version": self.engine.weight_version,
+                              "weight_version": self.batcher.weight_version,
                               "token_weight_versions": req.versions}}
 
     def _run_n(self, body: dict[str, Any], ids: list[int], params: SamplingParams) -> list:
         """``n`` samples of one prompt (OpenAI's ``n``: agent frameworks ask for a group this way),
-        decoded together by the engine's continuous batching."""
+        decoded together by the continuous batcher."""
         n = body.get("n", 1)
         if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 64:
             raise HttpError(400, "n must be an integer in [1, 64]")
@@ -158,7 +158,7 @@ class RolloutServer:
     def _envelope(self, obj: str, prefix: str, choices: list[dict], n_prompt: int, reqs: list) -> dict[str, Any]:
         completion = sum(len(r.tokens) for r in reqs)
         return {"id": f"{prefix}-{uuid.uuid4().hex[:12]}", "object": obj, "created": int(time.time()),
-                "model": self.name, "choices": choices, "weight_version": self.engine.weight_version,
+                "model": self.name, "choices": choices, "weight_version": self.batcher.weight_version,
                 "usage": {"prompt_tokens": n_prompt, "completion_tokens": completion,
                           "total_tokens": n_prompt + completion}}
 
@@ -168,7 +168,7 @@ class RolloutServer:
             raise HttpError(400, "weight_version (int) is required")
         try:
             state = read_weights(body.get("model_path"), body.get("tensors_b64"))
-            self.engine.update_weights(state, version, bool(body.get("abort_all_requests", False)))
+            self.batcher.update_weights(state, version, bool(body.get("abort_all_requests", False)))
         except UserError as err:
             raise HttpError(400, str(err)) from None
         return {"success": True, "weight_version": version}
@@ -181,18 +181,18 @@ class RolloutServer:
 
     def routes(self) -> dict[str, Any]:
         return {
-            "GET /health": lambda b: {"status": "ok", "weight_version": self.engine.weight_version,
-                                      "inflight": self.engine.inflight(), "model": self.name},
+            "GET /health": lambda b: {"status": "ok", "weight_version": self.batcher.weight_version,
+                                      "inflight": self.batcher.inflight(), "model": self.name},
             "GET /v1/models": lambda b: {"object": "list", "data": [{"id": self.name, "object": "model"}]},
             "GET /tokenizer": self.tokenizer,  # for a gateway in front
-            "GET /stats": lambda b: dict(self.engine.stats, weight_version=self.engine.weight_version),
+            "GET /stats": lambda b: dict(self.batcher.stats, weight_version=self.batcher.weight_version),
             "POST /generate": self.generate,
             "POST /v1/completions": self.completions,
             "POST /v1/chat/completions": self.chat,
             "POST /update_weights": self.update_weights,
             "POST /update_weights_from_disk": self.update_weights,
-            "POST /abort": lambda b: {"aborted": self.engine.abort(b.get("rid"))},
-            "POST /abort_request": lambda b: {"aborted": self.engine.abort(b.get("rid"))},
+            "POST /abort": lambda b: {"aborted": self.batcher.abort(b.get("rid"))},
+            "POST /abort_request": lambda b: {"aborted": self.batcher.abort(b.get("rid"))},
         }
 
 
@@ -226,8 +226,8 @@ def main(
     codec = Codec.load(tokenizer) if tokenizer else model.codec
     if codec is None:
         raise InputError(f"{checkpoint}: no tokenizer.json beside the weights; pass --tokenizer")
-    engine = Engine(model, version, chunk_tokens=chunk_tokens, max_batch=max_batch, seed=seed)
-    routes = RolloutServer(engine, codec).routes()
+    batcher = ContinuousBatcher(model, version, chunk_tokens=chunk_tokens, max_batch=max_batch, seed=seed)
+    routes = RolloutServer(batcher, codec).routes()
     faults = ServerFaults(slow_prob, slow_s, garble_prob, fault_log, seed, who="rollout")
     if faults.active:
         routes["POST /generate"] = faults.wrap(routes["POST /generate"])
@@ -243,5 +243,5 @@ def main(
     try:
         threading.Event().wait()
     except KeyboardInterrupt:
-        engine.stop()
+        batcher.stop()
         server.shutdown()

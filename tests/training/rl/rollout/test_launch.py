@@ -10,7 +10,7 @@ from training.rl.rollout.config import OrchestratorConfig
 from training.rl.rollout.launch import process_seed, rollout_command, task_command
 from training.rl.rollout.orchestrator import Orchestrator
 from training.rl.rollout.registry import Slot
-from training.serving.engine import Engine
+from training.serving.batcher import ContinuousBatcher
 from training.serving.sampler import SamplingParams
 
 
@@ -57,7 +57,7 @@ def test_engines_seeded_alike_sample_alike(tmp_path):
 
     def completions(seed: int) -> list[list[int]]:
         model, _, _ = load_served_model(ckpt)
-        eng = Engine(model, seed=seed, log=lambda m: None)
+        eng = ContinuousBatcher(model, seed=seed, log=lambda m: None)
         try:
             return [eng.generate([5, 14, 15, 2], params).tokens for _ in range(4)]
         finally:

@@ -1,4 +1,5 @@
-"""The rollout engine behind the server: continuous batching in chunks over ``training.serving.sampler``.
+"""The continuous batcher behind the rollout server (an inference engine's core, named apart from
+``core.engine``'s engines, which say where data work runs): batching in chunks over ``training.serving.sampler``.
 
 Requests arrive from many HTTP threads; one loop thread serves them. Each *round* takes every
 live request (new ones join at the next round), asks the sampler for up to ``chunk_tokens`` more
@@ -45,7 +46,7 @@ class Request:
     abort_requested: bool = False
 
 
-class Engine:
+class ContinuousBatcher:
     def __init__(self, model: Policy, weight_version: int = 0, chunk_tokens: int = 16, max_batch: int = 32,
                  seed: int = 0, log: Callable[[str], None] = print):
         self.model = as_policy(model).eval()  # any policy (training.policy); a bare GLMModel is wrapped
@@ -62,7 +63,7 @@ class Engine:
         self._ids = itertools.count()
         self._stop = False
         self.stats = {"requests": 0, "tokens": 0, "rounds": 0, "aborted": 0, "updates": 0}
-        self._thread = threading.Thread(target=self._loop, daemon=True, name="engine")
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="batcher")
         self._thread.start()
 
     # -- API used by the HTTP routes ---------------------------------------------------------------

@@ -28,6 +28,7 @@ from core.errors import UserError
 
 BASE_TAG = "local/debian:bookworm"
 START_HINT = "nohup dockerd --storage-driver=overlay2 >/var/log/dockerd.log 2>&1 &"
+DOCKERD_PID = Path("/var/run/docker.pid")
 LOCK_PATH = Path(tempfile.gettempdir()) / "swe_envs-docker-setup.lock"
 SBIN_DIRS = ("/usr/local/sbin", "/usr/sbin", "/sbin")
 
@@ -169,13 +170,41 @@ def _install_packages(packages: list[str], state: MachineState, log: Callable[[s
             raise UserError(f"{' '.join(cmd)} failed: {proc.stderr.strip()[-300:]}")
 
 
+def _is_dockerd(pid: int, proc: Path = Path("/proc")) -> bool:
+    """Whether ``pid`` is a running dockerd: after a restart the old id is often another process's
+    (or a thread's: dockerd's own check only asks whether /proc/<pid> exists)."""
+    try:
+        status = (proc / str(pid) / "status").read_text()
+    except OSError:
+        return False
+    fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+    return fields.get("Tgid", "").strip() == str(pid) and fields.get("Name", "").strip() == "dockerd"
+
+
+def clear_stale_pidfile(pidfile: Path = DOCKERD_PID, log: Callable[[str], None] = _noop,
+                        proc: Path = Path("/proc")) -> bool:
+    """Remove dockerd's pid file unless a dockerd of that id runs: a machine restarted without a
+    clean daemon stop keeps it, and dockerd refuses to start over it ("pid file found")."""
+    try:
+        text = pidfile.read_text().strip()
+    except FileNotFoundError:
+        return False
+    pid = int(text) if text.isdigit() else 0
+    if pid > 0 and _is_dockerd(pid, proc):
+        return False
+    pidfile.unlink(missing_ok=True)
+    log(f"removed {pidfile}: no dockerd runs as {text or 'an empty id'} (a daemon that did not stop cleanly)")
+    return True
+
+
 def _start_daemon(state: MachineState, log: Callable[[str], None], wait_s: float,
-                  path: str | None, logfile: Path) -> None:
+                  path: str | None, logfile: Path, pidfile: Path = DOCKERD_PID) -> None:
     if state.dockerd is None:
         raise UserError(f"no Docker engine ({state.engine_detail}) and no dockerd to start; "
                         "install docker.io (python -m swe_envs setup-docker as root)")
     if not state.root:
         raise UserError(f"Docker daemon is not running ({state.engine_detail}); as root start it with: {START_HINT}")
+    clear_stale_pidfile(pidfile, log)
     log(f"starting {state.dockerd} (overlay2), log in {logfile}")
     logfile.parent.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PATH=_search_path(path))  # dockerd finds containerd/runc next to itself
@@ -229,7 +258,7 @@ def build_base_image(tag: str, mirror: str, log: Callable[[str], None], suite: s
 
 def ensure_docker(
     base_tag: str = BASE_TAG, log: Callable[[str], None] = _noop, wait_s: float = 90.0,
-    path: str | None = None, logfile: Path = Path("/var/log/dockerd.log"),
+    path: str | None = None, logfile: Path = Path("/var/log/dockerd.log"), pidfile: Path = DOCKERD_PID,
 ) -> str:
     """Install, start and seed Docker as needed; returns the engine's version. Idempotent.
 
@@ -248,7 +277,7 @@ def ensure_docker(
                 raise UserError(f"apt-get installed {' '.join(missing)} but no dockerd was found on "
                                 f"{_search_path(path)}")
         if not state.engine_answers:
-            _start_daemon(state, log, wait_s, path, logfile)
+            _start_daemon(state, log, wait_s, path, logfile, pidfile)
             state = probe(base_tag, path)
         if not state.base_image:
             build_base_image(base_tag, apt_mirror(), log, path=path)

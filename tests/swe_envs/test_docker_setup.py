@@ -61,6 +61,7 @@ mkdir -p "$3/etc/apt" && echo rootfs > "$3/marker"
 
 class FakeMachine:
     def __init__(self, root: Path):
+        self.root = root
         self.bin, self.stubs, self.state = root / "bin", root / "stubs", root / "state"
         for d in (self.bin, self.stubs, self.state):
             d.mkdir()
@@ -82,7 +83,8 @@ class FakeMachine:
         return [c for c in self.log.read_text().splitlines() if c.startswith(prefix)]
 
     def ensure(self) -> str:
-        return ensure_docker(path=str(self.bin), wait_s=10, logfile=self.dockerd_log)
+        return ensure_docker(path=str(self.bin), wait_s=10, logfile=self.dockerd_log,
+                             pidfile=self.root / "docker.pid")
 
     def stop(self) -> None:
         pid_file = self.state / "dockerd.pid"
@@ -165,3 +167,30 @@ def test_without_root_it_says_what_to_run(machine, monkeypatch):
     with pytest.raises(UserError, match=r"not root with apt-get; as root run: apt-get install -y docker.io debootstrap"):
         machine.ensure()
     assert machine.calls("apt-get") == []
+
+
+def test_a_stale_dockerd_pid_file_is_removed_before_the_daemon_starts(machine):
+    """A machine restarted without a clean daemon stop keeps /var/run/docker.pid, and dockerd
+    refuses to start over it (seen on this project's CI machine)."""
+    (machine.root / "docker.pid").write_text("999999999")  # no such process
+    machine.write(machine.bin / "dockerd", (machine.stubs / "dockerd").read_text())
+    (machine.state / "image").touch()
+    machine.ensure()
+    assert machine.calls("dockerd") == ["dockerd --storage-driver=overlay2"]
+    assert not (machine.root / "docker.pid").exists()
+
+
+@pytest.mark.parametrize("content,removed", [("999999999", True), ("not a pid", True), ("", True),
+                                             ("OTHER", True), ("THREAD", True), ("DOCKERD", False)])
+def test_clear_stale_pidfile(tmp_path, content, removed):
+    """Only a running dockerd keeps its pid file; on this project's CI machine the old id was a
+    thread of a Spark JVM after a restart."""
+    proc = tmp_path / "proc"
+    for pid, name, tgid in ((100, "dockerd", 100), (200, "java", 200), (300, "dockerd", 299)):
+        (proc / str(pid)).mkdir(parents=True)
+        (proc / str(pid) / "status").write_text(f"Name:\t{name}\nUmask:\t0022\nTgid:\t{tgid}\nPid:\t{pid}\n")
+    pidfile = tmp_path / "docker.pid"
+    pidfile.write_text({"DOCKERD": "100", "OTHER": "200", "THREAD": "300"}.get(content, content))
+    assert docker_setup.clear_stale_pidfile(pidfile, proc=proc) is removed
+    assert pidfile.exists() is not removed
+    assert docker_setup.clear_stale_pidfile(tmp_path / "missing.pid", proc=proc) is False

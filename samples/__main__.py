@@ -124,6 +124,20 @@ def web_archives(
         typer.echo(str(path))
 
 
+@app.command("web-volume")
+@user_errors
+@_os_errors
+def web_volume(
+    cache: Path = typer.Option(None, help=CACHE_HELP),
+    print_: str = typer.Option(None, "--print", help=PRINT_HELP + ": warcs, manifest"),
+) -> None:
+    """~12,900 distinct real HTML pages (nine Debian packages' documentation) in WARC files."""
+    from samples.web_volume import MANIFEST, build_web_volume
+
+    volume = build_web_volume(cache, log=_log)
+    _emit({"warcs": volume.folder, "manifest": volume.folder / MANIFEST}, print_)
+
+
 @app.command()
 @user_errors
 @_os_errors

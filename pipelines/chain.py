@@ -14,6 +14,8 @@ what makes their outputs identical.
 from __future__ import annotations
 
 import re
+import resource
+import time
 from collections import Counter, OrderedDict, deque
 from collections.abc import Iterable, Iterator
 
@@ -67,6 +69,62 @@ class StageCounts(BaseModel):
     def keep(self) -> None:
         self.docs_in += 1
         self.kept += 1
+
+
+class StageTiming(BaseModel):
+    """Where a stage's time went, summed over tasks. Kept apart from ``StageCounts`` (the
+    accounting, which must be equal between engines, runs and resumes; times never are)."""
+
+    # inside the stage's own code: the time its upstream stages took to hand it documents is not in it
+    seconds: float = 0.0
+    # CPU of the process and of the children it reaped: the extractor runs trafilatura in a sandbox
+    # process, whose CPU lands here when the stage closes it (a per-core rate needs it)
+    cpu_seconds: float = 0.0
+    # UTF-8 bytes of the texts the stage was given (the reader: of those it produced)
+    bytes_in: int = 0
+
+    def merge(self, other: StageTiming) -> None:
+        self.seconds += other.seconds
+        self.cpu_seconds += other.cpu_seconds
+        self.bytes_in += other.bytes_in
+
+
+def merge_timings(parts: Iterable[dict[str, StageTiming | dict]]) -> dict[str, StageTiming]:
+    total: dict[str, StageTiming] = {}
+    for part in parts:
+        for stage, t in part.items():
+            total.setdefault(stage, StageTiming()).merge(StageTiming.model_validate(t))
+    return total
+
+
+def _cpu() -> float:
+    return time.process_time() + sum(resource.getrusage(resource.RUSAGE_CHILDREN)[:2])
+
+
+def _text_bytes(doc: Document) -> int:
+    text = doc.text or ""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+class _Clock:
+    """The time spent inside ``next()`` of one stage's output: that stage's and all upstream;
+    a stage's own time is its clock minus its upstream's (``StepChain.process``)."""
+
+    def __init__(self):
+        self.wall = self.cpu = 0.0
+
+    def watch(self, it: Iterable[Document]) -> Iterator[Document]:
+        it = iter(it)
+        while True:
+            w, c = time.perf_counter(), _cpu()
+            try:
+                doc = next(it)
+            except StopIteration:
+                return
+            finally:
+                self.wall += time.perf_counter() - w
+                self.cpu += _cpu() - c
+            yield doc
 
 
 def stage_name(step: PipelineStep) -> str:
@@ -137,15 +195,19 @@ class _ReasonOnlySink:
 class _Tap:
     """Feeds a step and remembers, in order, the documents it has pulled and not yet yielded."""
 
-    def __init__(self, upstream: Iterable[Document]):
+    def __init__(self, upstream: Iterable[Document], hold: bool = True):
         self.upstream = upstream
         self.pending: OrderedDict[int, Document] = OrderedDict()
         self.current: Document | None = None
+        self.hold = hold  # False: only count bytes (the reader's output, which no step holds)
+        self.bytes_in = 0
 
     def __iter__(self) -> Iterator[Document]:
         for doc in self.upstream:
-            self.pending[id(doc)] = doc
+            if self.hold:
+                self.pending[id(doc)] = doc
             self.current = doc
+            self.bytes_in += _text_bytes(doc)
             yield doc
 
 
@@ -161,6 +223,7 @@ class StepChain:
             if isinstance(step, BaseFilter) and step.exclusion_writer is None:
                 step.exclusion_writer = _ReasonOnlySink()
         self.counts: dict[str, StageCounts] = {}
+        self.timings: dict[str, StageTiming] = {}
         self.reset_counts()
 
     @property
@@ -169,6 +232,7 @@ class StepChain:
 
     def reset_counts(self) -> None:
         self.counts = {name: StageCounts() for name in self.stages}
+        self.timings = {name: StageTiming() for name in self.stages}
 
     def _emit_reject(self, doc: Document, stage: str, reason: str, out: deque) -> None:
         self.counts.setdefault(stage, StageCounts()).reject(reason)
@@ -227,18 +291,30 @@ class StepChain:
             raise StepError(f"stage {stage!r} failed on {where}: {type(err).__name__}: {err}") from err
 
     def process(self, docs: Iterable[Document], rank: int = 0, world_size: int = 1) -> Iterator[Document]:
-        """Yield every input document once: kept ones as they are, rejected ones marked."""
+        """Yield every input document once: kept ones as they are, rejected ones marked.
+        Each stage's own time and input bytes are added to ``timings`` when the input ends."""
         out: deque[Document] = deque()
-        stream: Iterable[Document] = self._entry(docs, out)
+        read = _Tap(docs, hold=False)
+        clocks = [_Clock()]
+        stream: Iterable[Document] = clocks[0].watch(self._entry(read, out))
+        taps = [read]
         for name, step in zip(self.names, self.steps, strict=True):
             tap = _Tap(stream)
-            stream = self._observe(name, step.run(iter(tap), rank, world_size), tap, out)
+            clocks.append(_Clock())
+            stream = clocks[-1].watch(self._observe(name, step.run(iter(tap), rank, world_size), tap, out))
+            taps.append(tap)
         for doc in stream:
             while out:
                 yield out.popleft()
             yield doc
         while out:
             yield out.popleft()
+        upstream = _Clock()
+        for name, clock, tap in zip(self.stages, clocks, taps, strict=True):
+            own = StageTiming(seconds=clock.wall - upstream.wall, cpu_seconds=clock.cpu - upstream.cpu,
+                              bytes_in=tap.bytes_in)
+            self.timings[name].merge(own)
+            upstream = clock
 
 
 def _named_reader_errors(docs: Iterable[Document]) -> Iterator[Document]:

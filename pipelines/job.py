@@ -28,7 +28,7 @@ from datatrove.pipeline.base import PipelineStep
 
 from core.io import atomic_write_text
 from core.records import READ_FLAGS
-from pipelines.chain import StageCounts, StepChain, check_balanced, describe_step
+from pipelines.chain import StageCounts, StageTiming, StepChain, check_balanced, describe_step
 from pipelines.inputs import InputFile, InputSpec, ReadLimits
 
 DOCUMENTS, REJECTS, JOB_JSON = "documents", "rejects", "job.json"
@@ -91,6 +91,8 @@ class JobResult:
     stages: list[str]
     counts: dict[str, StageCounts]
     seconds: float
+    # each stage's own time and input bytes, as the engine measured them (not accounting: never compared)
+    timings: dict[str, StageTiming] = field(default_factory=dict)
 
     @property
     def kept(self) -> int:
@@ -111,6 +113,8 @@ class JobResult:
             "stages": self.stages,
             "counts": {s: self.counts[s].model_dump() for s in self.stages},
             "seconds": round(self.seconds, 3),
+            **({"timings": {s: self.timings[s].model_dump() for s in self.stages if s in self.timings}}
+               if self.timings else {}),
         }
 
 
@@ -170,7 +174,7 @@ def _read_flags(con, layout: Layout) -> dict[str, int]:
 
 
 def finish(job: DocJob, engine: str, layout: Layout, stages: list[str], live: dict[str, StageCounts] | None,
-           started: float) -> JobResult:
+           started: float, timings: dict[str, StageTiming] | None = None) -> JobResult:
     """Check the accounting and write job.json."""
     written = counts_from_outputs(layout, stages)
     check_balanced(written, stages)
@@ -182,7 +186,7 @@ def finish(job: DocJob, engine: str, layout: Layout, stages: list[str], live: di
                     f"stage {s}: counted {live[s].model_dump()} while running but the outputs hold "
                     f"{written[s].model_dump()} — documents were lost or duplicated"
                 )
-    result = JobResult(job.name, engine, layout, stages, written, time.monotonic() - started)
+    result = JobResult(job.name, engine, layout, stages, written, time.monotonic() - started, timings or {})
     payload = result.to_json() | {"config": job.config, "steps": [describe_step(s) for s in job.steps]}
     atomic_write_text(layout.state / JOB_JSON, json.dumps(payload, indent=2, default=str))
     return result

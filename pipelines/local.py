@@ -28,12 +28,12 @@ from core.io import atomic_write_text
 from core.local_engine import LocalEngineConfig
 from core.outputs import prepare_output
 from core.records import doc_to_row, document_schema, get_reject, reject_schema, reject_to_row
-from pipelines.chain import StageCounts, StepChain, merge_counts
+from pipelines.chain import StageCounts, StepChain, merge_counts, merge_timings
 from pipelines.inputs import list_input_files
 from pipelines.job import DOCUMENTS, REJECTS, DocJob, JobResult, Layout, finish
 from pipelines.readers import DocumentReader
 
-COUNTS = "counts"
+COUNTS, TIMINGS = "counts", "timings"
 
 
 def _doc_adapter(promoted, writer, document):
@@ -84,6 +84,9 @@ class ChainWriter(PipelineStep):
         counts = {s: c.model_dump() for s, c in self.chain.counts.items()}
         (self.layout.state / COUNTS).mkdir(parents=True, exist_ok=True)
         atomic_write_text(self.layout.state / COUNTS / f"{rank:05d}.json", json.dumps(counts, indent=1))
+        timings = {s: t.model_dump() for s, t in self.chain.timings.items()}
+        (self.layout.state / TIMINGS).mkdir(parents=True, exist_ok=True)
+        atomic_write_text(self.layout.state / TIMINGS / f"{rank:05d}.json", json.dumps(timings, indent=1))
         return
         yield  # a generator: datatrove chains steps by iterating them
 
@@ -117,4 +120,6 @@ def run_local(job: DocJob, out: str | Path | Layout, cfg: LocalEngineConfig, ove
         raw = json.loads(path.read_text())
         parts.append({s: StageCounts.model_validate(c) for s, c in raw.items()})
     live = merge_counts(chain.stages, parts)
-    return finish(job, "local", layout, chain.stages, live, started)
+    # a task finished before this process started (resume) kept its own times
+    times = [json.loads(p.read_text()) for p in sorted((layout.state / TIMINGS).glob("*.json"))]
+    return finish(job, "local", layout, chain.stages, live, started, merge_timings(times))

@@ -27,7 +27,7 @@ from core.errors import UserError
 from core.outputs import prepare_output
 from core.records import REASON, STAGE, doc_to_row, get_reject, reject_schema, reject_to_row
 from core.spark import SparkConfig, input_partitions, spark_schema, worker_error
-from pipelines.chain import StepChain
+from pipelines.chain import StepChain, merge_timings
 from pipelines.inputs import InputFile, ReadLimits, list_input_files
 from pipelines.job import DocJob, JobResult, Layout, finish
 from pipelines.readers import read_files
@@ -48,13 +48,27 @@ def _to_batch(docs, schema: pa.Schema, promoted) -> pa.RecordBatch:
     return pa.RecordBatch.from_pylist(rows, schema=schema)
 
 
+class _TimingsSum:
+    """Spark accumulator of the stages' times (pyspark's AccumulatorParam protocol): timing is not
+    accounting, so a retried task adding twice only overstates the time, it loses no document."""
+
+    def zero(self, value):
+        return {}
+
+    def addInPlace(self, a, b):  # noqa: N802 - pyspark's name
+        return {s: t.model_dump() for s, t in merge_timings([a, b]).items()}
+
+
 def process_partition(
-    batches: Iterator[pa.RecordBatch], chain: StepChain, limits: ReadLimits, schema: pa.Schema, world: int = 1
+    batches: Iterator[pa.RecordBatch], chain: StepChain, limits: ReadLimits, schema: pa.Schema, world: int = 1,
+    timings=None,
 ) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body: file rows in, document/reject rows out."""
+    """mapInArrow body: file rows in, document/reject rows out; the stages' times into the
+    ``timings`` accumulator when given."""
     from pyspark import TaskContext
 
     files = [InputFile.model_validate_json(s) for b in batches for s in b.column("file").to_pylist()]
+    chain.reset_counts()  # this task's own tally, should a worker hand one chain object to several tasks
     ctx = TaskContext.get()
     # steps see the partition as their rank, as datatrove steps see their task's rank
     rank = ctx.partitionId() if ctx is not None else 0
@@ -66,6 +80,8 @@ def process_partition(
             buf = []
     if buf:
         yield _to_batch(buf, schema, chain.promoted)
+    if timings is not None:
+        timings.add({s: t.model_dump() for s, t in chain.timings.items()})
 
 
 def run_spark(job: DocJob, out: str | Path | Layout, spark, cfg: SparkConfig | None = None,
@@ -89,9 +105,10 @@ def run_spark(job: DocJob, out: str | Path | Layout, spark, cfg: SparkConfig | N
     rows = [(i, f.model_dump_json()) for i, f in enumerate(files)]
     files_df = spark.createDataFrame(spark.sparkContext.parallelize(rows, n_parts), "idx long, file string")
     limits = job.limits
+    timings = spark.sparkContext.accumulator({}, _TimingsSum())
 
     def body(batches):
-        return process_partition(batches, chain, limits, schema, n_parts)
+        return process_partition(batches, chain, limits, schema, n_parts, timings)
 
     result = files_df.mapInArrow(body, spark_schema(schema)).persist(StorageLevel.MEMORY_AND_DISK)
     try:
@@ -104,4 +121,4 @@ def run_spark(job: DocJob, out: str | Path | Layout, spark, cfg: SparkConfig | N
         result.unpersist()
     # Counters inside executors die with their tasks (and would double-count retried tasks);
     # on Spark the written outputs are the accounting.
-    return finish(job, "spark", layout, chain.stages, None, started)
+    return finish(job, "spark", layout, chain.stages, None, started, merge_timings([timings.value]))

@@ -353,13 +353,17 @@ class WebJob:
 
     def summary(self, seconds: float) -> dict[str, Any]:
         stages: dict[str, dict] = {}
+        timings: dict[str, dict] = {}
         for i, res in enumerate(self.results):
             for s in res.stages:
                 if s == "read" and i > 0:
                     continue  # re-reading the previous phase's output is not a stage
                 stages[s] = res.counts[s].model_dump()
+                if s in res.timings:
+                    timings[s] = res.timings[s].model_dump()
         return {"name": "web", "engine": self.engine.name, "stages": list(stages), "counts": stages,
                 "corpus": self.corpus, "kept": self.results[-1].kept, "seconds": round(seconds, 1),
+                "timings": timings, "phase_seconds": {r.name: round(r.seconds, 1) for r in self.results},
                 "config": self.cfg.model_dump()}
 
 

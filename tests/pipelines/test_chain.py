@@ -6,7 +6,7 @@ from datatrove.pipeline.filters import GopherRepetitionFilter, LambdaFilter
 from core.errors import StepError
 from core.records import get_reject, mark_reject
 from filters.length import LengthConfig, TextLength
-from pipelines.chain import StepChain, check_balanced, merge_counts, unique_stage_names
+from pipelines.chain import StepChain, check_balanced, merge_counts, merge_timings, unique_stage_names
 
 
 def docs():
@@ -93,3 +93,37 @@ def test_stage_names_unique_and_counts_merge():
     bad["text_length"].kept += 1
     with pytest.raises(AssertionError, match="in=2 != kept=2"):
         check_balanced(bad, a.stages)
+
+
+class Busy(PipelineStep):
+    """Spends ``seconds`` of CPU on each document."""
+
+    def __init__(self, seconds):
+        super().__init__()
+        self.seconds = seconds
+
+    def run(self, data, rank=0, world_size=1):
+        import time
+
+        for d in data:
+            end = time.process_time() + self.seconds
+            while time.process_time() < end:
+                pass
+            yield d
+
+
+def test_each_stage_gets_its_own_time_and_input_bytes():
+    """A stage's time excludes the time its upstream took to hand it documents: the slow step
+    is charged, the fast one after it is not; bytes are UTF-8 bytes of what entered."""
+    batch = [Document(text="é" * 300, id="a", metadata={}), Document(text="x" * 300, id="b", metadata={})]
+    chain = StepChain([Busy(0.05), TextLength(LengthConfig(min_chars=10))])
+    list(chain.process(batch))
+    t = chain.timings
+    assert set(t) == set(chain.stages) == {"read", "busy", "text_length"}
+    assert t["busy"].cpu_seconds >= 0.1 and t["busy"].seconds >= 0.1
+    assert t["text_length"].cpu_seconds < 0.05 and t["read"].cpu_seconds < 0.05
+    assert t["read"].bytes_in == t["busy"].bytes_in == t["text_length"].bytes_in == 600 + 300
+    list(chain.process(batch))  # a second input adds up, as tasks of one job do
+    assert chain.timings["read"].bytes_in == 1800 and chain.counts["read"].docs_in == 4
+    merged = merge_timings([chain.timings, {"busy": {"seconds": 1.0, "cpu_seconds": 0.5, "bytes_in": 1}}])
+    assert merged["busy"].bytes_in == 1801 and merged["busy"].seconds >= 1.2

@@ -33,6 +33,11 @@ def test_outputs_counts_and_job_json(small_job):
     job = json.loads((out / "job.json").read_text())
     assert job["engine"] == "local" and job["stages"] == small_job.stages
     assert job["counts"] == {s: small_job.counts[s].model_dump() for s in small_job.stages}
+    # each stage's own time and input bytes, summed over the tasks (what benchmarks read)
+    assert list(job["timings"]) == small_job.stages
+    assert all(t["seconds"] >= 0 and t["cpu_seconds"] >= 0 for t in job["timings"].values())
+    assert job["timings"]["read"]["bytes_in"] > job["timings"]["text_length"]["bytes_in"] > 0
+    assert job["timings"]["html_to_text"]["cpu_seconds"] > 0  # the extractor's sandbox process included
     n_docs = (
         duckdb.connect()
         .execute(f"SELECT count(*) FROM read_parquet('{out}/documents/*.parquet')")

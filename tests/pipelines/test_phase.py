@@ -59,5 +59,9 @@ def test_local_and_spark_agree(small_inputs, spark, tmp_path):
     assert {s: c.model_dump() for s, c in local.counts.items()} == {
         s: c.model_dump() for s, c in sp.counts.items()
     }
+    # stage times and input bytes reach job.json on both engines (Spark: through an accumulator)
+    for result in (local, sp):
+        assert list(result.timings) == result.stages and result.timings["html_to_text"].seconds > 0
+    assert local.timings["read"].bytes_in == sp.timings["read"].bytes_in > 0
     total_in = local.counts["read"].docs_in
     assert total_in == len(kept_local) + len(rej_local) == 40 + 3 + 3

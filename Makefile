@@ -37,7 +37,7 @@ help:
 	@echo "make test-slow  the slow tests the default run leaves out (minutes each)"
 	@echo "make fuzz       long fuzzing of every reader/parser -> one reliability table (out/reliability/fuzz.md)"
 	@echo "make chaos      long LLM-fault, hostile-suite and SIGKILL-resume runs -> one table (out/reliability/chaos.md)"
-	@echo "make load       the web job on 10x the sample, 55 environments validated in one run: peak RSS/disk -> out/reliability/load.md"
+	@echo "make load       the web job on ~12,900 distinct real pages (WARC), 55 environments validated in one run: peak RSS/disk -> out/reliability/load.md"
 	@echo "make bench      benchmarks (ratios against named baselines) -> out/bench/*.json + one table"
 	@echo "make bench-gpu  MoE kernels on a CUDA GPU: correctness + timings -> out/bench/kernels_gpu.json"
 	@echo "make lint       ruff"
@@ -227,7 +227,7 @@ chaos: setup
 	  tests/reliability/test_containment_terminal.py \
 	  tests/reliability/test_kill_resume*.py
 
-# load: the web job on 10x the sample's pages (edited copies), then `swe_envs validate` of 55
+# load: the web job on ~12,900 distinct real pages (samples web-volume), then `swe_envs validate` of 55
 # repo-versions in one run; peak RSS of each job's process tree, output disk, engine growth
 load: setup
 	RELIABILITY_LONG=1 RELIABILITY_TABLE=out/reliability/load.json $(PY) -m pytest -q -s tests/reliability/test_load.py

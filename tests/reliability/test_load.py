@@ -1,140 +1,63 @@
-"""Load: the web job on ten times the sample, and the validation of 55 environments in one run,
-each through its own command line, with peak memory and disk measured (``make load``).
+"""Load: the web job on ~12,900 distinct real pages, and the validation of 55 environments in one
+run, each through its own command line, with peak memory and disk measured (``make load``).
 
-Web: the demo's sample of real Python documentation pages (the first 120 of the ~530 that
-``make data-web`` filters), each written ten times (copy 0 as is, copies 1-9 edited: a paragraph
-dropped, one added, the title and the numbers changed, seeded), so near-duplicates and distinct
-pages mix as in a crawl; ``LOAD_WEB_PAGES`` / ``LOAD_WEB_COPIES`` change the size. Validation: 55 real
-two-commit Python repositories (``samples/swe_envs/lang_repos``: a bug, its test, its fix), each
-its own repo-version, so 55 images are built (their base layers come from the engine's cache)
-and 110 test runs happen in containers.
+Web: the HTML documentation of nine Debian packages (Python, PostgreSQL, Django, Sphinx, Git,
+Node.js, Boost, Qt 5, libstdc++; ``python -m samples web-volume``), every page distinct by content,
+in 8 WARC files with real HTTP headers — run as ``benchmarks/web_volume.py`` runs it (the job's
+defaults; ``LOAD_WEB_MASTER=local[2]`` for Spark). Validation: 55 real two-commit Python
+repositories (``samples/swe_envs/lang_repos``: a bug, its test, its fix), each its own
+repo-version, so 55 images are built (their base layers come from the engine's cache) and 110
+test runs happen in containers.
 
-Measured: peak RSS of the job's whole process tree (the driver, datatrove workers, the served
-LLM; containers run inside the engine and are bounded by ``sandbox`` limits, not counted),
-peak disk of its output directory, and the engine's growth (``docker system df``). Every input
-must be accounted for: web pages as kept + rejected in ``job.json``; instances as validated +
-failed with a reason. Long run only: minutes of CPU (web) and Docker (validation).
+Measured (``benchmarks/_proctree.py``): peak RSS of the job's whole process tree (the driver,
+datatrove workers, the served LLM; containers run inside the engine and are bounded by
+``sandbox`` limits, not counted), peak disk of its output directory, and the engine's growth
+(``docker system df``); for the web job also the keep rate of every stage. Every input must be
+accounted for: WARC records as kept + rejected in ``job.json``; instances as validated + failed
+with a reason. Long run only: an hour or more of CPU (web) and Docker (validation).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import random
 import re
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import psutil
+import duckdb
 import pytest
 
-from tests.reliability.kill import ROOT, parquet_rows
+from benchmarks._proctree import measure
+from tests.reliability.kill import ROOT
 from tests.reliability.ledger import LEDGER, LONG
 
 pytestmark = pytest.mark.skipif(not LONG, reason="load runs are part of `make load` (minutes of CPU and Docker)")
-# the demo's web sample (configs/demo.yaml: 120 of the ~530 documentation pages) ten times;
-# LOAD_WEB_PAGES=0 takes all ~530 pages (5,300 documents: hours of CPU on two shared cores)
-SAMPLE_PAGES = int(os.environ.get("LOAD_WEB_PAGES", "120"))
-COPIES = int(os.environ.get("LOAD_WEB_COPIES", "10"))
+WEB_MASTER = os.environ.get("LOAD_WEB_MASTER", "local")  # or local[2]: the same run on Spark
 ENVIRONMENTS = int(os.environ.get("LOAD_ENVIRONMENTS", "55"))
+WEB = "load: web, distinct real pages"
 VALIDATE = f"load: validate {ENVIRONMENTS} environments"
 
 
-def _tree_rss(pid: int) -> int:
-    try:
-        root = psutil.Process(pid)
-        procs = [root, *root.children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return 0
-    total = 0
-    for p in procs:
-        try:
-            total += p.memory_info().rss
-        except psutil.NoSuchProcess:
-            pass
-    return total
-
-
-def _du(path: Path) -> int:
-    total = 0
-    for dirpath, _, files in os.walk(path):
-        for f in files:
-            try:
-                total += os.lstat(os.path.join(dirpath, f)).st_size
-            except OSError:
-                pass
-    return total
-
-
 def measured_run(args: list[str], out: Path, timeout: float) -> dict:
-    """Run ``python ARGS`` in its own session; sample its process tree's RSS (0.5 s) and OUT's
-    size (5 s); return the peaks, the wall time and the exit code."""
-    t0 = time.monotonic()
+    """Run ``python ARGS`` measured as a process tree (its output kept in OUT.log); the peaks,
+    the wall time, and a failure with the log's tail when it exits non-zero."""
+    m = measure([sys.executable, *args], out, timeout, cwd=ROOT)
     log = out.with_name(out.name + ".log")
-    with open(log, "wb") as fh:
-        proc = subprocess.Popen([sys.executable, *args], cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-        peak_rss = peak_disk = 0
-        last_du = 0.0
-        while proc.poll() is None:
-            peak_rss = max(peak_rss, _tree_rss(proc.pid))
-            if time.monotonic() - last_du > 5:
-                peak_disk, last_du = max(peak_disk, _du(out)), time.monotonic()
-            if time.monotonic() - t0 > timeout:
-                os.killpg(proc.pid, signal.SIGKILL)
-                raise AssertionError(f"{args[:3]} ran past {timeout}s; log: {log}")
-            time.sleep(0.5)
-    peak_disk = max(peak_disk, _du(out))
-    tail = log.read_text(errors="replace")[-3000:]
-    assert proc.returncode == 0, f"{args[:3]} exited {proc.returncode}:\n{tail}"
-    return {"peak_rss_mib": round(peak_rss / 2**20), "peak_output_mib": round(peak_disk / 2**20, 1),
-            "final_output_mib": round(_du(out) / 2**20, 1), "seconds": round(time.monotonic() - t0)}
+    log.write_text("\n".join(line for _, line in m.lines) + "\n")
+    assert m.returncode == 0, f"{args[:3]} exited {m.returncode}:\n{m.tail()}"
+    return {"peak_rss_mib": round(m.peak_rss_bytes / 2**20), "peak_output_mib": round(m.peak_output_bytes / 2**20, 1),
+            "final_output_mib": round(m.final_output_bytes / 2**20, 1), "seconds": round(m.seconds)}
 
 
-# -- web x10 ---------------------------------------------------------------------------------------
+# -- web: ~12,900 distinct real pages --------------------------------------------------------------
 
-def _edited(html: str, rng: random.Random, k: int) -> str:
-    """One of the nine edited copies: drop a paragraph, add one, retitle, change the numbers."""
-    paras = list(re.finditer(r"<p>.*?</p>", html, flags=re.S))
-    if paras:
-        drop = rng.choice(paras)
-        html = html[: drop.start()] + html[drop.end():]
-    words = re.findall(r"[A-Za-z]{5,}", html[-20000:]) or ["edition"]
-    added = " ".join(rng.choice(words) for _ in range(40))
-    html = re.sub(r"(<body[^>]*>)", lambda m: f"{m.group(1)}<p>Mirror {k}: {added}.</p>", html, count=1)
-    html = re.sub(r"<title>(.*?)</title>", lambda m: f"<title>{m.group(1)} (copy {k})</title>", html, count=1, flags=re.S)
-    return re.sub(r"\b(\d)\b", lambda m: str((int(m.group(1)) + k) % 10), html)
-
-
-def sample_pages(src: Path, n: int) -> list[Path]:
-    """The first ``n`` pages in path order (what the demo's ``max_html_pages`` reads); 0: all."""
-    from pipelines.inputs import InputSpec, list_input_files
-
-    spec = InputSpec(path=str(src), source="python-docs", glob="*.html", max_files=n or None)
-    return [Path(f.path) for f in list_input_files([spec])]
-
-
-def synthesise_pages(src: Path, dest: Path, copies: int, n: int, seed: int = 20) -> int:
-    rng = random.Random(seed)
-    pages = sample_pages(src, n)
-    for page in pages:
-        html = page.read_text(encoding="utf-8", errors="replace")
-        rel = page.relative_to(src)
-        for k in range(copies):
-            target = dest / f"copy-{k}" / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(html if k == 0 else _edited(html, rng, k), encoding="utf-8")
-    return len(pages) * copies
-
-
-def unaccounted(counts: dict, pages: int) -> int:
-    """Documents not kept or rejected with a reason anywhere: the read stage must see every page,
-    every stage's in must be its kept + rejected, and each stage must start from the last's kept."""
+def unaccounted(counts: dict, records: int) -> int:
+    """Documents not kept or rejected with a reason anywhere: the read stage must see every
+    record, every stage's in must be its kept + rejected, and each stage must start from the last's kept."""
     stages = list(counts.values())
-    lost = abs(pages - stages[0]["docs_in"])
+    lost = abs(records - stages[0]["docs_in"])
     for prev, cur in zip([None, *stages], stages, strict=False):
         lost += abs(cur["docs_in"] - cur["kept"] - cur["rejected"])
         if prev is not None and "docs_in" in prev:
@@ -142,23 +65,31 @@ def unaccounted(counts: dict, pages: int) -> int:
     return lost
 
 
-@pytest.mark.area("load: web x10")
-@pytest.mark.timeout(7200)
-def test_web_job_on_ten_times_the_sample(sample_corpus, tmp_path):
-    pages = synthesise_pages(sample_corpus.html_dir, tmp_path / "pages", COPIES, SAMPLE_PAGES)
-    out = tmp_path / "web"
-    input_mib = round(_du(tmp_path / "pages") / 2**20)
-    args = ["-m", "pipelines", "web", "--config", "configs/web.yaml", "--input", str(tmp_path / "pages"),
-            "--glob", "*.html", "--source", "python-docs", "--output", str(out),
-            "--set", f"edu.score.llm.cache_dir={tmp_path / 'llm_cache'}"]
-    fig = measured_run(args, out, timeout=7000)
-    job = json.loads((out / "job.json").read_text())
-    lost = unaccounted(job["counts"], pages)
-    lost += abs(len(parquet_rows(out, "documents")) - job["kept"])  # what job.json says was written, was
-    LEDGER.add("load: web x10", tried=pages, lost=lost)
-    LEDGER.figure("load: web x10", pages=pages, input_mib=input_mib, kept=job.get("kept"), **fig)
-    print(f"web x{COPIES}: {pages} pages ({input_mib} MiB) {fig} kept {job.get('kept')}")
+@pytest.mark.area(WEB)
+@pytest.mark.timeout(5 * 3600)
+def test_web_job_on_distinct_real_pages(tmp_path):
+    from benchmarks.web_volume import run_engine, summarise
+    from samples.web_volume import build_web_volume
+
+    volume = build_web_volume(log=lambda m: print(m, file=sys.stderr))
+    manifest = volume.manifest
+    records = sum(f["records"] for f in manifest["files"])  # the pages and one warcinfo per file
+    engine = "spark" if WEB_MASTER.startswith("local[") else "local"
+    m, job = run_engine(engine, volume.folder, tmp_path / "web", 5 * 3600 - 600, log=print)
+    s = summarise(engine, m, job, manifest, 100e12, 1000)
+    lost = unaccounted(job["counts"], records)
+    docs = tmp_path / "web" / "job" / "documents"
+    written = duckdb.connect().execute(f"SELECT count(*) FROM read_parquet('{docs}/*.parquet')").fetchone()[0]
+    lost += abs(written - job["kept"])  # what job.json says was written, was
+    keep = " ".join(f"{r['stage']}={r['keep_rate']:.3f}" for r in s["stages"] if r["keep_rate"] is not None)
+    LEDGER.add(WEB, tried=records, lost=lost)
+    LEDGER.figure(WEB, engine=engine, pages=manifest["pages"], html_mib=round(manifest["html_bytes"] / 2**20),
+                  warc_mib=round(manifest["warc_bytes"] / 2**20), kept=job["kept"], seconds=round(m.seconds),
+                  cpu_seconds=round(m.cpu_seconds), peak_rss_mib=s["peak_rss_mib"],
+                  peak_output_mib=s["peak_output_mib"], dclm_model_mib=s["dclm_model_mib"], keep_rates=keep)
+    print(f"web: {manifest['pages']} pages, {records} records, {s['wall_s']} s, kept {job['kept']}; {keep}")
     assert lost == 0, job["counts"]
+    assert manifest["pages"] >= 10_000
 
 
 # -- 55 environments -------------------------------------------------------------------------------

@@ -134,3 +134,25 @@ def test_training_file_errors_name_file_and_line(tmp_path):
     (tmp_path / "num.jsonl").write_text(json.dumps({"text": 3}) + "\n")
     with pytest.raises(InputError, match=r"num.jsonl:1: the text field is not a string"):
         read_examples(tmp_path / "num.jsonl")
+
+
+def test_scores_keep_their_order_where_fasttext_predict_saturates(labelled, tmp_path):
+    """fastText's predict returns float32 probabilities floored at 1e-5, so confident documents all
+    score exactly 1.0 and a keep-top threshold over them keeps nothing; the softmax of the model's
+    own logits (float64) agrees with predict elsewhere and keeps every document distinct."""
+    pos, neg = labelled
+    # trained harder than the job trains (25 epochs, lr 0.5), so that this small set saturates as
+    # the 10,000-page run's documents did
+    train_classifier(pos, neg, tmp_path / "m.bin", FastTextArgs(epoch=50, lr=1.0, bucket=20000), valid_fraction=0)
+    model = load_model(tmp_path / "m.bin")
+    texts = pos + neg
+    ours = [positive_probability(model, t, "__label__hq") for t in texts]
+    theirs = []
+    for t in texts:
+        labels, probs = model.predict(" ".join(t.split()), k=-1)
+        theirs.append(min(1.0, float(dict(zip(labels, probs, strict=True))["__label__hq"])))
+    saturated = [o for o, p in zip(ours, theirs, strict=True) if p >= 1.0]
+    assert len(saturated) >= 10 and len(set(saturated)) == len(saturated)  # predict: all tied at 1.0
+    assert all(abs(o - p) < 2e-5 for o, p in zip(ours, theirs, strict=True) if p < 0.999)
+    threshold = sorted(ours)[int(0.9 * len(ours))]
+    assert sum(o > threshold for o in ours) == len(ours) - int(0.9 * len(ours)) - 1  # the top 10%, no ties

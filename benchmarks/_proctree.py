@@ -3,17 +3,16 @@
 The command runs in its own session. Every 0.5 s its process tree is sampled (psutil): the sum of
 the processes' RSS (the job's driver, datatrove workers or Spark's JVM and Python workers, a served
 LLM — shared pages counted once per process, so an upper bound) and the largest single one; the
-output folder's size every 5 s. CPU seconds are the tree's own: the children this process reaped
-(``RUSAGE_CHILDREN``, which includes everything they reaped in turn) or, when more, the sum of the
-last CPU times seen per process (a process another one never waits for — Spark's JVM — is only
-seen that way). Each output line is kept with the seconds since start at which it arrived, so a
+output folder's size every 5 s. CPU seconds are the tree's own: the command's resource usage as
+``wait4`` reports it (its own and that of every descendant it reaped, so two commands measured at
+once do not mix) or, when more, the sum of the last CPU times seen per process (a process nobody
+waits for — Spark's JVM — is only seen that way). Each output line is kept with the seconds since start at which it arrived, so a
 job's own log ("phase 2 …") dates its steps.
 """
 
 from __future__ import annotations
 
 import os
-import resource
 import signal
 import subprocess
 import threading
@@ -50,11 +49,6 @@ def du(path: Path) -> int:
     return total
 
 
-def _children_cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-
 def _sample(pid: int, cpu_seen: dict[int, float]) -> tuple[int, int]:
     """(sum of RSS, largest RSS) of the tree now; records each process's CPU so far."""
     try:
@@ -80,7 +74,7 @@ def measure(cmd: list[str], out: Path, timeout: float, cwd: Path | None = None, 
             echo=None) -> Measured:
     """Run ``cmd`` to the end (killed as a group past ``timeout``), measuring it; ``echo`` gets
     each output line as it arrives."""
-    start, cpu0 = time.monotonic(), _children_cpu()
+    start = time.monotonic()
     lines: list[tuple[float, str]] = []
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True, text=True, errors="replace")
@@ -96,8 +90,13 @@ def measure(cmd: list[str], out: Path, timeout: float, cwd: Path | None = None, 
     cpu_seen: dict[int, float] = {}
     peak_rss = peak_one = peak_disk = 0
     last_du = 0.0
+    usage = None
     try:
-        while proc.poll() is None:
+        while usage is None:
+            pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
+            if pid:  # reaped here, with its own rusage (Popen is told, so it does not wait again)
+                proc.returncode, usage = os.waitstatus_to_exitcode(status), ru
+                break
             total, largest = _sample(proc.pid, cpu_seen)
             peak_rss, peak_one = max(peak_rss, total), max(peak_one, largest)
             if time.monotonic() - last_du > 5:
@@ -106,11 +105,11 @@ def measure(cmd: list[str], out: Path, timeout: float, cwd: Path | None = None, 
                 raise TimeoutError(f"{cmd[:4]} ran past {timeout:.0f}s")
             time.sleep(0.5)
     finally:
-        if proc.poll() is None:
+        if usage is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     reader.join(timeout=10)
     final = du(out)
     return Measured(proc.returncode, round(time.monotonic() - start, 1),
-                    round(max(_children_cpu() - cpu0, sum(cpu_seen.values())), 1),
+                    round(max(usage.ru_utime + usage.ru_stime, sum(cpu_seen.values())), 1),
                     peak_rss, peak_one, max(peak_disk, final), final, lines)

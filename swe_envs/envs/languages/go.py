@@ -1,4 +1,8 @@
-"""Go: module downloads (a tree without go.mod gets one, named by its import path), ``go test -v``."""
+"""Go: module downloads (a tree without go.mod gets one, named by its import path), ``go test -json``.
+
+``-json`` rather than ``-v``: the same per-test results as test2json's events, and beside them the
+lines the test binaries printed themselves, so a parse can be checked against go's own report
+(``go test`` prints no counts otherwise; benchmarks/swe_langs_debian.py compares the two)."""
 
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ def recipe(snap: Snapshot, opts: RecipeOptions) -> list[str]:
 
 def plan(snap: Snapshot, selected: list[str]) -> TestPlan:
     pkgs = sorted({"./" + p.rsplit("/", 1)[0] if "/" in p else "." for p in selected if p.endswith("_test.go")})
-    return TestPlan(f"go test -v -count=1 {' '.join(pkgs) or './...'}", "go-test")
+    return TestPlan(f"go test -json -count=1 {' '.join(pkgs) or './...'}", "go-test")
 
 
 _GO_IMPORT_COMMENT = re.compile(r'^package\s+\w+\s*//\s*import\s+"([^"]+)"', re.M)

@@ -83,7 +83,7 @@ def test_manifest_driven_recipes(tmp_path):
     assert languages.test_plan("java", snap).runner == "surefire"
     assert any("maven-repo" in c for c in languages.recipe("java", snap))
     repo, head = make_git(tmp_path / "go", {"go.mod": "module m\n", "a/b_test.go": "package b\n", "c.go": "package m\n"})
-    assert languages.test_plan("go", Snapshot(repo, head), ["a/b_test.go"]).command == "go test -v -count=1 ./a"
+    assert languages.test_plan("go", Snapshot(repo, head), ["a/b_test.go"]).command == "go test -json -count=1 ./a"
     repo, head = make_git(tmp_path / "rb", {"test/calc_test.rb": "", "lib/calc.rb": ""})
     assert languages.test_plan("ruby", Snapshot(repo, head)).runner == "minitest"
     repo, head = make_git(tmp_path / "mk", {"Makefile": "all:\n\ncheck:\n\t./t.sh\n", "a.c": ""})

@@ -41,9 +41,41 @@ def test_summary_check_compares_parse_with_the_runners_counts():
     # a test line the parser missed: the runner's own count disagrees
     match, tallies = bench.summary_check(parse_log("cargo", CARGO_OK.replace("test b ... ignored\n", "")))
     assert match is False and tallies["summary"] == {"passed": 1, "failed": 0, "skipped": 1}
-    # a runner whose summary states no counts (go test): nothing to compare, said as such
+    # a runner whose summary states no counts (go test -v): nothing to compare, said as such
     match, tallies = bench.summary_check(parse_log("go-test", "--- PASS: TestA (0.00s)\nok  \tm\t0.01s\n"))
     assert match is None and tallies["summary"] is None
+
+
+GO_JSON = (Path(__file__).parents[1] / "swe_envs" / "envs" / "fixtures" / "go-json.log").read_text()
+
+
+def test_go_json_is_checked_against_the_test_binaries_own_lines():
+    """A real ``go test -json`` log: the parser's Action events against the --- PASS/FAIL/SKIP lines."""
+    log = GO_JSON
+    assert bench.go_json_counts(log) == {"passed": 3, "failed": 3, "skipped": 1}
+    match, tallies = bench.summary_check(parse_log("go-test", log), log)
+    assert match is True and tallies["summary_source"].startswith("go test -json")
+    # the same test name in a second package is a second test; the parser's ids are test names
+    # (parse_go_test), so it counts one: the check reports the disagreement instead of trusting it
+    import json
+
+    twin = [json.loads(x) for x in log.splitlines() if '"example.com/mix/other"' in x]
+    log2 = log + "".join(json.dumps({**ev, "Package": "example.com/mix/twin"}) + "\n" for ev in twin)
+    match, tallies = bench.summary_check(parse_log("go-test", log2), log2)
+    assert tallies["summary"]["passed"] == 4 and tallies["parsed"]["passed"] == 3 and match is False
+    # an event the parser reads but no line the binary printed: the counts disagree
+    dropped = "\n".join(x for x in log.splitlines() if "--- PASS: TestPass" not in x) + "\n"
+    match, _ = bench.summary_check(parse_log("go-test", dropped), dropped)
+    assert match is False
+
+
+def test_stand_in_summaries_are_not_independent():
+    from swe_envs.envs.rules.java import MAVEN_RULE
+
+    row = {"parsed_ok": True, "summary_match": True, "rounds": ["template:build", f"rule:build({MAVEN_RULE})"]}
+    assert bench.stand_in(row["rounds"]) == MAVEN_RULE and not bench.independent_ok(row)
+    assert bench.independent_ok({**row, "rounds": ["template:build"], "summary_independent": True})
+    assert not bench.independent_ok({**row, "rounds": [], "summary_match": None})
 
 
 def test_fetch_error_names_the_missing_files_not_the_mirror():

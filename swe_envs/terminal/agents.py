@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from core.llm import LLMClient, LLMError
 from swe_envs.terminal.config import AgentConfig
 from swe_envs.terminal.environment import Environment
+from swe_envs.terminal.isolation import INFRA_USER
 from swe_envs.terminal.task import Step
 
 BASH_TOOL = {"type": "function", "function": {
@@ -48,7 +49,7 @@ def run_oracle(env: Environment, step: Step, timeout_s: float, solution_env: dic
     if step.solution_dir is None or not (step.solution_dir / "solve.sh").is_file():
         run.error = f"step {step.name}: no solution/solve.sh"
         return run
-    env.exec("rm -rf /solution && mkdir -p /solution", timeout_s=60)
+    env.exec("rm -rf /solution && mkdir -p /solution", timeout_s=60, user=INFRA_USER)
     env.upload(step.solution_dir, "/solution")
     cmd = "bash /solution/solve.sh"
     res = env.exec(f"{cmd} > /logs/agent/oracle.txt 2>&1; rc=$?; cat /logs/agent/oracle.txt; exit $rc",

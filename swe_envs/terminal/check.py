@@ -32,7 +32,9 @@ def check_row(name: str, oracle: dict | None, nop: dict | None, error: str = "",
     # network: what the task asked for and what it got (environment.network_decision), on every row
     row = {"task": name, "built": bool(oracle and oracle.get("built")),
            "oracle_reward": oracle["reward"] if oracle else None, "nop_reward": nop["reward"] if nop else None,
-           "ok": False, "reason": error, "network": network or (oracle or {}).get("network")}
+           "ok": False, "reason": error, "network": network or (oracle or {}).get("network"),
+           # what the containers could do (isolation.isolation_decision): capabilities, user
+           "isolation": (oracle or {}).get("isolation")}
     if error:
         return row
     if not row["built"]:

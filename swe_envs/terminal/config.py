@@ -97,6 +97,11 @@ class RunnerConfig(StrictModel):
     agent_timeout_max_s: float = Field(default=1800.0, gt=0)
     verifier_timeout_max_s: float = Field(default=1800.0, gt=0)
     keep_image: bool = True
+    # isolation (swe_envs/terminal/isolation.py): every capability is dropped; these are given back
+    # (none measured necessary). agent_user: who runs agent and solution commands when the task's
+    # [agent].user names nobody ("" = the image's user, uid 0 without capabilities in most images)
+    cap_add: list[str] = Field(default_factory=list)
+    agent_user: str = ""
 
 
 class AgentConfig(StrictModel):

@@ -9,7 +9,8 @@ and the agent and verifier exec into it; its image gets the warm layer (``warm.p
 ``pywarm.py``) when the tests would fetch something offline.
 
 Containers run with the task's CPU/memory limits (capped by the runner config), a pids limit, no
-host mounts, ``no-new-privileges``, offline unless the runner follows the task's network mode;
+host mounts, every capability dropped and ``no-new-privileges`` (``isolation.py``: who runs the
+commands, and why), offline unless the runner follows the task's network mode;
 they carry the sandbox's owner label, so ``python -m swe_envs cleanup`` sweeps ones left behind.
 Commands get a time limit inside the container (``timeout``) and a host-side one.
 """
@@ -37,6 +38,7 @@ from swe_envs.sandbox import LABEL, owner
 from swe_envs.terminal import pywarm
 from swe_envs.terminal.compose import env_dict, main_service, start_order, task_services
 from swe_envs.terminal.config import RunnerConfig
+from swe_envs.terminal.isolation import INFRA_USER, agent_user, security_options
 from swe_envs.terminal.substitute import CURL_SHIM, Substituter, from_images
 from swe_envs.terminal.task import HarborTask
 from swe_envs.terminal.warm import test_scripts, warm_context, warm_dockerfile, warmings
@@ -58,6 +60,8 @@ class Built:
     error: str = ""
     seconds: float = 0.0
     substitutions: list[dict] = field(default_factory=list)
+    # the network the task's RUN steps get (untrusted_network.record): a fallback that reaches the host shows
+    network: dict = field(default_factory=dict)
 
 
 def tar_dir(root: Path, prefix: str = "") -> bytes:
@@ -87,7 +91,7 @@ def _tree_digest(root: Path) -> str:
 def build_task_images(task: HarborTask, images: Images, subst: Substituter) -> Built:
     """Build every image the task needs (substituting upstream FROM images); cached by content."""
     t0 = time.monotonic()
-    out = Built(ok=True)
+    out = Built(ok=True, network=untrusted_network.record(images.client))
     env_dir = task.environment_dir
     specs = {}
     # Harbor's base main (environment/Dockerfile or docker_image) merged with the task's compose file
@@ -107,7 +111,7 @@ def build_task_images(task: HarborTask, images: Images, subst: Substituter) -> B
             s = subst.ensure(spec)
             out.substitutions.append({"upstream": spec, "local": s.local, "real": s.real, "error": s.error})
             if s.local is None:
-                return Built(False, out.images, "".join(logs), s.error, time.monotonic() - t0, out.substitutions)
+                return Built(False, out.images, "".join(logs), s.error, time.monotonic() - t0, out.substitutions, out.network)
             tag, ctx = spec, env_dir
         else:
             ctx, dfile = spec
@@ -120,7 +124,7 @@ def build_task_images(task: HarborTask, images: Images, subst: Substituter) -> B
                 out.substitutions.append({"upstream": ref, "local": s.local, "real": s.real, "error": s.error})
                 if s.local is None:
                     logs.append(s.built.log if s.built else "")
-                    return Built(False, out.images, "".join(logs), s.error, time.monotonic() - t0, out.substitutions)
+                    return Built(False, out.images, "".join(logs), s.error, time.monotonic() - t0, out.substitutions, out.network)
                 parent_ids.append(images.image_id(ref) or "")
             tag = f"terminal/{slug(task.name)}-{slug(name)}:{sha(dockerfile, _tree_digest(ctx), *parent_ids)[:16]}"
             ctx_tar = tar_dir(ctx)
@@ -132,11 +136,11 @@ def build_task_images(task: HarborTask, images: Images, subst: Substituter) -> B
             logs.append(res.log)
             if not res.ok:
                 return Built(False, out.images, "".join(logs), f"build failed: {res.error}", time.monotonic() - t0,
-                             out.substitutions)
+                             out.substitutions, out.network)
         if name == main:  # the tests run in the main container: their test-time fetches are warmed there
             tag, error = _warm_main(task, tag, ctx, images, subst, out, logs)
             if error:
-                return Built(False, out.images, "".join(logs), error, time.monotonic() - t0, out.substitutions)
+                return Built(False, out.images, "".join(logs), error, time.monotonic() - t0, out.substitutions, out.network)
         elif isinstance(spec, str):
             tag = spec
         out.images[name] = tag
@@ -223,13 +227,14 @@ class Environment:
         self.disk = DiskGuard(client.api, cfg.disk_mb)
         self.network_decision = network_decision(task, cfg)
         self.offline = self.network_decision["run"] == "offline"
+        self.agent_user = agent_user(task.config.agent.user, cfg)
         self._start(built)
 
     def _limits(self) -> dict:
         env = self.task.config.environment
         mem = min(env.memory_limit_mb(self.cfg.memory_mb_default), self.cfg.memory_mb_max)
         return {"nano_cpus": int(min(env.cpus, self.cfg.cpus_max) * 1e9), "mem_limit": f"{mem}m",
-                "memswap_limit": f"{mem}m", "pids_limit": self.cfg.pids, "security_opt": ["no-new-privileges"],
+                "memswap_limit": f"{mem}m", "pids_limit": self.cfg.pids, **security_options(self.cfg),
                 "ulimits": [fsize_ulimit(self.cfg.disk_mb)],
                 "labels": {LABEL: owner(), "swe_envs.run": self.run_id}}
 
@@ -277,11 +282,13 @@ class Environment:
             if hc and hc.get("test"):
                 self._wait_healthy(c, name)
         self.main = self.containers[main]
-        self.exec("mkdir -p /logs/agent /logs/verifier /logs/artifacts /tests /solution", timeout_s=60)
+        # writable by whichever user the agent and the verifier run as
+        self.exec("mkdir -p /logs/agent /logs/verifier /logs/artifacts /tests /solution && "
+                  "chmod 1777 /logs/agent /logs/verifier /logs/artifacts", timeout_s=60, user=INFRA_USER)
         if self.task.config.environment.healthcheck:
             hc = self.task.config.environment.healthcheck
             for _ in range(hc.retries + 1):
-                if self.exec(hc.command, timeout_s=hc.timeout_sec).rc == 0:
+                if self.exec(hc.command, timeout_s=hc.timeout_sec, user="").rc == 0:
                     break
                 time.sleep(hc.interval_sec)
             else:
@@ -309,7 +316,9 @@ class Environment:
 
     def exec(self, command: str, timeout_s: float, env: dict[str, str] | None = None, user: str | None = None,
              workdir: str | None = None) -> ExecResult:
-        """Run ``command`` with bash (sh if absent) under ``timeout``; output is stdout+stderr."""
+        """Run ``command`` with bash (sh if absent) under ``timeout``; output is stdout+stderr. ``user``:
+        None = the agent's user (``isolation.agent_user``), '' = the image's user."""
+        user = self.agent_user if user is None else user
         t0 = time.monotonic()
         limit = max(1, int(timeout_s + 0.999))
         script = (f"if command -v bash >/dev/null 2>&1; then exec timeout -k 5 {limit} bash -c {shlex.quote(command)}; "
@@ -319,7 +328,7 @@ class Environment:
         def target():
             try:
                 box["res"] = self.main.exec_run(["sh", "-c", script], environment={**self.offline_env(), **(env or {})},
-                                                user=user or "", workdir=workdir, demux=False)
+                                                user=user, workdir=workdir, demux=False)
             except Exception as err:  # the container died under us
                 box["err"] = err
 
@@ -339,7 +348,7 @@ class Environment:
         return ExecResult(rc, out, rc in (124, 137), time.monotonic() - t0)
 
     def upload(self, src: Path, dest: str) -> None:
-        self.exec(f"mkdir -p {shlex.quote(dest)}", timeout_s=60)
+        self.exec(f"mkdir -p {shlex.quote(dest)}", timeout_s=60, user=INFRA_USER)
         self.main.put_archive(dest, tar_dir(src))
 
     def read(self, path: str, limit: int = 1_000_000) -> str | None:

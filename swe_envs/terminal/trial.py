@@ -27,6 +27,7 @@ from core.io import atomic_write_text
 from swe_envs.images import slug
 from swe_envs.terminal.config import TerminalConfig
 from swe_envs.terminal.convert import convert_task, is_tb_task
+from swe_envs.terminal.isolation import INFRA_USER, isolation_decision
 from swe_envs.terminal.task import HarborTask, Step, TaskFormatError, load_task
 
 
@@ -116,9 +117,11 @@ def verify_step(env, step: Step, task: HarborTask, cfg: TerminalConfig, vdir: Pa
     fields, why there is none); a trial and an agent's session score a step the same way."""
     v = task.config.verifier
     timeout = min((step.timeout_sec or v.timeout_sec) * cfg.runner.timeout_multiplier, cfg.runner.verifier_timeout_max_s)
-    env.exec("rm -rf /tests /logs/verifier && mkdir -p /tests /logs/verifier", timeout_s=60)
+    env.exec("rm -rf /tests /logs/verifier && mkdir -p /tests /logs/verifier && chmod 1777 /logs/verifier",
+             timeout_s=60, user=INFRA_USER)
     env.upload(step.tests_dir, "/tests")
-    res = env.exec("bash /tests/test.sh", timeout_s=timeout, env={"TEST_DIR": "/tests", **v.env}, user=v.user)
+    # the verifier runs as the task says, else as the image's user (never as a runner.agent_user)
+    res = env.exec("bash /tests/test.sh", timeout_s=timeout, env={"TEST_DIR": "/tests", **v.env}, user=v.user or "")
     vdir.mkdir(parents=True, exist_ok=True)
     (vdir / "test-stdout.txt").write_text(res.output, encoding="utf-8")
     rj, rt = env.read("/logs/verifier/reward.json"), env.read("/logs/verifier/reward.txt")
@@ -145,7 +148,8 @@ def run_trial(ctx: Context, spec: TrialSpec, out: Path) -> dict:
 
     result = {"trial": spec.name, "task": task.name, "task_path": str(task.path), "agent": spec.agent,
               "reward": None, "rewards": {}, "steps": [], "error": None, "agent_error": None, "timings": {},
-              "network": network_decision(task, cfg.runner)}
+              "network": network_decision(task, cfg.runner),
+              "isolation": isolation_decision(task.config.agent.user, cfg.runner)}
     t0 = time.monotonic()
     try:
         built = ctx.build(task)
@@ -156,6 +160,7 @@ def run_trial(ctx: Context, spec: TrialSpec, out: Path) -> dict:
     result["timings"]["build_s"] = round(built.seconds, 2)
     result["built"] = built.ok
     result["substitutions"] = built.substitutions
+    result["build_network"] = built.network
     result["images"] = built.images
     if not built.ok:
         (tdir / "build.log").write_text(built.log, encoding="utf-8")

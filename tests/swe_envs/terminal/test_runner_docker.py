@@ -161,11 +161,13 @@ def test_check_contract(ctx, tmp_path):
                         str(out)], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     rows = {json.loads(x)["task"]: json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()}
-    assert all(set(row) == {"task", "built", "oracle_reward", "nop_reward", "ok", "reason", "network"}
+    assert all(set(row) == {"task", "built", "oracle_reward", "nop_reward", "ok", "reason", "network", "isolation"}
                for row in rows.values())
     # every row, a failed build's too, says what network the task asked for and what it ran with
     assert all(row["network"]["run"] == "offline" and row["network"]["asked"] == "public" for row in rows.values())
-    assert {k: v for k, v in rows["good"].items() if k != "network"} == {
+    # and what its containers could do: no capability, the image's user
+    assert rows["good"]["isolation"]["capabilities"] == "none (all dropped)"
+    assert {k: v for k, v in rows["good"].items() if k not in ("network", "isolation")} == {
         "task": "good", "built": True, "oracle_reward": 1.0, "nop_reward": 0.0, "ok": True, "reason": ""}
     assert not rows["trivial"]["ok"] and "nop reward 1.0" in rows["trivial"]["reason"]
     assert rows["broken"]["built"] is False and rows["broken"]["reason"].startswith("build")

@@ -13,7 +13,7 @@ import io
 import re
 import tarfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import docker
 import docker.errors
@@ -107,6 +107,8 @@ class BuildResult:
     seconds: float = 0.0
     cached: bool = False
     error: str = ""
+    # the network RUN steps had (untrusted_network.record); empty when nothing was built
+    network: dict = field(default_factory=dict)
 
 
 class Images:
@@ -196,6 +198,10 @@ class Images:
         t0 = time.monotonic()
         ctx = tar_with(context_tar, {"Dockerfile": dockerfile.encode()})
         lines, error, image_id = [], "", None
+        net = untrusted_network.record(self.client)
+        if net["host_reachable"]:  # never silent: this build's RUN steps could reach the host's services
+            lines.append(f"WARNING: RUN steps run on Docker's default bridge, which reaches this host's services: "
+                         f"{net['why']}\n")
         # its own client: the read timeout bounds a build that prints nothing for that long
         api = docker.APIClient(**docker.utils.kwargs_from_env(), version="auto", timeout=self.cfg.timeout_s)
         try:
@@ -203,7 +209,7 @@ class Images:
                                pull=False, decode=True, labels=labels or {}, nocache=self.cfg.no_cache,
                                container_limits={"memory": self.cfg.memory_mb * 2**20},
                                # RUN steps reach the registries, never the host's services
-                               network_mode=untrusted_network.network(self.client))
+                               network_mode=net["network"])
             for chunk in stream:
                 if "stream" in chunk:
                     lines.append(chunk["stream"])
@@ -228,7 +234,8 @@ class Images:
         ok = not error and image_id is not None and self.image_id(tag) is not None
         if not ok and not error:
             error = "build produced no image"
-        return BuildResult(ok, tag, self.image_id(tag) if ok else None, log, time.monotonic() - t0, error=error)
+        return BuildResult(ok, tag, self.image_id(tag) if ok else None, log, time.monotonic() - t0, error=error,
+                           network=net)
 
     def tag(self, image_id: str, tag: str) -> None:
         repo, _, version = tag.rpartition(":")

@@ -7,7 +7,9 @@ server on 0.0.0.0. Builds and online containers therefore run on one user-define
 traffic *to the host* is rejected by an ``INPUT`` rule on its interface (traffic through the host to
 the outside, the registries, is forwarded as on any bridge; the engine's DNS answers from inside the
 container's namespace). Creating the rule needs root and iptables; without them the default bridge
-is used and ``unavailable`` says why (no caller records that in its results yet).
+is used, ``unavailable`` says why, and ``record`` is what builds (``images.BuildResult.network``,
+a WARNING line in the build log) and terminal results (``build_network``) carry, so a run that
+could reach the host says so.
 """
 
 from __future__ import annotations
@@ -68,3 +70,10 @@ def network(client: docker.DockerClient) -> str:
 def unavailable(client: docker.DockerClient) -> str:
     """Why online containers can reach the host here ('' when they cannot)."""
     return _ensure(client)[1]
+
+
+def record(client: docker.DockerClient) -> dict:
+    """The network untrusted code got, for its result: name, whether the host's services were
+    reachable from it, and why."""
+    name, why = _ensure(client)
+    return {"network": name or "bridge", "host_reachable": bool(why), "why": why}

@@ -40,3 +40,25 @@ def test_the_default_bridge_reaches_the_host_and_the_untrusted_network_does_not(
         assert listener.hits == hits
     finally:
         listener.close()
+
+
+def test_a_build_without_the_hosts_rule_says_it_ran_on_the_default_bridge(docker_engine, monkeypatch):
+    """No iptables (or no root): builds fall back to Docker's default bridge, which reaches the host's
+    services; the build result and its log say so instead of passing silently."""
+    import uuid
+
+    from swe_envs.config import BuildConfig
+    from swe_envs.images import Images
+
+    client, image = docker_engine
+    monkeypatch.setattr(untrusted_network, "_state", {})  # decided again, then forgotten after the test
+    monkeypatch.setattr(untrusted_network, "_ensure_rules", lambda: "iptables is not installed")
+    images = Images(client, BuildConfig(timeout_s=300), access=None)
+    tag = f"local/fallback-probe:{uuid.uuid4().hex[:12]}"
+    try:
+        res = images.build(tag, f"FROM {image}\nRUN echo {tag}\n", b"")
+    finally:
+        images.remove(tag)
+    assert res.ok, res.log[-1000:]
+    assert res.network == {"network": "bridge", "host_reachable": True, "why": "iptables is not installed"}
+    assert "WARNING: RUN steps run on Docker's default bridge" in res.log

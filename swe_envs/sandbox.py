@@ -78,6 +78,19 @@ def owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+def container_options(cfg: SandboxConfig) -> dict:
+    """What every container running a repository's code gets (test runs here, SWE sessions): the
+    image's non-root user, every capability dropped, ``no-new-privileges``, CPU/memory/pids limits,
+    no file above ``max_file_mb`` (a suite cannot fill the host's disk with one file) and an
+    environment of its own — nothing of the host's (its tokens, proxies, credentials) enters. The
+    root file system stays writable: suites write their tree (build outputs, caches, ``.pyc``), so
+    its growth is bounded by the disk guard instead."""
+    return dict(user=cfg.user, nano_cpus=int(cfg.cpus * 1e9), mem_limit=f"{cfg.memory_mb}m",
+                memswap_limit=f"{cfg.memory_mb}m", pids_limit=cfg.pids, cap_drop=["ALL"],
+                security_opt=["no-new-privileges"], init=True, ulimits=[fsize_ulimit(cfg.max_file_mb)],
+                environment={"HOME": "/home/swe", "CI": "true"})
+
+
 class Sandbox:
     def __init__(self, client: docker.DockerClient, cfg: SandboxConfig):
         self.client, self.cfg = client, cfg
@@ -122,15 +135,11 @@ class Sandbox:
         container = None
         try:
             container = self.client.containers.create(
-                image, ["sh", "/task/run.sh"], user=self.cfg.user, working_dir="/testbed",
-                network_mode=untrusted_network.network(self.client) if network == "bridge" else network, nano_cpus=int(self.cfg.cpus * 1e9),
-                mem_limit=f"{self.cfg.memory_mb}m", memswap_limit=f"{self.cfg.memory_mb}m",
-                pids_limit=self.cfg.pids, cap_drop=["ALL"], security_opt=["no-new-privileges"],
-                volumes={str(task): {"bind": "/task", "mode": "ro"}}, init=True,
-                # no file above max_file_mb: a suite cannot fill the host's disk with one file
-                ulimits=[fsize_ulimit(self.cfg.max_file_mb)],
+                image, ["sh", "/task/run.sh"], working_dir="/testbed",
+                network_mode=untrusted_network.network(self.client) if network == "bridge" else network,
+                volumes={str(task): {"bind": "/task", "mode": "ro"}},
                 labels={LABEL: owner(), "swe_envs.run": uuid.uuid4().hex}, detach=True,
-                environment={"HOME": "/home/swe", "CI": "true"},
+                **container_options(self.cfg),
             )
             with self._lock:
                 self.live.add(container.id)

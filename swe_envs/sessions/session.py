@@ -21,7 +21,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from swe_envs.sandbox import LABEL, owner
+from swe_envs.sandbox import LABEL, container_options, owner
 from swe_envs.sessions.tools import Observation, run_tool, write_file
 
 SESSION_LABEL = "swe_envs.session"
@@ -122,7 +122,7 @@ class SweSession(Session):
     def __init__(self, evaluator, inst: dict[str, Any]):
         import docker.errors
 
-        from swe_envs.disk_guard import DiskGuard, fsize_ulimit
+        from swe_envs.disk_guard import DiskGuard
         from swe_envs.envs.validate.validator import InstanceFailure, Validator
 
         super().__init__()
@@ -148,11 +148,8 @@ class SweSession(Session):
         cfg = evaluator.cfg.sandbox
         client = evaluator.builder.sandbox.client
         self._c = client.containers.run(
-            image, ["sleep", "infinity"], detach=True, user=cfg.user, working_dir="/testbed", network_mode="none",
-            nano_cpus=int(cfg.cpus * 1e9), mem_limit=f"{cfg.memory_mb}m", memswap_limit=f"{cfg.memory_mb}m",
-            pids_limit=cfg.pids, cap_drop=["ALL"], security_opt=["no-new-privileges"], init=True,
-            ulimits=[fsize_ulimit(cfg.max_file_mb)], environment={"HOME": "/home/swe", "CI": "true"},
-            labels={LABEL: owner(), SESSION_LABEL: self.id})
+            image, ["sleep", "infinity"], detach=True, working_dir="/testbed", network_mode="none",
+            labels={LABEL: owner(), SESSION_LABEL: self.id}, **container_options(cfg))
         self.disk = DiskGuard(client.api, cfg.disk_mb)
         self.disk.watch(self._c.id)
         self._docker_errors = docker.errors

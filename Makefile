@@ -224,7 +224,7 @@ chaos: setup
 	RELIABILITY_LONG=1 RELIABILITY_TABLE=out/reliability/chaos.json $(PY) -m pytest -q \
 	  tests/reliability/test_bad_records.py tests/reliability/test_chaos_llm.py \
 	  tests/reliability/test_containment.py tests/reliability/test_containment_parsers.py \
-	  tests/reliability/test_containment_terminal.py \
+	  tests/reliability/test_containment_terminal.py tests/reliability/test_containment_sessions.py \
 	  tests/reliability/test_kill_resume*.py
 
 # load: the web job on ~12,900 distinct real pages (samples web-volume), then `swe_envs validate` of 55

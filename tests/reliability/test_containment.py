@@ -105,6 +105,21 @@ def test_host_files_are_not_visible(sandbox, tmp_path):
     assert secret not in r.log and r.rc == 3
 
 
+def test_a_secret_in_the_hosts_environment_is_not_visible(sandbox, monkeypatch):
+    """The host's environment (tokens, credentials) never enters a test container: a secret set in
+    this process's environment, as a CI job's token would be, is looked for everywhere it could show."""
+    secret = f"host-env-secret-{uuid.uuid4().hex}"
+    monkeypatch.setenv("GLM5_HOSTILE_SECRET", secret)
+    monkeypatch.setenv("GITHUB_TOKEN", secret)
+    res, r = run(sandbox, "env; for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $f; done 2>/dev/null; "
+                          "grep -rsl GLM5_HOSTILE_SECRET /etc /home /tmp /testbed 2>/dev/null; exit 6")
+    contained = secret not in r.log and "GLM5_HOSTILE_SECRET" not in r.log
+    LEDGER.attempt(AREA, "read a secret set in the host's environment (env, every /proc/*/environ)", contained,
+                   f"rc {r.rc}: the container's environment is its own ({len(r.log.splitlines())} lines, no secret)"
+                   if contained else "ESCAPED: the secret is in the container")
+    assert contained and r.rc == 6, r.log[-1000:]
+
+
 def test_writes_outside_the_sandbox_fail_and_leave_nothing_on_the_host(sandbox, tmp_path):
     marker = f"pwned-{uuid.uuid4().hex}"
     res, r = run(sandbox, f"""for d in /task /etc /usr/bin /testbed {tmp_path}; do

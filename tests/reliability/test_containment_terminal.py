@@ -1,8 +1,8 @@
 """Hostile terminal-task and agent commands, run exactly as the Harbor runner runs them.
 
 A tiny task FROM the offline Debian base is built and started with the runner's defaults (offline,
-limits, no host mounts, no-new-privileges); each hostile command is what an agent's `bash` tool call
-or a task's `solve.sh` could run. The host checks from outside where it can (a listener on every
+limits, no host mounts, every capability dropped, no-new-privileges); each hostile command is what an
+agent's `bash` tool call or a task's `solve.sh` could run. The host checks from outside where it can (a listener on every
 host interface got no connection, the host's free disk did not drop past the limit, no container
 survives); `make chaos`'s table records each attempt with the reason it was contained."""
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import threading
+import uuid
 
 import pytest
 
@@ -71,12 +72,29 @@ def test_no_docker_socket_and_no_dangerous_capabilities(env):
     ok1, r1 = hostile(env, "the Docker socket", "ls -l /var/run/docker.sock /run/docker.sock 2>&1; "
                       "for s in /var/run/docker.sock /run/docker.sock; do [ -S $s ] && echo SOCKET-FOUND; done",
                       "SOCKET-FOUND")
-    # CAP_SYS_ADMIN 21, CAP_SYS_MODULE 16, CAP_SYS_PTRACE 19, CAP_NET_ADMIN 12, CAP_SYS_RAWIO 17, CAP_DAC_READ_SEARCH 2
-    caps = ("eff=$(grep CapEff /proc/self/status | cut -f2); for b in 2 12 16 17 19 21; do "
-            "[ $(( (0x$eff >> b) & 1 )) = 1 ] && echo HAS-CAP-$b; done; echo eff=$eff")
-    ok2, r2 = hostile(env, "capabilities that open the host (SYS_ADMIN, SYS_MODULE, SYS_PTRACE, NET_ADMIN, ...)",
+    # every capability is dropped (isolation.py): the effective, permitted and bounding sets are empty,
+    # so not even a setuid-root binary could regain one
+    caps = ("for s in CapEff CapPrm CapBnd; do v=$(grep $s /proc/self/status | cut -f2); echo $s=$v; "
+            "[ $((0x$v)) != 0 ] && echo HAS-CAP-$s; done; echo uid=$(id -u)")
+    ok2, r2 = hostile(env, "any capability (CHOWN, DAC_OVERRIDE, SETUID, NET_RAW, SYS_ADMIN, ...; all dropped)",
                       caps, "HAS-CAP")
     assert ok1 and ok2, (r1, r2)
+
+
+@pytest.mark.area(AREA)
+def test_a_secret_in_the_hosts_environment_is_not_visible(started, monkeypatch):
+    """A secret in the runner's own environment (a CI token) reaches neither the agent's commands nor the
+    verifier's: the environment is started after the secret is set, as a job's would be."""
+    secret = f"host-env-secret-{uuid.uuid4().hex}"
+    monkeypatch.setenv("GLM5_HOSTILE_SECRET", secret)
+    monkeypatch.setenv("GITHUB_TOKEN", secret)
+    environment, client = started()
+    try:
+        ok, reason = hostile((environment, client), "read a secret set in the host's environment (env, /proc/*/environ)",
+                             "env; for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $f; done 2>/dev/null", secret)
+    finally:
+        environment.close()
+    assert ok, reason
 
 
 @pytest.mark.area(AREA)
@@ -177,22 +195,43 @@ def test_nothing_survives_the_environments(docker_engine):
 
 
 @pytest.mark.area(AREA)
-def test_a_task_dockerfile_cannot_reach_the_hosts_listeners(docker_engine, tmp_path):
-    """Build time: an LLM-written or task-supplied Dockerfile of a no-network task tries every host address."""
+def test_a_task_dockerfile_cannot_reach_the_host(docker_engine, tmp_path, monkeypatch):
+    """Build time: an LLM-written or task-supplied Dockerfile of a no-network task tries a listener on the
+    host's loopback and every host address, the engine's socket, and the host's environment."""
+    from swe_envs import untrusted_network
     from swe_envs.terminal.trial import Context
 
+    secret = f"host-env-secret-{uuid.uuid4().hex}"
+    monkeypatch.setenv("GLM5_HOSTILE_SECRET", secret)
     listener = Listener()
     try:
         probes = " ; ".join(f"(exec 3<>/dev/tcp/{ip}/{listener.port}) 2>/dev/null && echo REACHED-{ip}"
                             for ip in ["127.0.0.1", *_host_ips()])
+        # each finding is echoed by a variable, so the RUN line in the log never matches itself
         dockerfile = (f"FROM local/debian:bookworm\nRUN timeout 20 bash -c {probes!r} ; "
+                      "for s in /var/run/docker.sock /run/docker.sock; do [ -e $s ] && w=SOCKET && echo $w-FOUND; done; "
+                      "env | grep -q GLM5_HOSTILE_SECRET && w=SECRET && echo $w-FOUND; "
                       f"echo probe-{tmp_path.name}\n")
         task = load_task(tiny_task(tmp_path, name="hostile-build", dockerfile=dockerfile))
         built = Context(TerminalConfig(), log=lambda m: None).build(task)
     finally:
         listener.close()
-    reached = [line for line in built.log.splitlines() if line.startswith("REACHED-")]  # not the RUN line itself
+    lines = built.log.splitlines()
+    reached = [line for line in lines if line.startswith("REACHED-")]  # not the RUN line itself
+    net = built.network
     contained = built.ok and not reached and listener.hits == 0
-    LEDGER.attempt(AREA, "a task's Dockerfile reaching a listener on the host", contained,
-                   f"built {built.ok}, listener hits {listener.hits}" + ("" if contained else ": ESCAPED"))
-    assert contained, (built.error, built.log[-1000:], listener.hits)
+    LEDGER.attempt(AREA, "a task's Dockerfile reaching a listener on the host (loopback, every address)", contained,
+                   f"built {built.ok} on {net.get('network')}, listener hits {listener.hits}" + ("" if contained else ": ESCAPED"))
+    socket_ok = built.ok and "SOCKET-FOUND" not in lines
+    LEDGER.attempt(AREA, "a task's Dockerfile reaching the Docker socket", socket_ok,
+                   "no engine socket in the build container" if socket_ok else "ESCAPED: the socket is there")
+    env_ok = built.ok and "SECRET-FOUND" not in lines and secret not in built.log
+    LEDGER.attempt(AREA, "a task's Dockerfile reading a secret set in the host's environment", env_ok,
+                   "not in the build's environment" if env_ok else "ESCAPED: the secret is in the build")
+    # where the host cannot be closed off, builds run on the default bridge: that is counted, not hidden
+    fallback = untrusted_network.unavailable(docker_engine[0])
+    LEDGER.attempt(AREA, "builds run where the host's services are rejected (no silent default-bridge fallback)",
+                   not fallback and not net.get("host_reachable"),
+                   f"on {net.get('network')}" if not fallback else f"ESCAPED: default bridge, {fallback}")
+    assert contained and socket_ok and env_ok, (built.error, built.log[-1000:], listener.hits)
+    assert not fallback and net == {"network": untrusted_network.NAME, "host_reachable": False, "why": ""}

@@ -27,8 +27,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from _debian_sources import as_repo  # noqa: E402
 from _report import Result, write, write_status  # noqa: E402
-from swe_langs_debian import as_repo, measure_env  # noqa: E402
+from swe_langs_debian import measure_env  # noqa: E402
 
 from core.cache import cache_dir  # noqa: E402
 

@@ -97,10 +97,11 @@ class RunnerConfig(StrictModel):
     agent_timeout_max_s: float = Field(default=1800.0, gt=0)
     verifier_timeout_max_s: float = Field(default=1800.0, gt=0)
     keep_image: bool = True
-    # isolation (swe_envs/terminal/isolation.py): every capability is dropped; these are given back
-    # (none measured necessary). agent_user: who runs agent and solution commands when the task's
-    # [agent].user names nobody ("" = the image's user, uid 0 without capabilities in most images)
-    cap_add: list[str] = Field(default_factory=list)
+    # isolation (swe_envs/terminal/isolation.py): every capability is dropped and only these are given
+    # back: CHOWN and FOWNER, measured necessary (GNU tar run as root restores an archive's owners and
+    # modes: every Aider-polyglot oracle unpacks its reference so). agent_user: who runs agent and
+    # solution commands when the task's [agent].user names nobody ("" = the image's user, uid 0 in most)
+    cap_add: list[str] = Field(default_factory=lambda: ["CHOWN", "FOWNER"])
     agent_user: str = ""
 
 

@@ -1,7 +1,8 @@
 """Hostile tool calls in environment sessions (swe_envs/sessions/session.py), the containers RL
 rollouts and external agents drive: a Harbor task's session and a SWE session, opened exactly as the
 session service opens them. Each call tries to read a secret set in the host's environment (a
-trainer's or a CI job's token) and to hold a capability; `make chaos`'s table records each attempt."""
+trainer's or a CI job's token) and to hold a capability beyond what the runner gives back (none for
+SWE sessions); `make chaos`'s table records each attempt."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from tests.reliability.ledger import LEDGER
+from tests.reliability.test_containment_terminal import cap_mask
 from tests.swe_envs.terminal.tiny_tasks import tiny_task
 
 pytestmark = pytest.mark.docker
@@ -27,12 +29,14 @@ def _secret(monkeypatch) -> str:
     return secret
 
 
-def _record(kind: str, secret: str, out: str) -> tuple[bool, bool]:
+def _record(kind: str, secret: str, out: str, allowed: int = 0) -> tuple[bool, bool]:
+    """``allowed``: the capability bits the container was given back (cap_mask)."""
     no_secret = secret not in out
-    no_caps = "CapEff:\t0000000000000000" in out and "NoNewPrivs:\t1" in out
+    eff = next((int(x.split()[1], 16) for x in out.splitlines() if x.startswith("CapEff:")), None)
+    no_caps = eff is not None and eff & ~allowed == 0 and "NoNewPrivs:\t1" in out
     LEDGER.attempt(AREA, f"{kind}: read a secret set in the host's environment", no_secret,
                    "not in the container's environment" if no_secret else "ESCAPED: the secret is in the container")
-    LEDGER.attempt(AREA, f"{kind}: hold a capability or regain one (setuid)", no_caps,
+    LEDGER.attempt(AREA, f"{kind}: hold a capability beyond those given back", no_caps,
                    " ".join(x for x in out.splitlines() if x.startswith(("CapEff", "NoNewPrivs", "uid=")))
                    if no_caps else "ESCAPED: " + " ".join(out.splitlines()[-3:]))
     return no_secret, no_caps
@@ -51,7 +55,8 @@ def test_terminal_session_tool_calls_see_no_host_secret_and_no_capability(docker
         out = session.step("bash", {"command": PROBE}).text
     finally:
         session.close()
-    assert _record("terminal session", secret, out) == (True, True), out[-1500:]
+    allowed = cap_mask(TerminalConfig().runner.cap_add)
+    assert _record("terminal session", secret, out, allowed) == (True, True), out[-1500:]
 
 
 @pytest.mark.area(AREA)

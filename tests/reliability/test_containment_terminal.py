@@ -24,6 +24,17 @@ from tests.swe_envs.terminal.tiny_tasks import tiny_task
 pytestmark = pytest.mark.docker
 AREA = "containment: terminal tasks and agent commands"
 DISK_MB = 256
+# Linux capability numbers (linux/capability.h), in order
+CAPS = ("CHOWN DAC_OVERRIDE DAC_READ_SEARCH FOWNER FSETID KILL SETGID SETUID SETPCAP LINUX_IMMUTABLE "
+        "NET_BIND_SERVICE NET_BROADCAST NET_ADMIN NET_RAW IPC_LOCK IPC_OWNER SYS_MODULE SYS_RAWIO SYS_CHROOT "
+        "SYS_PTRACE SYS_PACCT SYS_ADMIN SYS_BOOT SYS_NICE SYS_RESOURCE SYS_TIME SYS_TTY_CONFIG MKNOD LEASE "
+        "AUDIT_WRITE AUDIT_CONTROL SETFCAP MAC_OVERRIDE MAC_ADMIN SYSLOG WAKE_ALARM BLOCK_SUSPEND AUDIT_READ "
+        "PERFMON BPF CHECKPOINT_RESTORE").split()
+
+
+def cap_mask(names: list[str]) -> int:
+    """The bits of capability names (``CAP_`` prefix optional), as /proc/PID/status prints them."""
+    return sum(1 << CAPS.index(n.upper().removeprefix("CAP_")) for n in names)
 
 
 @pytest.fixture(scope="module")
@@ -72,11 +83,12 @@ def test_no_docker_socket_and_no_dangerous_capabilities(env):
     ok1, r1 = hostile(env, "the Docker socket", "ls -l /var/run/docker.sock /run/docker.sock 2>&1; "
                       "for s in /var/run/docker.sock /run/docker.sock; do [ -S $s ] && echo SOCKET-FOUND; done",
                       "SOCKET-FOUND")
-    # every capability is dropped (isolation.py): the effective, permitted and bounding sets are empty,
-    # so not even a setuid-root binary could regain one
+    # every capability is dropped but runner.cap_add (isolation.py): the effective, permitted and bounding
+    # sets hold nothing else, so not even a setuid-root binary could regain one
+    allowed = cap_mask(TerminalConfig().runner.cap_add)
     caps = ("for s in CapEff CapPrm CapBnd; do v=$(grep $s /proc/self/status | cut -f2); echo $s=$v; "
-            "[ $((0x$v)) != 0 ] && echo HAS-CAP-$s; done; echo uid=$(id -u)")
-    ok2, r2 = hostile(env, "any capability (CHOWN, DAC_OVERRIDE, SETUID, NET_RAW, SYS_ADMIN, ...; all dropped)",
+            f"[ $((0x$v & ~{allowed})) != 0 ] && echo HAS-CAP-$s; done; echo uid=$(id -u)")
+    ok2, r2 = hostile(env, "a capability beyond runner.cap_add (DAC_OVERRIDE, SETUID, NET_RAW, SYS_ADMIN, ...)",
                       caps, "HAS-CAP")
     assert ok1 and ok2, (r1, r2)
 
@@ -111,11 +123,21 @@ def test_mounts_and_proc_sys_are_refused(env):
 
 @pytest.mark.area(AREA)
 def test_setuid_binaries_give_no_privilege(env):
-    cmd = ("cp /usr/bin/id /tmp/suid-id && chmod 4755 /tmp/suid-id && "
-           "setpriv --reuid 65534 --regid 65534 --clear-groups /tmp/suid-id -u; "
-           "[ \"$(setpriv --reuid 65534 --regid 65534 --clear-groups /tmp/suid-id -u)\" = 0 ] && echo GOT-ROOT")
-    ok, reason = hostile(env, "a setuid binary run by an unprivileged user", cmd, "GOT-ROOT")
-    assert ok, reason
+    """Root (the image's user) makes a setuid-root copy of ``id``; a command running as nobody (a task's
+    [agent].user, say) runs it: ``no-new-privileges`` keeps its uid, and without SETUID nobody can
+    switch users by any other route either."""
+    environment, _ = env
+    made = environment.exec("cp /usr/bin/id /tmp/suid-id && chmod 4755 /tmp/suid-id && ls -l /tmp/suid-id",
+                            timeout_s=30, user="")
+    assert made.rc == 0 and "rwsr-xr-x" in made.output, made.output
+    cmd = ('echo uid=$(id -u) suid=$(/tmp/suid-id -u); [ "$(/tmp/suid-id -u)" = 0 ] && echo GOT-ROOT; '
+           "setpriv --reuid 0 id -u 2>&1 | tail -1; su -c 'echo GOT-ROOT' root </dev/null 2>&1 | tail -1")
+    res = environment.exec(cmd, timeout_s=30, user="65534:65534")
+    contained = "GOT-ROOT" not in res.output and "uid=65534 suid=65534" in res.output
+    tail = " | ".join(res.output.strip().splitlines()[-3:])[:200]
+    LEDGER.attempt(AREA, "a setuid-root binary (and setpriv, su) run by an unprivileged user", contained,
+                   f"rc {res.rc}: {tail}" if contained else f"ESCAPED: {tail}")
+    assert contained, res.output
 
 
 @pytest.mark.area(AREA)

@@ -7,12 +7,14 @@ import re
 from swe_envs.envs.parsers.base import ERROR, FAILED, PASSED, SKIPPED, ParseResult, clean
 
 _PYTEST_STATUS = {"PASSED": PASSED, "XPASS": PASSED, "FAILED": FAILED, "ERROR": ERROR, "SKIPPED": SKIPPED,
-                  "XFAIL": SKIPPED}
-# -v:  tests/test_x.py::test_a PASSED   [ 50%]     (the nodeid has no spaces, parameters may)
-_PYTEST_V = re.compile(r"^(\S+::\S.*?) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)(?: \(.*\))?\s*(?:\[\s*\d+%\])?\s*$")
+                  "XFAIL": SKIPPED, "xfail": SKIPPED}
+# -v:  tests/test_x.py::test_a PASSED   [ 50%]     (the nodeid has no spaces, parameters may);
+# pytest 2.x-3.x write an expected failure in lower case there ("test_a xfail")
+_PYTEST_V = re.compile(r"^(\S+::\S.*?) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|xfail|XPASS)(?: \(.*\))?\s*"
+                       r"(?:\[\s*\d+%\])?\s*$")
 # -rA: PASSED tests/test_x.py::test_a [- message]
-# only failures, errors and xfails carry " - reason"; a passing test's id may hold " - " itself
-# (sphinx's test_unparse[a - b-a - b]): cut there, it counted twice against the summary
+# failures, errors, xfails (and xpasses since pytest 7) carry " - reason"; a passing test's id may hold
+# " - " itself (sphinx's test_unparse[a - b-a - b]): cut there, it counted twice against the summary
 _PYTEST_R = re.compile(r"^(?:(PASSED|XPASS) (\S+::.+?)|(FAILED|ERROR|XFAIL) (\S+::.+?)(?: - .*)?)$")
 _PYTEST_SUMMARY = re.compile(r"^=+ (.*\b(passed|failed|error|errors|skipped|deselected|xfailed|xpassed|no tests ran)\b.*) in [\d.]+(?:s\b| seconds)")  # pytest < 5.1 says "seconds"
 _COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected)")
@@ -31,6 +33,15 @@ _SECTION = re.compile(r"^=+ (FAILURES|ERRORS|PASSES|warnings summary|short test 
 _SHORT = re.compile(r"^=+ short test summary info =+$")
 
 
+def _short_id(line: str, m: re.Match, known: dict[str, str]) -> str:
+    """The test id of a ``-rA`` line: its longest prefix ending at a space that a ``-v`` line named
+    (an XPASS line carries its reason, after " " in pytest 7, after " - " in 8, and a parametrized
+    id may hold both itself: ``test_p[c - d]``), else the regex's cut."""
+    rest = line.split(" ", 1)[1]
+    cuts = [rest] + [rest[:i] for i in range(len(rest) - 1, 0, -1) if rest[i] == " "]
+    return next((c for c in cuts if c in known), m.group(2) or m.group(4))
+
+
 def parse_pytest(log: str) -> ParseResult:
     res = ParseResult("pytest")
     lines = [line.rstrip() for line in clean(log).splitlines()]
@@ -41,7 +52,7 @@ def parse_pytest(log: str) -> ParseResult:
             res.add(m.group(1), _PYTEST_STATUS[m.group(2)])
         elif i > last_short and (m := _PYTEST_R.match(line)):
             # a collection error ("ERROR tests/x.py - ImportError") has no "::" and is no test
-            res.add(m.group(2) or m.group(4), _PYTEST_STATUS[m.group(1) or m.group(3)])
+            res.add(_short_id(line, m, res.statuses), _PYTEST_STATUS[m.group(1) or m.group(3)])
         elif i > last_short and (m := _PYTEST_SKIP_LINE.match(line)):
             res.located_skips += int(m.group(1))
         elif i < first_section and (m := _COLLECTED_SKIPS.search(line)):

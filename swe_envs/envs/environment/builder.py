@@ -17,7 +17,6 @@ that exists is a verified environment.
 from __future__ import annotations
 
 import json
-import re
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -27,7 +26,7 @@ import docker
 from core.llm import LLMClient, LLMError
 from swe_envs.config import SweEnvsConfig
 from swe_envs.envs import languages
-from swe_envs.envs.environment import own_runners
+from swe_envs.envs.environment import llm_recipe, own_runners, parser_fallback
 from swe_envs.envs.environment.network_needs import network_needed
 from swe_envs.envs.parsers import parse_log
 from swe_envs.envs.rules import RULES_VERSION, era, rule_fix
@@ -80,55 +79,25 @@ class Environment:
     network: str = "none"
     registry: dict = field(default_factory=dict)
     resolved: list[str] = field(default_factory=list)
+    # no built-in parser read the collect log: the LLM-written one asked for (parser_fallback), or why none
+    llm_parser: dict = field(default_factory=dict)
 
     def record(self) -> dict:
         return asdict(self)
 
 
-SYSTEM = ("You repair Docker build recipes for software repositories so that their test suite can run. "
-          "Answer with shell commands only, inside one ```sh code block.")
-PROMPT = """Repository: {repo} ({language}). Files (first {n_files}):
-{files}
-{manifests}
-The image is Debian bookworm with the {language} toolchain; the repository is copied to /testbed
-and each command below runs as root in /testbed as a Dockerfile RUN line. apt-get install works
-(package lists are present); no other network is reachable.
-
-Current recipe:
-```sh
-{recipe}
-```
-It failed at the {stage} step (test command: `{test_command}`). End of the log:
-```
-{log}
-```
-Reply with the complete revised recipe: at most {max_lines} commands, one per line, in one ```sh block."""
-
-
-def extract_recipe(text: str, max_lines: int) -> list[str]:
-    """Commands from the first fenced block (or the whole answer): RUN prefixes and comments dropped."""
-    m = re.search(r"```[a-zA-Z]*\n(.*?)```", text, re.S)
-    body = m.group(1) if m else text
-    cmds, pending = [], ""
-    for raw in body.splitlines():
-        line = raw.strip()
-        if pending:
-            line = pending + " " + line
-            pending = ""
-        if line.endswith("\\"):
-            pending = line[:-1].strip()
-            continue
-        line = re.sub(r"^(RUN|\$)\s+", "", line)
-        if not line or line.startswith("#") or line.upper().startswith(("FROM ", "COPY ", "WORKDIR ", "USER ")):
-            continue
-        cmds.append(line[:500])
-    return cmds[:max_lines]
+def _labelled(candidate: str) -> str:
+    """The candidate image with its LLM-written parser's code as a label."""
+    return candidate.removesuffix("-candidate") + "-parser-candidate"
 
 
 class EnvBuilder:
     def __init__(self, cfg: SweEnvsConfig, images: Images, sandbox: Sandbox, llm: LLMClient | None = None,
-                 log_dir: Path | None = None):
+                 log_dir: Path | None = None, parser_llm: LLMClient | None = None, parsers_dir: Path | None = None):
         self.cfg, self.images, self.sandbox, self.llm, self.log_dir = cfg, images, sandbox, llm, log_dir
+        # where no built-in parser reads a runner's log (parser_fallback): the endpoint, and where accepted
+        # parsers are kept per repository
+        self.parser_llm, self.parsers_dir = parser_llm, parsers_dir or Path("parsers")
 
     def _save_log(self, env: Environment, name: str, text: str) -> str | None:
         if self.log_dir is None:
@@ -141,17 +110,18 @@ class EnvBuilder:
     def build(self, repo: str, path: Path, commit: str, language: str | None = None,
               test_command: str | None = None, runner: str | None = None, created_at: list[str] | None = None,
               version: str | None = None, network: str | None = None,
-              collect_files: list[str] | None = None) -> Environment:
+              collect_files: list[str] | None = None, truth_patch: str = "") -> Environment:
         """Build (or find) the environment of one repo-version.
 
         created_at / version: of the instances sharing it (era and setuptools-scm version);
-        collect_files: test files the collect check runs (the instances' touched tests), else all."""
+        collect_files: test files the collect check runs (the instances' touched tests), else all;
+        truth_patch: an instance's test patch, which makes its new tests fail (an LLM parser's truth)."""
         t0 = time.monotonic()
         env = Environment(repo, commit, None, False, network=network or self.cfg.sandbox.network)
         env.registry = self.images.access.record()
         try:
             self._build(env, Snapshot(path, commit), language, test_command, runner, created_at or [], version,
-                        collect_files or [])
+                        collect_files or [], truth_patch)
         finally:
             env.seconds = time.monotonic() - t0
         return env
@@ -201,15 +171,19 @@ class EnvBuilder:
             return False
         env.ok, env.cached, env.image, env.image_id = True, True, found[0], found[1]
         env.recipe = json.loads(found[2])
-        kind = (self.images.client.images.get(found[1]).labels or {}).get(own_runners.LABEL, "")
+        labels = self.images.client.images.get(found[1]).labels or {}
+        kind = labels.get(own_runners.LABEL, "")
         if kind and not env.custom_command:  # verified with the repository's own runner
             self._use_own_runner(env, snap, kind)
+        if labels.get(parser_fallback.LABEL):  # verified with an LLM-written parser
+            env.llm_parser = parser_fallback.restore(labels[parser_fallback.LABEL], env.repo, self.parsers_dir).record()
+            env.runner = f"file:{env.llm_parser['path']}"
         env.attempts.append(Attempt(0, "cache", env.recipe, "ok", True, "cached"))
         return True
 
     def _build(self, env: Environment, snap: Snapshot, language: str | None, test_command: str | None,
                runner: str | None, created_at: list[str], task_version: str | None,
-               collect_files: list[str]) -> None:
+               collect_files: list[str], truth_patch: str) -> None:
         env.language = language or languages.detect_language(snap)
         if env.language is None:
             env.reason = "cannot detect the repository's language"
@@ -246,7 +220,7 @@ class EnvBuilder:
                 env.attempts.append(Attempt(rnd, source, recipe, "ok", True, "cached", rule=rule))
                 break
             failure, stage = self._round(env, snap, tc, version, rnd, source, rule, recipe, dockerfile, tag,
-                                         collect_command)
+                                         collect_command, truth_patch)
             if env.ok or stage == "parser" or rnd == rounds:
                 break
             if stage == "race":  # the same recipe again: nothing in it failed
@@ -301,7 +275,8 @@ class EnvBuilder:
         return own_runners.plan(kind, snap, collect).command if collect else plan.command
 
     def _round(self, env: Environment, snap: Snapshot, tc, version: str, rnd: int, source: str, rule: str,
-               recipe: list[str], dockerfile: str, tag: str, collect_command: str) -> tuple[str, str]:
+               recipe: list[str], dockerfile: str, tag: str, collect_command: str,
+               truth_patch: str = "") -> tuple[str, str]:
         """One build + collect check; (failure log, stage) — stage "ok" when the image is verified."""
         candidate = tag + "-candidate"
         built = self.images.build(candidate, dockerfile, snap.archive(),
@@ -324,6 +299,9 @@ class EnvBuilder:
                                         time.monotonic() - t1, path, rule))
             self.images.remove(candidate)
             return log, "parser"
+        if parser_fallback.wanted(env.runner, parsed, log) and not env.llm_parser and \
+                rule_fix(env.language, recipe, log, snap, (env.toolchain or {}).get("version")) is None:
+            built, parsed = self._ask_parser(env, candidate, built, collect_command, truth_patch, log)
         # the full parse decides (an id convention may count a collection error as a test)
         if (parsed.guard or parsed).statuses:
             try:
@@ -337,39 +315,45 @@ class EnvBuilder:
                                                 time.monotonic() - t1, path, rule))
                     return log, "race"
             self.images.remove(candidate)
+            self.images.remove(_labelled(candidate))
             env.ok, env.image, env.image_id = True, tag, self.images.image_id(tag) or built.image_id
             env.attempts.append(Attempt(rnd, source, recipe, "ok", True, "", built.seconds + time.monotonic() - t1,
                                         path, rule))
             return "", "ok"
         self.images.remove(candidate)
+        self.images.remove(_labelled(candidate))
         why = run.error or ("test run timed out" if run.runs and run.runs[0].timed_out
                             else f"no test collected (exit code {run.runs[0].rc if run.runs else '?'})")
         env.attempts.append(Attempt(rnd, source, recipe, "collect", False, why, time.monotonic() - t1, path, rule))
         return log, "collect"
 
+    def _ask_parser(self, env: Environment, candidate: str, built, command: str, truth_patch: str, log: str):
+        """No parser reads the collect log: (image, parse) with one the LLM wrote and the truth accepted
+        (parser_fallback), the image labelled with its code; else as they were, the reason recorded."""
+        fb, code = parser_fallback.ask(self.parser_llm, self.cfg, env.repo, self.sandbox, candidate, command,
+                                       [("test", truth_patch)] if truth_patch else [], env.network, self.parsers_dir)
+        env.llm_parser = fb.record()
+        # a "-candidate" tag until the collect check passes: only verified images carry another
+        labelled = self.images.build(_labelled(candidate), f"FROM {candidate}\n", b"",
+                                     labels={parser_fallback.LABEL: code}) if code else None
+        if labelled is None or not labelled.ok:  # (the labelling build reuses every layer: seconds)
+            return built, parse_log(env.runner, log)
+        env.runner = f"file:{fb.path}"
+        return labelled, parse_log(env.runner, log)
+
     def _propose(self, env: Environment, snap: Snapshot, dockerfile: str, stage: str, log: str) -> list[str] | None:
         bcfg = self.cfg.build
-        manifests = []
-        for name in ("requirements.txt", "pyproject.toml", "setup.py", "package.json", "pom.xml", "build.gradle",
-                     "go.mod", "Cargo.toml", "CMakeLists.txt", "Makefile", "composer.json", "Gemfile"):
-            text = snap.read(name, limit=1500)
-            if text:
-                manifests.append(f"--- {name}\n{text}")
-        prompt = PROMPT.format(
-            repo=env.repo, language=env.language, n_files=min(60, len(snap.files)),
-            files="\n".join(snap.files[:60]), manifests="\n".join(manifests),
-            recipe="\n".join(env.recipe) or "# (empty)", stage=stage, test_command=env.test_command.splitlines()[0],
-            log=log[-bcfg.log_tail_chars:], max_lines=bcfg.max_recipe_lines)
+        prompt = llm_recipe.prompt(env, snap, stage, log, bcfg)
         rnd = env.attempts[-1].round + 1
         t0 = time.monotonic()
         try:
-            reply = self.llm.chat([{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}],
+            reply = self.llm.chat([{"role": "system", "content": llm_recipe.SYSTEM}, {"role": "user", "content": prompt}],
                                   max_tokens=bcfg.llm_max_tokens, temperature=0.0).text
         except LLMError as err:
             env.attempts.append(Attempt(rnd, "llm", [], "llm", False, f"LLM request failed: {err}", time.monotonic() - t0))
             return None
         path = self._save_log(env, f"round{rnd}-llm", prompt + "\n\n=== reply ===\n" + reply)
-        recipe = extract_recipe(reply, bcfg.max_recipe_lines)
+        recipe = llm_recipe.extract_recipe(reply, bcfg.max_recipe_lines)
         if recipe == env.recipe:
             env.attempts.append(Attempt(rnd, "llm", recipe, "llm", False, "the LLM proposed the same recipe",
                                         time.monotonic() - t0, path))

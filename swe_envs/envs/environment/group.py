@@ -21,9 +21,11 @@ from swe_envs.sandbox import Sandbox
 def make_builder(client, cfg: SweEnvsConfig, out: Path, log: Callable[[str], None] = print) -> EnvBuilder:
     """Images (with the host's registry access), sandbox and refine loop, shared by validate and evaluate."""
     llm = LLMClient(cfg.build.llm) if cfg.build.llm else None
+    parser_llm = LLMClient(cfg.llm_parser.llm) if cfg.llm_parser.llm else None
     access = host_access(cfg.build.ca_bundle, cfg.build.host_index_settings)
     images = Images(client, cfg.build, access, log)
-    return EnvBuilder(cfg, images, Sandbox(client, cfg.sandbox), llm, out / "logs" / "environments")
+    return EnvBuilder(cfg, images, Sandbox(client, cfg.sandbox), llm, out / "logs" / "environments",
+                      parser_llm, out / "parsers")
 
 
 def build_group(builder: EnvBuilder, cfg: SweEnvsConfig, repo: str, path: Path, commit: str,
@@ -32,11 +34,14 @@ def build_group(builder: EnvBuilder, cfg: SweEnvsConfig, repo: str, path: Path, 
     lang = cfg.validation.languages.get(repo)
     touched = sorted({p for m in members for p in patch_paths(m.get("test_patch") or "")})
     versions = sorted({str(m["version"]) for m in members if m.get("version")})
+    # an instance at the environment's own commit first: its test patch applies there
+    at_commit = sorted(members, key=lambda m: m.get("base_commit") != commit)
     return builder.build(repo, path, commit, lang, cfg.validation.test_commands.get(repo),
                          cfg.validation.parsers.get(repo),
                          created_at=[str(m["created_at"]) for m in members if m.get("created_at")],
                          version=versions[-1] if versions else None,
-                         network=cfg.validation.network.get(repo), collect_files=touched)
+                         network=cfg.validation.network.get(repo), collect_files=touched,
+                         truth_patch=next((m.get("test_patch") or "" for m in at_commit), ""))
 
 
 def environment_commit(path: Path, inst: dict[str, Any]) -> str:

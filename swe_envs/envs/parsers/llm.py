@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -256,13 +257,17 @@ class SynthResult:
 
 
 def synthesize_parser(client: LLMClient, runner: str, cases: list[tuple[str, dict[str, str]]],
-                      cfg: LLMParserConfig) -> SynthResult:
+                      cfg: LLMParserConfig,
+                      truth_for: Callable[[str], list[tuple[str, dict[str, str]]]] | None = None) -> SynthResult:
+    """``truth_for``: where the truth depends on the candidate (single tests picked from its parse of
+    ``cases``' logs, whose statuses are then unknown), it gives each candidate's cases; a candidate is
+    still accepted only by ``check_parser``, non-vacuous truth included."""
     res = SynthResult(runner, False)
     if not cases:
         res.error = "no log with known statuses: a generated parser could not be checked"
         return res
     failing, passing = truth_size(cases)
-    if failing < cfg.min_truth_failing or passing < cfg.min_truth_passing:
+    if truth_for is None and (failing < cfg.min_truth_failing or passing < cfg.min_truth_passing):
         res.error = (f"the known statuses hold {failing} failing and {passing} passing test(s): too few to check "
                      "a generated parser (llm_parser.min_truth_failing / min_truth_passing)")
         return res
@@ -279,7 +284,8 @@ def synthesize_parser(client: LLMClient, runner: str, cases: list[tuple[str, dic
             res.error = f"LLM request failed: {err}"
             return res
         code = extract_code(reply)
-        verdict = check_parser(code, cases, cfg) if "def parse" in code else Verdict(False, ["no `def parse` in the reply"])
+        verdict = (_judge(code, cases, cfg, truth_for) if "def parse" in code
+                   else Verdict(False, ["no `def parse` in the reply"]))
         res.attempts.append(SynthAttempt(rnd, code, verdict.accepted, verdict.reasons, time.monotonic() - t0))
         if verdict.accepted:
             res.accepted, res.code = True, code
@@ -288,6 +294,16 @@ def synthesize_parser(client: LLMClient, runner: str, cases: list[tuple[str, dic
                      {"role": "user", "content": FEEDBACK.format(reasons="\n".join(verdict.reasons), code=code)}]
     res.error = f"no candidate reproduced the known statuses in {cfg.rounds} round(s)"
     return res
+
+
+def _judge(code: str, cases: list[tuple[str, dict[str, str]]], cfg: LLMParserConfig,
+           truth_for: Callable[[str], list[tuple[str, dict[str, str]]]] | None) -> Verdict:
+    if truth_for is None:
+        return check_parser(code, cases, cfg)
+    try:
+        return check_parser(code, truth_for(code), cfg)
+    except ParserRunError as err:  # the candidate could not even parse the log its sample comes from
+        return Verdict(False, [f"parser {err.kind}: {err.message}"])
 
 
 def save_parser(result: SynthResult, path: Path) -> None:

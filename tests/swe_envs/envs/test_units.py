@@ -11,7 +11,7 @@ from swe_envs.config import SweEnvsConfig
 from swe_envs.diff import patch_paths
 from swe_envs.docker_setup import apt_mirror
 from swe_envs.envs import languages
-from swe_envs.envs.environment.builder import extract_recipe
+from swe_envs.envs.environment.llm_recipe import extract_recipe
 from swe_envs.envs.rules import rule_fix
 from swe_envs.images import env_dockerfile, toolchain_dockerfile
 from swe_envs.instance import read_instances

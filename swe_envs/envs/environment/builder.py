@@ -30,6 +30,7 @@ from swe_envs.envs.environment import llm_recipe, own_runners, parser_fallback
 from swe_envs.envs.environment.network_needs import network_needed
 from swe_envs.envs.parsers import parse_log
 from swe_envs.envs.rules import RULES_VERSION, era, rule_fix
+from swe_envs.envs.rules.system_tools import missing_tools
 from swe_envs.images import Images, env_dockerfile, instance_dockerfile, sha, slug
 from swe_envs.paths import is_test_path
 from swe_envs.repos import Snapshot
@@ -302,8 +303,10 @@ class EnvBuilder:
         if parser_fallback.wanted(env.runner, parsed, log) and not env.llm_parser and \
                 rule_fix(env.language, recipe, log, snap, (env.toolchain or {}).get("version")) is None:
             built, parsed = self._ask_parser(env, candidate, built, collect_command, truth_patch, log)
+        # tests skipped for want of a program a rule installs: the run is no verdict yet
+        tools = missing_tools(log, recipe) if (parsed.guard or parsed).statuses else []
         # the full parse decides (an id convention may count a collection error as a test)
-        if (parsed.guard or parsed).statuses:
+        if (parsed.guard or parsed).statuses and not tools:
             try:
                 self.images.tag(built.image_id, tag)
             except docker.errors.ImageNotFound:
@@ -323,6 +326,7 @@ class EnvBuilder:
         self.images.remove(candidate)
         self.images.remove(_labelled(candidate))
         why = run.error or ("test run timed out" if run.runs and run.runs[0].timed_out
+                            else f"tests skipped for want of system tools ({', '.join(tools)})" if tools
                             else f"no test collected (exit code {run.runs[0].rc if run.runs else '?'})")
         env.attempts.append(Attempt(rnd, source, recipe, "collect", False, why, time.monotonic() - t1, path, rule))
         return log, "collect"

@@ -6,7 +6,8 @@ the loop keeps going for all ``refine_rounds``. The interpreter switch (a remove
 -> an older Python) is the builder's, since it changes the toolchain image (``era.older_wanted``).
 
 This folder holds everything that decides a recipe beyond a language's default (``languages``):
-``era`` (the toolchain version a repo-version gets, from the repository's evidence), one module
+``era`` (the toolchain version a repo-version gets, from the repository's evidence), ``system_tools``
+(a program the tests skip without, any language), one module
 of repairs per language (``python``, ``javascript``, ``java`` with the Maven/Gradle stand-ins of
 ``swe_envs.offline``, ``go``, ``rust``, ``php``, ``ruby``; ``base``: what several share), and
 here the dispatch and ``RULES_VERSION``.
@@ -18,12 +19,13 @@ from collections.abc import Callable
 
 from swe_envs.envs.parsers.base import clean
 from swe_envs.envs.rules import go, java, javascript, php, python, ruby, rust
+from swe_envs.envs.rules.system_tools import system_tools_rule
 from swe_envs.repos import Snapshot
 
 # Part of every verified environment's cache key (builder): an image verified under older rules,
 # parsers or collect checks is not reused once they change. Bump it with any change to what a
 # recipe installs, how a run is parsed, or what the collect check accepts.
-RULES_VERSION = "2026-12-02.2"
+RULES_VERSION = "2026-12-02.3"
 
 RULES: dict[str, Callable[[list[str], str], tuple[list[str], str] | None]] = {
     "python": python.python_rules,
@@ -44,10 +46,13 @@ def rule_fix(language: str, recipe: list[str], log: str, snap: Snapshot | None =
              toolchain: str | None = None) -> tuple[list[str], str] | None:
     """(revised recipe, rule name), or None when no rule applies; toolchain: its version (Python's
     rules pick tooling of the interpreter's era)."""
+    log = clean(log)  # Docker colours a step's stderr: escapes split uv's "published at <date>"
+    fixed = system_tools_rule(recipe, log)  # any language's tests may skip for want of a program
+    if fixed is not None:
+        return fixed
     rule = RULES.get(language)
     if rule is None:
         return None
-    log = clean(log)  # Docker colours a step's stderr: escapes split uv's "published at <date>"
     if language == "python":
         return python.python_rules(recipe, log, toolchain)
     return rule(recipe, log, snap) if language in _WITH_SNAPSHOT else rule(recipe, log)

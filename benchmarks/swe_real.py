@@ -12,7 +12,10 @@ image bytes per environment.
 Headline: the fraction of all instances with gold F2P/P2P reproduced exactly, against the named
 baseline "SWE-bench harness, reported gold reproducibility 99.78%" (its own Docker images);
 goal ratio 0.9. Run: ``python benchmarks/swe_real.py [--data ../shared/swe-real] [--sets sphinx]
-[--only ID,ID] [--out out/bench/swe_real]``.
+[--only ID,ID] [--out out/bench/swe_real] [--reuse EARLIER_OUT ...]``. Each run writes a folder of its
+own (``OUT/<set>/<UTC stamp>/``, with ``run.json``: commit, ``RULES_VERSION``, load, seconds); with
+``--reuse``, the instances and sets this run leaves out are measured by the newest earlier run that had
+them, and every instance's row names the run and the rules it was measured under.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks._report import Result, write, write_status  # noqa: E402
+from benchmarks._report import Result, provenance, write, write_status  # noqa: E402
 from core.io import read_jsonl, write_jsonl_atomic  # noqa: E402
 
 SWEBENCH_GOLD = 0.9978  # SWE-bench's reported gold-patch reproducibility on its own harness
@@ -52,56 +55,96 @@ def _set_name(path: Path) -> str:
     return path.stem.removeprefix("swebench_verified_")
 
 
-def run_set(src: Path, data: Path, out: Path, only: set[str], timeout: float) -> dict:
-    """validate + evaluate one set; its measurements (or the reason it produced none)."""
+def run_set(src: Path, data: Path, out: Path, only: set[str], timeout: float) -> str:
+    """validate + evaluate one set (or its ``only`` instances) into ``out``; "" or why validate failed.
+
+    ``out/run.json`` records when, at which commit, under which ``RULES_VERSION`` and load it ran, so a
+    report that reuses this run (``--reuse``) says what each instance was measured under."""
+    from swe_envs.envs.rules import RULES_VERSION
+
     rows = _jsonl(src)
     if only:
         rows = [r for r in rows if r["instance_id"] in only]
     out.mkdir(parents=True, exist_ok=True)
     instances = out / "instances.jsonl"
     write_jsonl_atomic(instances, rows)
-    gold = {r["instance_id"]: (sorted(json.loads(r["FAIL_TO_PASS"])), sorted(json.loads(r["PASS_TO_PASS"])))
-            for r in rows}
+    run = {"started": provenance(), "rules_version": RULES_VERSION, "instances": [r["instance_id"] for r in rows]}
     t0 = time.monotonic()
     proc = _cli("validate", "--instances", str(instances), "--repos", str(data), "--output",
                 str(out / "validate"), "--overwrite", timeout=timeout)
-    validate_s = time.monotonic() - t0
-    if proc.returncode != 0:
-        return {"instances": len(rows), "error": f"validate exited {proc.returncode}: {proc.stderr.strip()[-300:]}"}
-    validated = {r["instance_id"]: r for r in _jsonl(out / "validate" / "validated.jsonl")}
-    failures = {r["instance_id"]: r for r in _jsonl(out / "validate" / "failures.jsonl")}
-    envs = _jsonl(out / "validate" / "environments.jsonl")
+    run["validate_s"] = round(time.monotonic() - t0, 1)
+    if proc.returncode == 0 and _jsonl(out / "validate" / "validated.jsonl"):
+        t1 = time.monotonic()
+        _cli("evaluate", "--instances", str(out / "validate" / "validated.jsonl"), "--predictions", "gold",
+             "--output", str(out / "evaluate"), "--overwrite", timeout=timeout)
+        run["evaluate_s"] = round(time.monotonic() - t1, 1)
+    run["finished"] = provenance()
+    (out / "run.json").write_text(json.dumps(run, indent=1) + "\n")
+    return "" if proc.returncode == 0 else f"validate exited {proc.returncode}: {proc.stderr.strip()[-300:]}"
+
+
+def _outcome(iid: str, gold: tuple[list, list], out: Path) -> dict | None:
+    """One instance's result in run folder ``out``, or None when that run did not have it."""
+    rec = next((r for r in _jsonl(out / "validate" / "validated.jsonl") if r["instance_id"] == iid), None)
+    fail = next((r for r in _jsonl(out / "validate" / "failures.jsonl") if r["instance_id"] == iid), None)
+    if rec is None and fail is None:
+        return None
+    run = json.loads((out / "run.json").read_text()) if (out / "run.json").is_file() else {}
+    measured = {"run": str(out), "rules_version": run.get("rules_version", "not recorded"),
+                "commit": run.get("started", {}).get("commit", "not recorded"),
+                "at": run.get("finished", {}).get("measured_at", "not recorded")}
+    if rec is None:
+        return {"validated": False, "stage": fail.get("stage"), "reason": fail.get("reason", "?")[:300],
+                "measured": measured}
+    report = out / "evaluate" / "report.json"
+    resolved = json.loads(report.read_text()).get("resolved_ids", []) if report.is_file() else []
+    f2p, p2p = gold
+    ours_f, ours_p = sorted(json.loads(rec["FAIL_TO_PASS"])), sorted(json.loads(rec["PASS_TO_PASS"]))
+    return {
+        "validated": True, "f2p_exact": ours_f == f2p, "p2p_exact": ours_p == p2p, "resolved": iid in resolved,
+        "f2p_missing": sorted(set(f2p) - set(ours_f))[:10], "f2p_extra": sorted(set(ours_f) - set(f2p))[:10],
+        "p2p_missing": sorted(set(p2p) - set(ours_p))[:10], "p2p_extra": sorted(set(ours_p) - set(p2p))[:10],
+        "python": (rec.get("environment", {}).get("toolchain") or {}).get("version"), "measured": measured,
+    }
+
+
+def run_folders(folder: Path) -> list[Path]:
+    """A set's run folders under an --out folder, newest first (a folder that is itself one run too)."""
+    if (folder / "validate").is_dir():
+        return [folder]
+    return sorted((p for p in folder.glob("*") if (p / "validate").is_dir()), reverse=True) if folder.is_dir() else []
+
+
+def measure_set(src: Path, runs: list[Path]) -> dict:
+    """A set's measurements from its run folders, newest first: each instance (and environment) as the
+    newest run that had it measured it."""
+    gold = {r["instance_id"]: (sorted(json.loads(r["FAIL_TO_PASS"])), sorted(json.loads(r["PASS_TO_PASS"])))
+            for r in _jsonl(src)}
     per_instance = {}
-    for iid, (f2p, p2p) in gold.items():
-        rec = validated.get(iid)
-        if rec is None:
-            fail = failures.get(iid, {})
-            per_instance[iid] = {"validated": False, "stage": fail.get("stage"), "reason": fail.get("reason", "?")[:300]}
-            continue
-        ours_f, ours_p = sorted(json.loads(rec["FAIL_TO_PASS"])), sorted(json.loads(rec["PASS_TO_PASS"]))
-        per_instance[iid] = {
-            "validated": True, "f2p_exact": ours_f == f2p, "p2p_exact": ours_p == p2p,
-            "f2p_missing": sorted(set(f2p) - set(ours_f))[:10], "f2p_extra": sorted(set(ours_f) - set(f2p))[:10],
-            "p2p_missing": sorted(set(p2p) - set(ours_p))[:10], "p2p_extra": sorted(set(ours_p) - set(p2p))[:10],
-            "python": (rec.get("environment", {}).get("toolchain") or {}).get("version"),
-        }
-    t1 = time.monotonic()
-    resolved = 0
-    if validated:
-        proc = _cli("evaluate", "--instances", str(out / "validate" / "validated.jsonl"), "--predictions", "gold",
-                    "--output", str(out / "evaluate"), "--overwrite", timeout=timeout)
-        report = json.loads((out / "evaluate" / "report.json").read_text()) if proc.returncode == 0 else {}
-        resolved = len(report.get("resolved_ids", []))
-    ok_envs = [e for e in envs if e["ok"]]
+    for iid, lists in gold.items():
+        per_instance[iid] = next((o for out in runs if (o := _outcome(iid, lists, out))), None) or {
+            "validated": False, "stage": "not run", "reason": "in no run folder"}
+    envs: dict[str, dict] = {}
+    for out in runs:
+        for e in _jsonl(out / "validate" / "environments.jsonl"):
+            envs.setdefault(e["commit"], e)
+    ok_envs = [e for e in envs.values() if e["ok"]]
+    # a run folder made before run.json existed: its validate's own summary has the seconds
+    timing = [json.loads((o / "run.json").read_text()) if (o / "run.json").is_file() else
+              {"validate_s": json.loads(summary.read_text()).get("seconds", 0)} if (summary := o / "validate" /
+                                                                                   "summary.json").is_file() else {}
+              for o in runs]
     return {
         "instances": len(gold), "environments": len(envs), "environments_built": len(ok_envs),
-        "validated": len(validated), "gold_exact": sum(1 for v in per_instance.values()
-                                                       if v.get("f2p_exact") and v.get("p2p_exact")),
-        "gold_resolved": resolved, "validate_s": round(validate_s, 1), "evaluate_s": round(time.monotonic() - t1, 1),
-        "seconds_per_env": round(sum(e["seconds"] for e in envs) / max(len(envs), 1), 1),
+        "validated": sum(v["validated"] for v in per_instance.values()),
+        "gold_exact": sum(1 for v in per_instance.values() if v.get("f2p_exact") and v.get("p2p_exact")),
+        "gold_resolved": sum(1 for v in per_instance.values() if v.get("resolved")),
+        "validate_s": sum(t.get("validate_s", 0) for t in timing), "evaluate_s": sum(t.get("evaluate_s", 0) for t in timing),
+        "runs": [str(o) for o in runs],
+        "seconds_per_env": round(sum(e["seconds"] for e in envs.values()) / max(len(envs), 1), 1),
         "layer_bytes_per_env": sum(e["env_layer_bytes"] for e in ok_envs) / max(len(ok_envs), 1),
         "image_bytes_per_env": sum(e["image_bytes"] for e in ok_envs) / max(len(ok_envs), 1),
-        "environment_failures": [e.get("reason", "")[:300] for e in envs if not e["ok"]],
+        "environment_failures": [e.get("reason", "")[:300] for e in envs.values() if not e["ok"]],
         "per_instance": per_instance,
     }
 
@@ -113,6 +156,9 @@ def main() -> int:
     ap.add_argument("--only", default="", help="comma-separated instance ids (default: all)")
     ap.add_argument("--out", type=Path, default=ROOT / "out" / "bench" / "swe_real")
     ap.add_argument("--timeout", type=float, default=14400, help="seconds per validate / evaluate run")
+    ap.add_argument("--reuse", type=Path, action="append", default=[],
+                    help="an earlier --out folder (repeat, newest first): instances and sets this run leaves out "
+                         "are taken from its newest run folders, each with the rules it was measured under")
     args = ap.parse_args()
     sources = sorted(args.data.glob("swebench_verified_*.jsonl"))
     if args.sets:
@@ -122,17 +168,28 @@ def main() -> int:
         write_status(__file__, "skipped", f"no SWE-bench instance sets (swebench_verified_*.jsonl) in {args.data}")
         return 0
     only = set(filter(None, args.only.split(",")))
-    sets = {_set_name(src): run_set(src, args.data, args.out / _set_name(src), only, args.timeout) for src in sources}
-    broken = {name: r["error"] for name, r in sets.items() if "error" in r}
-    if len(broken) == len(sets):
-        write_status(__file__, "failed", "; ".join(f"{k}: {v}" for k, v in broken.items()))
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    sets, broken = {}, {}
+    for src in sorted(args.data.glob("swebench_verified_*.jsonl")):
+        name = _set_name(src)
+        runs = [run for root in args.reuse for run in run_folders(root / name)]
+        if src in sources:
+            out = args.out / name / stamp  # each run a folder of its own: later reports may reuse it
+            error = run_set(src, args.data, out, only, args.timeout)
+            if error:
+                broken[name] = error
+            runs.insert(0, out)
+        if runs:
+            sets[name] = measure_set(src, runs)
+    if not sets or len(broken) == len(sources):
+        write_status(__file__, "failed", "; ".join(f"{k}: {v}" for k, v in broken.items()) or "no set measured")
         return 1
-    done = {k: v for k, v in sets.items() if "error" not in v}
+    done = sets
     total = lambda key: sum(v[key] for v in done.values())  # noqa: E731
     n, exact = total("instances"), total("gold_exact")
     table = ", ".join(f"{k}: {v['environments_built']}/{v['environments']} built, {v['validated']}/{v['instances']} "
                       f"validated, {v['gold_exact']}/{v['instances']} exact" for k, v in done.items())
-    inputs = {"data": str(args.data), "config": "shipped defaults", "sets": sets}
+    inputs = {"data": str(args.data), "config": "shipped defaults", "sets": sets, "broken": broken}
     headline = Result("swe_real_gold_exact", exact / max(n, 1), SWEBENCH_GOLD, "fraction of instances", goal=0.9,
                       ours_label=f"{exact}/{n} with gold FAIL_TO_PASS and PASS_TO_PASS reproduced exactly ({table})",
                       baseline_label="SWE-bench harness, reported gold reproducibility (99.78%)")

@@ -74,8 +74,12 @@ def recipe(snap: Snapshot, opts: RecipeOptions) -> list[str]:
             cmds += editable_with_version(editable, scm_version(opts.version))
         else:
             cmds.append(editable)
-    # the era's pytest, unless the repository's own requirements (or the repository) gave one
-    cmds.append(f"python -c 'import pytest' 2>/dev/null || {uv} pytest")
+    # pytest is tooling, like the build tools: unless the repository's own requirements (or the
+    # repository) gave one, the newest for the interpreter, as SWE-bench's harness installs it
+    # (unpinned), so ids are its datasets' (pytest 8 writes a repeated parametrize id ending in a
+    # digit as ``1234-1234_0``, 5.x-7.x as ``1234-12340``: sphinx 3.1's test_unparse); where it
+    # crashes on old code, a rule gives the interpreter's era's (rules.python._era_test_runner)
+    cmds.append(f"python -c 'import pytest' 2>/dev/null || {UV_PIP} pytest")
     cmds.append("uv pip freeze --python /opt/venv/bin/python > /opt/swe-resolved.txt")
     return cmds
 

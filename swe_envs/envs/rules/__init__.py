@@ -25,7 +25,7 @@ from swe_envs.repos import Snapshot
 # Part of every verified environment's cache key (builder): an image verified under older rules,
 # parsers or collect checks is not reused once they change. Bump it with any change to what a
 # recipe installs, how a run is parsed, or what the collect check accepts.
-RULES_VERSION = "2026-12-02.3"
+RULES_VERSION = "2026-12-02.4"
 
 RULES: dict[str, Callable[[list[str], str], tuple[list[str], str] | None]] = {
     "python": python.python_rules,

@@ -263,8 +263,8 @@ _OLD_PLUGIN = re.compile(r"PluginValidationError: unknown hook '\w+' in plugin <
 
 def _era_test_runner(recipe: list[str], log: str, interpreter: str | None) -> list[str] | None:
     """The test runner is tooling, like the build tools: when the repo-version's pinned pytest
-    rejects the test command, pytest (and what it needs) as of half a year after the interpreter's
-    release (SWE-bench's harness installs a current pytest too); the code under test keeps its era."""
+    rejects the test command, or the newest one the recipe installs crashes on the code, pytest (and
+    what it needs) as of half a year after the interpreter's release; the code under test keeps its era."""
     from datetime import date, timedelta
 
     from swe_envs.envs.rules.era import RELEASED

@@ -52,7 +52,7 @@ def test_manifest_driven_recipes(tmp_path):
     opts = languages.RecipeOptions("2019-05-14", "5.4")
     assert languages.recipe("python", Snapshot(repo, head), opts) == [
         f"{uv} -r requirements.txt", f"{uv} -e .",
-        f"python -c 'import pytest' 2>/dev/null || {uv} pytest",
+        "python -c 'import pytest' 2>/dev/null || uv pip install --python /opt/venv/bin/python pytest",
         "uv pip freeze --python /opt/venv/bin/python > /opt/swe-resolved.txt"]
     # setuptools-scm cannot read a version from an exported tree: the task's version stands in, for
     # the project alone; its requirements resolve without it (an sdist dependency using

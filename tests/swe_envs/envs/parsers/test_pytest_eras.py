@@ -53,3 +53,24 @@ def test_swebench_ids_of_xfail_and_xpass(version):
     assert "test_xfail.py::test_xpass" not in res.statuses
     assert res.statuses["test_xfail.py::test_xfail"] == "skipped"
     assert res.statuses["test_mix.py::test_ok"] == "passed"
+
+
+def test_the_datasets_ids_are_the_newest_pytests(tmp_path):
+    """sphinx 3.1's test_unparse repeats the id 1234-1234: pytest 5.4 (the era's, which the recipe installed)
+    suffixes it 12340/12341, pytest 8 writes 1234_0/1234_1 as SWE-bench's lists do (its harness installs pytest
+    unpinned); the rest of the run is the same. So the recipe installs the newest pytest, without the era's
+    cut-off, where the repository gives none."""
+    from swe_envs.envs import languages
+    from swe_envs.repos import Snapshot
+    from tests.swe_envs.envs.regen_fixtures import make_git
+
+    real = Path(__file__).parents[1] / "fixtures" / "real" / "sphinx"
+    old = parse_log("pytest-swebench", (real / "sphinx-7462-after-pytest5.log").read_text()).statuses
+    new = parse_log("pytest-swebench", (real / "sphinx-7462-after-pytest8.log").read_text()).statuses
+    ast = "tests/test_pycode_ast.py::test_unparse"
+    rename = {f"{ast}[1234-12340]": f"{ast}[1234-1234_0]", f"{ast}[1234-12341]": f"{ast}[1234-1234_1]"}
+    assert old[f"{ast}[1234-12340]"] == new[f"{ast}[1234-1234_0]"] == "passed"
+    assert {rename.get(k, k): v for k, v in old.items()} == new
+    repo, head = make_git(tmp_path / "p", {"setup.py": "from setuptools import setup\nsetup(name='p')\n"})
+    recipe = languages.recipe("python", Snapshot(repo, head), languages.RecipeOptions("2020-04-12", "3.1"))
+    assert "python -c 'import pytest' 2>/dev/null || uv pip install --python /opt/venv/bin/python pytest" in recipe

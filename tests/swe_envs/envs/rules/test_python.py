@@ -7,7 +7,7 @@ from swe_envs.envs.rules import rule_fix
 UV = "uv pip install --python /opt/venv/bin/python --exclude-newer 2013-01-10T23:59:59Z"
 TOOLS = " --exclude-newer-package setuptools=2023-06-30 --exclude-newer-package wheel=2023-06-30"
 RECIPE = [f"{UV}{TOOLS} -r requirements.txt", f"{UV}{TOOLS} -e .",
-          f"python -c 'import pytest' 2>/dev/null || {UV}{TOOLS} pytest",
+          "python -c 'import pytest' 2>/dev/null || uv pip install --python /opt/venv/bin/python pytest",
           "uv pip freeze --python /opt/venv/bin/python > /opt/swe-resolved.txt"]
 
 

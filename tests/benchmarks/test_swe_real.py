@@ -50,6 +50,10 @@ def test_a_re_run_of_some_instances_replaces_only_theirs(tmp_path):
     assert per[b]["p2p_exact"]  # the re-run's result, not the old run's extra test
     assert per[c] == {"validated": False, "stage": "not run", "reason": "in no run folder"}
     assert (got["instances"], got["validated"], got["gold_exact"], got["gold_resolved"]) == (3, 2, 2, 2)
+    # a run stopped before evaluate: its instances are not counted as unresolved
+    (new / "evaluate" / "report.json").unlink()
+    got = bench.measure_set(src, runs)
+    assert got["per_instance"][b]["resolved"] is None and (got["gold_resolved"], got["gold_evaluated"]) == (1, 1)
     assert got["environments"] == 1
     # an --out folder that is itself one run (the layout before run folders) is one run
     assert bench.run_folders(old) == [old]

@@ -120,6 +120,19 @@ class Outcome:
                                    "tests_status": self.tests_status}}
 
 
+@dataclass
+class RunPlan:
+    """Image (+ base patches to the base commit), test command, network, log parser, id scheme, lists."""
+    image: str
+    base: list[tuple[str, str]]
+    command: str
+    network: str
+    runner: str
+    scheme: str
+    f2p: list[str]
+    p2p: list[str]
+
+
 def grade(statuses: dict[str, str], f2p: list[str], p2p: list[str]) -> tuple[bool, dict]:
     """SWE-bench's tests_status: success/failure per list; a test missing from the log failed."""
     status = {}
@@ -190,20 +203,18 @@ class Evaluator:
         except Exception:
             return None
 
-    def run(self, inst: dict[str, Any], pred: dict[str, Any], members: list[dict[str, Any]]) -> Outcome:
+    def plan(self, inst: dict[str, Any], members: list[dict[str, Any]]) -> RunPlan | Outcome:
+        """How an instance's tests run, or the Outcome saying why they cannot (a session's verify
+        runs the same plan in a warm container)."""
         from swe_envs.envs.validate.validator import InstanceFailure, Validator
 
-        iid, model = inst["instance_id"], str(pred.get("model_name_or_path") or "unknown")
-        patch = pred.get("model_patch")
-        bad = patch_problem(patch)
-        if bad:
-            return Outcome(iid, model, bad[0], bad[1])
+        iid = inst["instance_id"]
         lists = test_lists(inst)
         if lists is None:
-            return Outcome(iid, model, "error", "the instance has no FAIL_TO_PASS list: validate it first")
+            return Outcome(iid, "", "error", "the instance has no FAIL_TO_PASS list: validate it first")
         env, path = self.environment(inst, members)
         if not env.ok:
-            return Outcome(iid, model, "error", f"environment: {env.reason}")
+            return Outcome(iid, "", "error", f"environment: {env.reason}")
         validator = Validator(self.builder.sandbox, 1, self.cfg.validation.select_touched_tests, None, cfg=self.cfg,
                               builder=self.builder)
         spec = inst.get("environment") if isinstance(inst.get("environment"), dict) else {}
@@ -220,14 +231,27 @@ class Evaluator:
             try:
                 image, base = validator.prepare(inst, env, path)
             except InstanceFailure as err:
-                return Outcome(iid, model, "error", f"{err.stage}: {err.reason}")
+                return Outcome(iid, "", "error", f"{err.stage}: {err.reason}")
         elif env.commit == inst["base_commit"]:
             image, base = env.image, []
         else:
-            return Outcome(iid, model, "error", "the environment's commit differs from the base commit and "
+            return Outcome(iid, "", "error", "the environment's commit differs from the base commit and "
                            "no clone to set it up (pass --repos DIR)")
-        patches = [*base, ("test", inst.get("test_patch") or ""), ("model", patch)]
-        res = self.builder.sandbox.run(image, command, patches, runs=1, network=validator.network(inst, env))
+        return RunPlan(image, base, command, validator.network(inst, env), env.runner,
+                       scheme_for(inst["repo"], self.cfg.validation.id_schemes), *lists)
+
+    def run(self, inst: dict[str, Any], pred: dict[str, Any], members: list[dict[str, Any]]) -> Outcome:
+        iid, model = inst["instance_id"], str(pred.get("model_name_or_path") or "unknown")
+        patch = pred.get("model_patch")
+        bad = patch_problem(patch)
+        if bad:
+            return Outcome(iid, model, bad[0], bad[1])
+        plan = self.plan(inst, members)
+        if isinstance(plan, Outcome):
+            plan.model = model
+            return plan
+        patches = [*plan.base, ("test", inst.get("test_patch") or ""), ("model", patch)]
+        res = self.builder.sandbox.run(plan.image, plan.command, patches, runs=1, network=plan.network)
         folder = self.out / "instances" / iid
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "patch.diff").write_text(patch, encoding="utf-8")
@@ -241,11 +265,11 @@ class Evaluator:
         (folder / "test_output.txt").write_text(res.runs[0].log, encoding="utf-8")
         try:
             # graded in the ids of the instance's lists (the dataset's scheme for its repository)
-            statuses = map_ids(scheme_for(inst["repo"], self.cfg.validation.id_schemes),
-                               parse_log(env.runner, res.runs[0].log))
+            statuses = map_ids(plan.scheme, parse_log(plan.runner, res.runs[0].log))
         except Exception as err:
-            return Outcome(iid, model, "error", f"log parser {env.runner} failed: {type(err).__name__}: {err}", applied=True)
-        resolved, status = grade(statuses, *lists)
+            return Outcome(iid, model, "error", f"log parser {plan.runner} failed: {type(err).__name__}: {err}",
+                           applied=True)
+        resolved, status = grade(statuses, plan.f2p, plan.p2p)
         failing = status["FAIL_TO_PASS"]["failure"] + status["PASS_TO_PASS"]["failure"]
         return Outcome(iid, model, "resolved" if resolved else "unresolved",
                        "" if resolved else f"{len(failing)} test(s) not passing, e.g. {failing[:3]}",

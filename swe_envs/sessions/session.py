@@ -8,8 +8,8 @@ One API for both (``open`` in the constructor, ``step``, ``verify``, ``close``):
 - ``SweSession``: a container from the instance's verified image (the repo-version environment, set up
   at the base commit), run as the image's non-root user with no network, every capability dropped,
   ``no-new-privileges``, CPU/memory/pids/disk limits and no host mount; ``verify`` takes the container's
-  working-tree diff as the model patch and grades it with the evaluation harness (``Evaluator.run``: a
-  fresh sandbox, the instance's test patch, FAIL_TO_PASS ∪ PASS_TO_PASS).
+  working-tree diff as the model patch and grades it by the evaluation harness's plan in a pristine
+  warm container (``swe_envs.sessions.verify``: the instance's test patch, FAIL_TO_PASS ∪ PASS_TO_PASS).
 """
 
 from __future__ import annotations
@@ -119,49 +119,42 @@ class TerminalSession(Session):
 class SweSession(Session):
     kind = "swe"
 
-    def __init__(self, evaluator, inst: dict[str, Any]):
+    def __init__(self, host, inst: dict[str, Any]):
+        """``host``: a ``swe_envs.sessions.verify.SweHost`` (the harness, warm images and verifier
+        containers of one Docker engine)."""
         import docker.errors
 
         from swe_envs.disk_guard import DiskGuard
-        from swe_envs.envs.validate.validator import InstanceFailure, Validator
+        from swe_envs.envs.evaluate import Outcome
+        from swe_envs.sessions.verify import SweGrader
 
         super().__init__()
-        self.evaluator, self.inst = evaluator, inst
-        env, path = evaluator.environment(inst, [inst])
-        if not env.ok:
-            raise RuntimeError(f"environment: {env.reason}")
-        spec = inst.get("environment") if isinstance(inst.get("environment"), dict) else {}
-        base: list[tuple[str, str]] = []
-        if spec.get("instance_image") and evaluator.builder.images.image_id(spec["instance_image"]):
-            image = spec["instance_image"]
-        elif path is not None:
-            validator = Validator(evaluator.builder.sandbox, 1, False, None, cfg=evaluator.cfg,
-                                  builder=evaluator.builder)
-            try:
-                image, base = validator.prepare(inst, env, path)
-            except InstanceFailure as err:
-                raise RuntimeError(f"{err.stage}: {err.reason}") from None
-        elif env.commit == inst["base_commit"]:
-            image = env.image
-        else:
-            raise RuntimeError("the environment's commit differs from the base commit (pass --repos DIR)")
-        cfg = evaluator.cfg.sandbox
-        client = evaluator.builder.sandbox.client
+        self.inst = inst
+        plan = host.evaluator.plan(inst, [inst])
+        if isinstance(plan, Outcome):
+            raise RuntimeError(plan.reason)
+        image = host.warm.get(plan.image)
+        self.grader = SweGrader(host.verifiers, inst, plan, image)
+        self.grader.prime()  # its verifier starts while the agent works
+        cfg = host.evaluator.cfg.sandbox
+        client = host.evaluator.builder.sandbox.client
         self._c = client.containers.run(
             image, ["sleep", "infinity"], detach=True, working_dir="/testbed", network_mode="none",
             labels={LABEL: owner(), SESSION_LABEL: self.id}, **container_options(cfg))
         self.disk = DiskGuard(client.api, cfg.disk_mb)
         self.disk.watch(self._c.id)
         self._docker_errors = docker.errors
-        for name, text in base:  # the base commit's diff, when there is no instance image
+        for name, text in plan.base:  # the base commit's diff, when there is no instance image
             write_file(self, f"/tmp/{name}.diff", text)
             rc, out, _ = self.exec(f"git apply --whitespace=nowarn /tmp/{name}.diff", 300)
             if rc != 0:
                 self.close()
                 raise RuntimeError(f"base patch did not apply: {out[-300:]}")
         # environment images may hold the tree without its history: a commit of the starting tree, so the
-        # model patch is the working tree's diff against exactly what the session (and the grader) start from
-        rc, out, _ = self.exec("git init -q && git add -A && git -c user.name=session -c user.email=session@localhost "
+        # model patch is the working tree's diff against exactly what the session (and the grader) start from;
+        # bytecode (the warm image's, the agent's test runs') is never part of it
+        rc, out, _ = self.exec("git init -q && mkdir -p .git/info && printf '__pycache__/\\n*.py[co]\\n' >> "
+                               ".git/info/exclude && git add -A && git -c user.name=session -c user.email=session@localhost "
                                "commit -q --allow-empty --no-verify -m session-start", 600)
         if rc != 0:
             self.close()
@@ -210,11 +203,11 @@ class SweSession(Session):
         return out if rc == 0 else ""
 
     def verify(self) -> tuple[float, dict[str, Any]]:
+        """The diff graded in a pristine warm container (``swe_envs.sessions.verify``), never in this one."""
         patch = self.diff()
         if not patch.strip():
             return 0.0, {"status": "empty_patch", "reason": "the working tree has no change"}
-        outcome = self.evaluator.run(self.inst, {"model_patch": patch, "model_name_or_path": "session"}, [self.inst])
-        return (1.0 if outcome.resolved else 0.0), {"status": outcome.outcome, "reason": outcome.reason}
+        return self.grader.grade(patch)
 
     def close(self) -> None:
         if not self.closed:

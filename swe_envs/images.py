@@ -202,8 +202,11 @@ class Images:
         if net["host_reachable"]:  # never silent: this build's RUN steps could reach the host's services
             lines.append(f"WARNING: RUN steps run on Docker's default bridge, which reaches this host's services: "
                          f"{net['why']}\n")
-        # its own client: the read timeout bounds a build that prints nothing for that long
-        api = docker.APIClient(**docker.utils.kwargs_from_env(), version="auto", timeout=self.cfg.timeout_s)
+        # its own client of the same engine (a session host's URL, else DOCKER_HOST's): the read timeout
+        # bounds a build that prints nothing for that long
+        where = {"base_url": self.client.engine_url} if getattr(self.client, "engine_url", "") else \
+            docker.utils.kwargs_from_env()
+        api = docker.APIClient(**where, version="auto", timeout=self.cfg.timeout_s)
         try:
             stream = api.build(fileobj=io.BytesIO(ctx), custom_context=True, tag=tag, rm=True, forcerm=True,
                                pull=False, decode=True, labels=labels or {}, nocache=self.cfg.no_cache,

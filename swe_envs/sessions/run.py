@@ -23,9 +23,11 @@ from typing import Any
 
 from core.errors import UserError
 from core.io import read_jsonl
+from swe_envs.sessions.hosts import Host
 from swe_envs.sessions.session import Session, SweSession, TerminalSession
 
 Call = tuple[str, dict[str, Any]]
+Opener = Callable[[Host], Session]
 
 
 def gold_calls_swe(inst: dict[str, Any]) -> list[Call]:
@@ -88,8 +90,9 @@ def episode(session: Session, calls_for: Callable[[Session], list[Call]]) -> dic
 
 
 def openers(instances: Path | None, repos: Path | None, tasks: Path | None, out: Path,
-            config: Path | None) -> tuple[dict[str, Callable[[], Session]], list[str]]:
-    """(what can be opened, by task name or instance id; the input rows that were refused, with why)."""
+            config: Path | None, log: Callable[[str], None] = print) -> tuple[dict[str, Opener], list[str]]:
+    """(what can be opened, by task name or instance id, each on a given engine; the input rows that
+    were refused, with why). What sessions share on an engine is made there on first use."""
     from core.cli import load_cli_config
 
     if (instances is None) == (tasks is None):
@@ -100,52 +103,73 @@ def openers(instances: Path | None, repos: Path | None, tasks: Path | None, out:
         from swe_envs.terminal.trial import Context
 
         cfg = load_cli_config(TerminalConfig, config, None)
-        ctx = Context(cfg, log=lambda m: None)
         dirs = [tasks] if (tasks / "task.toml").is_file() else sorted(p.parent for p in tasks.glob("*/task.toml"))
         if not dirs:
             raise UserError(f"no Harbor task (task.toml) under {tasks}")
-        return {load_task(d).name: (lambda d=d: TerminalSession(ctx, d, out / "verifier")) for d in dirs}, []
+
+        def context(host: Host) -> Context:
+            return Context(cfg, log=lambda m: None, client=host.client())
+
+        return {load_task(d).name: (lambda host, d=d: TerminalSession(host.state("terminal", context), d,
+                                                                      out / "verifier")) for d in dirs}, []
     from swe_envs.config import SweEnvsConfig
-    from swe_envs.docker_setup import docker_client
     from swe_envs.envs.environment.group import make_builder
     from swe_envs.envs.evaluate import Evaluator
     from swe_envs.instance import read_instances
+    from swe_envs.sessions.verify import SweHost
+    from swe_envs.sessions.warm import Verifiers, WarmImages
 
     rows, bad = read_instances(instances)
     cfg = load_cli_config(SweEnvsConfig, config, None)
     (out / "evaluate").mkdir(parents=True, exist_ok=True)
-    builder = make_builder(docker_client(), cfg, out / "evaluate", print)
-    evaluator = Evaluator(cfg, builder, repos.absolute() if repos else None, out / "evaluate", log=print)
-    return ({inst["instance_id"]: (lambda inst=inst: SweSession(evaluator, inst)) for inst in rows},
-            [f"{b['instance_id']}: {b['reason']}" for b in bad])
+    repos = repos.absolute() if repos else None
+
+    def harness(host: Host) -> SweHost:
+        client = host.client()
+        builder = make_builder(client, cfg, out / "evaluate", log)
+        return SweHost(Evaluator(cfg, builder, repos, out / "evaluate", log=log), WarmImages(client, log),
+                       Verifiers(client, cfg.sandbox, log=log))
+
+    return ({inst["instance_id"]: (lambda host, inst=inst: SweSession(host.state("swe", harness), inst))
+             for inst in rows}, [f"{b['instance_id']}: {b['reason']}" for b in bad])
 
 
 def run(policy: str, out: Path, instances: Path | None = None, repos: Path | None = None, tasks: Path | None = None,
-        config: Path | None = None, log: Callable[[str], None] = print) -> list[dict[str, Any]]:
+        config: Path | None = None, log: Callable[[str], None] = print,
+        engines: list[str] | None = None) -> list[dict[str, Any]]:
+    """One session at a time (on the least-loaded of ``engines``, default this process's engine)."""
+    from swe_envs.sessions.hosts import Hosts
+    from swe_envs.sessions.pool import SessionPool
+
     calls_for = _policy(policy)
-    opens, refused = openers(instances, repos, tasks, out, config)
+    opens, refused = openers(instances, repos, tasks, out, config, log)
     out.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
+    pool = SessionPool(opens, hosts=Hosts.from_specs(engines, 1), log=log)
     # one line per finished session, written as it finishes: a run stopped half-way keeps what it did
-    with open(out / "trajectories.jsonl", "w", encoding="utf-8") as fh:
-        def emit(row: dict[str, Any]) -> None:
-            rows.append(row)
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-            fh.flush()
+    try:
+        with open(out / "trajectories.jsonl", "w", encoding="utf-8") as fh:
+            def emit(row: dict[str, Any]) -> None:
+                rows.append(row)
+                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+                fh.flush()
 
-        for why in refused:  # malformed input rows: counted, with their reason
-            emit({"id": None, "messages": [], "reward": None, "turns": 0, "error": why})
-        for name, opener in opens.items():
-            try:
-                session = opener()
-            except Exception as err:  # a build or environment that failed: a row with the reason, the run goes on
-                emit({"id": name, "messages": [], "reward": None, "turns": 0, "error": f"{type(err).__name__}: {err}"})
-                log(f"{name}: session failed to open: {err}")
-                continue
-            try:
-                row = episode(session, calls_for)
-            finally:
-                session.close()
-            emit(row)
-            log(f"{row['id']}: reward {row['reward']:g} in {row['turns']} tool call(s)")
+            for why in refused:  # malformed input rows: counted, with their reason
+                emit({"id": None, "messages": [], "reward": None, "turns": 0, "error": why})
+            for name in opens:
+                try:
+                    session = pool.open(name)
+                except Exception as err:  # a build or environment that failed: a row with the reason, the run goes on
+                    emit({"id": name, "messages": [], "reward": None, "turns": 0,
+                          "error": f"{type(err).__name__}: {err}"})
+                    log(f"{name}: session failed to open: {err}")
+                    continue
+                try:
+                    row = episode(session, calls_for)
+                finally:
+                    pool.close(session.id)
+                emit(row)
+                log(f"{row['id']}: reward {row['reward']:g} in {row['turns']} tool call(s)")
+    finally:
+        pool.shutdown()
     return rows

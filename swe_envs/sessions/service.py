@@ -7,78 +7,21 @@
     GET    /sessions                                         -> {"open": [...], "available": [...]}
 
 Clients name what to open by id among what the server was started with (``--tasks DIR`` or
-``--instances FILE --repos DIR``): no client chooses a host path. At most ``max_sessions`` are open
-at once (429 past it); a reaper closes sessions idle past ``idle_timeout_s`` or older than
-``max_lifetime_s``, and every session is closed when the server stops. Containers carry the owner
-label, so ``python -m swe_envs cleanup`` removes those of a killed server.
+``--instances FILE --repos DIR``): no client chooses a host path. The pool (``swe_envs.sessions.pool``)
+places sessions on its Docker engines, at most ``max_sessions`` per engine (429 past every bound),
+keeps ``--warm`` sessions started ahead of need, and reaps idle and over-age ones; every session is
+closed when the server stops. Containers carry the owner label, so ``python -m swe_envs cleanup``
+(or the next service) removes those of a killed server.
 """
 
 from __future__ import annotations
 
 import json
-import threading
-import time
-from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from swe_envs.sessions.session import Session
+from swe_envs.sessions.pool import SessionPool
 from swe_envs.sessions.tools import TOOLS
-
-
-class SessionPool:
-    def __init__(self, openers: dict[str, Callable[[], Session]], max_sessions: int = 8,
-                 idle_timeout_s: float = 900.0, max_lifetime_s: float = 7200.0):
-        self.openers, self.max_sessions = openers, max_sessions
-        self.idle_timeout_s, self.max_lifetime_s = idle_timeout_s, max_lifetime_s
-        self.sessions: dict[str, Session] = {}
-        self.reaped = 0
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._reaper = threading.Thread(target=self._reap_loop, daemon=True, name="session-reaper")
-        self._reaper.start()
-
-    def open(self, name: str) -> Session:
-        if name not in self.openers:
-            raise KeyError(name)
-        with self._lock:
-            if len(self.sessions) >= self.max_sessions:
-                raise OverflowError(f"{self.max_sessions} sessions are open (max_sessions)")
-        session = self.openers[name]()
-        with self._lock:
-            self.sessions[session.id] = session
-        return session
-
-    def get(self, sid: str) -> Session:
-        with self._lock:
-            return self.sessions[sid]
-
-    def close(self, sid: str) -> bool:
-        with self._lock:
-            session = self.sessions.pop(sid, None)
-        if session is not None:
-            session.close()
-        return session is not None
-
-    def reap(self, now: float | None = None) -> int:
-        """Close idle and over-age sessions; how many were closed."""
-        now = time.monotonic() if now is None else now
-        with self._lock:
-            old = [sid for sid, s in self.sessions.items()
-                   if now - s.last_used > self.idle_timeout_s or now - s.opened > self.max_lifetime_s]
-        for sid in old:
-            self.close(sid)
-        self.reaped += len(old)
-        return len(old)
-
-    def _reap_loop(self) -> None:
-        while not self._stop.wait(min(30.0, self.idle_timeout_s / 4)):
-            self.reap()
-
-    def shutdown(self) -> None:
-        self._stop.set()
-        for sid in list(self.sessions):
-            self.close(sid)
 
 
 def make_server(pool: SessionPool, host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
@@ -115,9 +58,10 @@ def make_server(pool: SessionPool, host: str = "127.0.0.1", port: int = 0) -> Th
         def do_GET(self):
             kind, sid, _ = self._route()
             if kind and sid is None:
-                return self._send(200, {"open": [{"session_id": s.id, "name": s.name, "turns": s.turns}
+                return self._send(200, {"open": [{"session_id": s.id, "name": s.name, "turns": s.turns,
+                                                  "engine": s.host.name if getattr(s, "host", None) else None}
                                                  for s in list(pool.sessions.values())],
-                                        "available": sorted(pool.openers), "reaped": pool.reaped})
+                                        "available": sorted(pool.openers), **pool.describe()})
             self._send(404, {"error": f"no route GET {self.path}"})
 
         def do_POST(self):

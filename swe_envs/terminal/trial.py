@@ -69,7 +69,8 @@ def parse_reward(json_text: str | None, txt: str | None) -> tuple[float, dict]:
 class Context:
     """What trials share: the Docker client, the image builder (content-hash cache), substitutes."""
 
-    def __init__(self, cfg: TerminalConfig, log: Callable[[str], None] = print):
+    def __init__(self, cfg: TerminalConfig, log: Callable[[str], None] = print, client=None):
+        """``client``: the Docker engine to build and run on (default: this process's own engine)."""
         from swe_envs.config import BuildConfig
         from swe_envs.docker_setup import docker_client
         from swe_envs.images import Images
@@ -77,7 +78,7 @@ class Context:
         from swe_envs.terminal.substitute import Substituter
 
         self.cfg, self.log = cfg, log
-        self.client = docker_client(timeout=600)
+        self.client = client or docker_client(timeout=600)
         access = host_access(None)
         build = BuildConfig(timeout_s=cfg.images.build_timeout_s, memory_mb=cfg.images.build_memory_mb)
         self.images = Images(self.client, build, access=access, log=log)

@@ -98,8 +98,9 @@ def _call(base: str, method: str, path: str, body: dict | None = None) -> tuple[
 def test_the_http_service_opens_steps_verifies_bounds_and_reaps(tmp_path):
     import threading
 
+    from swe_envs.sessions.pool import SessionPool
     from swe_envs.sessions.run import openers
-    from swe_envs.sessions.service import SessionPool, make_server
+    from swe_envs.sessions.service import make_server
 
     tasks = tmp_path / "tasks"
     tiny_task(tasks)

@@ -85,22 +85,24 @@ class SessionTasks:
 
     def __init__(self, openers: dict[str, Callable[[], Any]], instructions: dict[str, str], max_turns: int = 30,
                  max_tokens: int | None = None, wall_s: float = 1800.0, max_sessions: int = 8,
-                 idle_timeout_s: float = 900.0, open_wait_s: float = 900.0, max_observation_chars: int = 4000):
-        from swe_envs.docker_setup import docker_client
-        from swe_envs.sandbox import sweep_orphans
-        from swe_envs.sessions.service import SessionPool
+                 idle_timeout_s: float = 900.0, open_wait_s: float = 900.0, max_observation_chars: int = 4000,
+                 engines: list[str] | None = None, warm: int = 0):
+        from swe_envs.sessions.hosts import Hosts
+        from swe_envs.sessions.pool import SessionPool
 
         if not openers:
             raise InputError("no instance or task to open sessions on")
+        hosts = Hosts.from_specs(engines, max_sessions)  # max_sessions: per engine
         # containers of a service killed before it could close them (SIGKILL, OOM): its successor
-        # removes them before opening any (owner label: a process of this host that is gone)
-        self.swept = sweep_orphans(docker_client())
+        # removes them from every engine before opening any (owner label: a process of this host that is gone)
+        self.swept = hosts.sweep()
         self.names = sorted(openers)
         self.instructions = instructions
         self.max_turns, self.max_tokens, self.wall_s = max_turns, max_tokens, wall_s
         self.open_wait_s, self.max_chars = open_wait_s, max_observation_chars
         # the pool bounds this host's containers and reaps the ones nobody steps or closes
-        self.pool = SessionPool(openers, max_sessions, idle_timeout_s, max_lifetime_s=wall_s + idle_timeout_s)
+        self.pool = SessionPool(openers, max_sessions, idle_timeout_s, max_lifetime_s=wall_s + idle_timeout_s,
+                                hosts=hosts, warm=warm, log=lambda m: print(m, file=sys.stderr))
         self.episodes: dict[str, Episode] = {}
         self.graded: OrderedDict[str, tuple[float, dict]] = OrderedDict()  # a retried /reward gets the same answer
         self.lock = threading.Lock()
@@ -230,7 +232,7 @@ def swe_sessions(instances: str, repos: str | None = None, config: str | None = 
         raise InputError(f"SWE instances: not a file: {path}")
     work = Path(out) if out else Path(tempfile.mkdtemp(prefix="swe-sessions-"))
     opens, refused = openers(path, data_path(repos) if repos else None, None, work,
-                             data_path(config) if config else None)
+                             data_path(config) if config else None, log=lambda m: print(m, file=sys.stderr))
     for why in refused:
         print(f"SWE instance refused: {why}", file=sys.stderr)
     from core.io import read_jsonl
@@ -261,7 +263,12 @@ def terminal_sessions(tasks: str, config: str | None = None, out: str | None = N
         dirs += sorted(done)
     if not dirs:
         raise InputError(f"no Harbor task (task.toml) or Terminal-Bench task (task.yaml) in {root}")
-    ctx = Context(load_cli_config(TerminalConfig, data_path(config) if config else None, None), log=lambda m: None)
+    cfg = load_cli_config(TerminalConfig, data_path(config) if config else None, None)
     loaded = {d: load_task(d) for d in dirs}
-    opens = {t.name: (lambda d=d: TerminalSession(ctx, d, work / "verifier")) for d, t in loaded.items()}
+
+    def context(host) -> Context:  # one runner context per Docker engine
+        return Context(cfg, log=lambda m: None, client=host.client())
+
+    opens = {t.name: (lambda host, d=d: TerminalSession(host.state("terminal", context), d, work / "verifier"))
+             for d, t in loaded.items()}
     return SessionTasks(opens, {t.name: t.steps[0].instruction for t in loaded.values()}, **opts)

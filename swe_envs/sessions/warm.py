@@ -29,9 +29,18 @@ from collections.abc import Callable
 import docker.errors
 
 from swe_envs.config import SandboxConfig
-from swe_envs.disk_guard import DiskGuard, fsize_ulimit
+from swe_envs.disk_guard import DiskGuard
 from swe_envs.images import sha
-from swe_envs.sandbox import LABEL, PATCH_FAILED_RC, RUN_SH, RunLog, SandboxResult, _read_dir, owner
+from swe_envs.sandbox import (
+    LABEL,
+    PATCH_FAILED_RC,
+    RUN_SH,
+    RunLog,
+    SandboxResult,
+    _read_dir,
+    container_options,
+    owner,
+)
 from swe_envs.sessions.zygote import BOOT, ZYGOTE_PY, test_sh, zygote_launch
 
 WARM_LABEL = "swe_envs.session.warm_from"
@@ -117,16 +126,13 @@ class Verifiers:
     def _start(self, image: str, network: str, command: str):
         """The sandbox's container (same limits, user, labels), its main process ``BOOT``: it waits for
         ``/task`` and then runs the sandbox's run script; a pytest command gets its zygote."""
-        env = {"HOME": "/home/swe", "CI": "true"}
+        opts = container_options(self.cfg)  # the sandbox's, so a verifier is contained as a test run is
         launch = zygote_launch(command)
         if launch:
-            env.update(SWE_ZYGOTE=launch, SWE_ZYGOTE_PY=ZYGOTE_PY)
+            opts["environment"] = dict(opts["environment"], SWE_ZYGOTE=launch, SWE_ZYGOTE_PY=ZYGOTE_PY)
         return self.client.containers.run(
-            image, ["sh", "-c", BOOT], detach=True, user=self.cfg.user, working_dir="/testbed",
-            network_mode=network, nano_cpus=int(self.cfg.cpus * 1e9), mem_limit=f"{self.cfg.memory_mb}m",
-            memswap_limit=f"{self.cfg.memory_mb}m", pids_limit=self.cfg.pids, cap_drop=["ALL"],
-            security_opt=["no-new-privileges"], init=True, ulimits=[fsize_ulimit(self.cfg.max_file_mb)],
-            labels={LABEL: owner(), VERIFIER_LABEL: image, "swe_envs.run": uuid.uuid4().hex}, environment=env)
+            image, ["sh", "-c", BOOT], detach=True, working_dir="/testbed", network_mode=network,
+            labels={LABEL: owner(), VERIFIER_LABEL: image, "swe_envs.run": uuid.uuid4().hex}, **opts)
 
     def prime(self, image: str, network: str, command: str) -> None:
         """Start one in the background unless ``per_image`` are ready or starting."""

@@ -13,14 +13,28 @@ from pathlib import Path
 
 import typer
 
+from core.cache import cache_dir
 from core.cli import load_cli_config, user_errors
 from core.engine import make_engine
+from core.storage import staged_output
 
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     help="GLM-5 recipe data jobs (datatrove locally, Spark with --master).",
 )
+
+URL_OUTPUT_HELP = ("or a URL (s3://bucket/prefix/): the job runs in a local staging directory (--staging) "
+                   "and the finished output is uploaded, job.json last")
+
+
+def staging_dir(given: Path | None) -> Path:
+    """Where outputs bound for a URL are written first (per URL, so an interrupted run resumes)."""
+    return given or cache_dir() / "staging"
+
+
+STAGING_HELP = "local directory for outputs bound for a URL (default: the cache's staging/)"
+
 
 MASTER_HELP = ("Spark master (local[2], spark://host:7077); omit to run on datatrove's local executor "
                "(under spark-submit: its --master)")
@@ -44,15 +58,17 @@ def demo(
 @app.command()
 @user_errors
 def documents(
-    input: list[Path] = typer.Option(
-        ..., "--input", help="file or directory (.html[.gz], .jsonl[.gz], .parquet, .txt); repeatable"
+    input: list[str] = typer.Option(
+        ..., "--input", help="file, directory or glob (.html[.gz], .jsonl[.gz], .parquet, .txt, .warc[.gz]), or "
+        "an object-storage URL (s3://bucket/prefix/, AWS_* environment); repeatable"
     ),
-    output: Path = typer.Option(..., help="output directory (documents/, rejects/, job.json)"),
+    output: str = typer.Option(..., help=f"output directory (documents/, rejects/, job.json) {URL_OUTPUT_HELP}"),
     master: str = typer.Option(None, help=MASTER_HELP),
     config: Path = typer.Option(None, help="DocumentsJobConfig YAML"),
     source: str = typer.Option(None, help="mixture name for the inputs (default: file/directory name)"),
     set_: list[str] = typer.Option(None, "--set", help="override a config key, e.g. --set local.tasks=8"),
     overwrite: bool = typer.Option(False, help="replace an existing output of a different job"),
+    staging: Path = typer.Option(None, help=STAGING_HELP),
 ) -> None:
     """Read -> HTML extraction -> length -> Gopher repetition; kept docs and rejects as Parquet."""
     from pipelines.inputs import InputSpec
@@ -60,17 +76,21 @@ def documents(
     from pipelines.report.stats import collect_stats, render
 
     cfg = load_cli_config(job.DocumentsJobConfig, config, set_)
-    specs = [InputSpec(path=str(p), source=source) for p in input]
-    with make_engine(master, cfg.local, cfg.spark) as engine:
-        result = job.run(cfg, specs, output, engine, overwrite=overwrite)
-    render(collect_stats(result.out_dir))
+    specs = [InputSpec(path=p, source=source) for p in input]
+    with staged_output(output, staging_dir(staging), replace=overwrite) as out:
+        with make_engine(master, cfg.local, cfg.spark) as engine:
+            result = job.run(cfg, specs, out, engine, overwrite=overwrite)
+        stats = collect_stats(result.out_dir)
+    render(stats)
 
 
 @app.command()
 @user_errors
 def web(
-    input: list[Path] = typer.Option(..., "--input", help="HTML/WARC/JSONL/Parquet file or directory; repeatable"),
-    output: Path = typer.Option(..., help="output directory (documents/, rejects/, job.json, models/)"),
+    input: list[str] = typer.Option(..., "--input", help="HTML/WARC/JSONL/Parquet file, directory or glob, or an "
+                                    "object-storage URL (s3://bucket/prefix/, AWS_* environment); repeatable"),
+    output: str = typer.Option(..., help=f"output directory (documents/, rejects/, job.json, models/) "
+                               f"{URL_OUTPUT_HELP}"),
     master: str = typer.Option(None, help=MASTER_HELP),
     config: Path = typer.Option(None, help="WebConfig YAML (e.g. configs/web.yaml)"),
     source: str = typer.Option(None, help="mixture name for the inputs (default: file/directory name)"),
@@ -78,15 +98,18 @@ def web(
     max_files: int = typer.Option(None, help="read only the first N files of each input directory"),
     set_: list[str] = typer.Option(None, "--set", help="override a config key, e.g. --set dclm.keep_top_fraction=0.2"),
     resume: bool = typer.Option(False, help="keep finished tasks of an interrupted run with the same config"),
+    staging: Path = typer.Option(None, help=STAGING_HELP),
 ) -> None:
     """Web quality filtering: heuristics, language, DCLM top-p%, LLM edu scoring, AI/template exclusion."""
     from pipelines.inputs import InputSpec
     from pipelines.jobs import web as job
 
     cfg = load_cli_config(job.WebConfig, config, set_)
-    specs = [InputSpec(path=str(p), source=source, glob=glob, max_files=max_files) for p in input]
-    with make_engine(master, cfg.local, cfg.spark) as engine:
-        summary = job.run(cfg, specs, output, engine, resume=resume)
+    specs = [InputSpec(path=p, source=source, glob=glob, max_files=max_files) for p in input]
+    # the web job replaces its output unless resuming; so does its upload
+    with staged_output(output, staging_dir(staging), replace=True) as out:
+        with make_engine(master, cfg.local, cfg.spark) as engine:
+            summary = job.run(cfg, specs, out, engine, resume=resume)
     job.print_web_summary(summary)
 
 

@@ -2,6 +2,8 @@
 ``InputFile``s (sorted, de-duplicated, format detected from the suffix), and the read limits.
 
 A missing input path is a one-line ``InputError`` naming it, raised before any work starts.
+A path may be a URL (``s3://bucket/prefix/``, a glob ``s3://bucket/crawl/*.warc.gz``, one object):
+its objects are listed through fsspec (``core.storage``), and the readers stream them.
 The readers that turn these files into documents are in ``pipelines.readers``.
 """
 
@@ -17,7 +19,8 @@ from typing import Literal
 from pydantic import Field
 
 from core.config import StrictModel
-from core.errors import InputError
+from core.errors import InputError, UserError
+from core.storage import full_url, is_url, storage_error, url_fs
 
 # "documents": a dataset written by our own jobs (id, text, metadata JSON), read verbatim
 Format = Literal["jsonl", "parquet", "html", "text", "documents", "warc"]
@@ -107,24 +110,61 @@ def _file_candidate(path: Path, rel: str, spec: InputSpec) -> tuple[Path, str, F
     return path, rel, fmt
 
 
+def _dir_member(fn: str, rel: str, spec: InputSpec) -> Format | None:
+    """The format of the file ``fn`` (``rel`` under the directory searched), or None to skip it."""
+    # auto: only known document suffixes (images, css, js… beside them are not
+    # documents); a forced format takes every non-hidden file
+    fmt = _detect_format(fn) if spec.format == "auto" else spec.format
+    if spec.format == "documents" and not fn.endswith(".parquet"):
+        return None  # Spark's _SUCCESS and .crc files beside the parts
+    if fmt is None or fn.startswith((".", "_")):
+        return None
+    if spec.glob and not fnmatch.fnmatch(rel, spec.glob):
+        return None
+    return fmt
+
+
 def _dir_candidates(root: Path, spec: InputSpec, base: Path) -> list[tuple[Path, str, Format]]:
     """The document files under ``root``, their relative paths taken from ``base``."""
     candidates = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
         for fn in sorted(filenames):
-            # auto: only known document suffixes (images, css, js… beside them are not
-            # documents); a forced format takes every non-hidden file
-            fmt = _detect_format(fn) if spec.format == "auto" else spec.format
-            if spec.format == "documents" and not fn.endswith(".parquet"):
-                continue  # Spark's _SUCCESS and .crc files beside the parts
-            if fmt is None or fn.startswith((".", "_")):
-                continue
             p = Path(dirpath) / fn
-            if spec.glob and not fnmatch.fnmatch(str(p.relative_to(root)), spec.glob):
-                continue
-            candidates.append((p, str(p.relative_to(base)), fmt))
+            fmt = _dir_member(fn, str(p.relative_to(root)), spec)
+            if fmt is not None:
+                candidates.append((p, str(p.relative_to(base)), fmt))
     return candidates
+
+
+def _url_candidates(spec: InputSpec) -> tuple[str, list[tuple[str, str, Format]]]:
+    """``_spec_candidates`` for a URL: an object, a prefix (a "directory") or a glob, listed once."""
+    fs, root = url_fs(spec.path)
+    fs.invalidate_cache()  # a listing cached by an earlier job of this process may be stale
+    root = root.rstrip("/")
+    if _is_magic(root):
+        parts = root.split("/")
+        base = "/".join(parts[: next(i for i, p in enumerate(parts) if _is_magic(p))])
+        tops = [(m, fs.info(m)) for m in sorted(fs.glob(root))]
+    else:
+        base = root.rsplit("/", 1)[0] if fs.isfile(root) else root
+        tops = [(root, fs.info(root))]  # FileNotFoundError: no bucket, no such object or prefix
+    candidates: list[tuple[str, str, Format]] = []
+    for top, info in tops:
+        if info["type"] == "directory":
+            for key in fs.find(top, withdirs=False):
+                fmt = _dir_member(key.rsplit("/", 1)[-1], key[len(top) + 1:], spec)
+                if fmt is not None:
+                    candidates.append((full_url(fs, key), key[len(base) + 1:], fmt))
+        elif spec.format != "auto" or _detect_format(top) is not None or not _is_magic(root):
+            name = top.rsplit("/", 1)[-1]
+            _, _, fmt = _file_candidate(Path(name), name, spec)
+            candidates.append((full_url(fs, top), top[len(base) + 1:], fmt))
+    if not candidates:
+        raise InputError(f"{spec.path}: no document files found (looked for {sorted(_SUFFIXES)})")
+    # as for paths: a file's or directory's own name, a glob's fixed directory
+    named = base if _is_magic(root) else root
+    return _default_source(Path(named.rsplit("/", 1)[-1] or "default")), candidates
 
 
 def _glob_base(pattern: str) -> Path:
@@ -143,6 +183,13 @@ def _is_magic(text: str) -> bool:
 
 def _spec_candidates(spec: InputSpec) -> tuple[str, list[tuple[Path, str, Format]]]:
     """(default source, candidate files) of one spec: a file, a directory, or a glob pattern."""
+    if is_url(spec.path):
+        try:
+            return _url_candidates(spec)
+        except UserError:
+            raise
+        except Exception as err:  # noqa: BLE001 - botocore/aiohttp raise many kinds; each is one line
+            raise storage_error(spec.path, err) from err
     root = Path(spec.path).expanduser()
     if not root.exists() and _is_magic(spec.path):
         base = _glob_base(str(root))

@@ -14,7 +14,6 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -31,6 +30,7 @@ from core.records import (
     scrub_surrogates,
     truncate_for_reject,
 )
+from core.storage import input_size, is_url, open_input
 from pipelines.charset import decode_page
 from pipelines.inputs import InputFile, ReadLimits
 
@@ -51,7 +51,7 @@ def _reject(doc_id: str, text: str, f: InputFile, reason: str, detail: str, limi
 
 
 def _open_bytes(path: str) -> bytes:
-    with open(path, "rb") as fh:
+    with open_input(path) as fh:
         raw = fh.read()
     if path.endswith(".gz"):
         raw = gzip.decompress(raw)
@@ -137,19 +137,27 @@ def _guarded_record(record: dict[str, Any], default_id: str, f: InputFile, limit
         return _reject(default_id, "", f, "unreadable_record", f"{default_id}: {type(err).__name__}: {err}", limits)
 
 
+def _size_or_none(path: str) -> int | None:
+    try:
+        return input_size(path)
+    except OSError:
+        return None
+
+
 def _read_jsonl(f: InputFile, limits: ReadLimits) -> Iterator[Document]:
-    if f.path.endswith(".gz") and os.path.exists(f.path) and os.path.getsize(f.path) == 0:
+    if f.path.endswith(".gz") and _size_or_none(f.path) == 0:
         # Python's gzip reads an empty file as an empty stream; a real gzip has at least a header,
         # so this is a write or download cut short before its first byte, not an empty dataset
         yield _reject(f"{f.source}/{f.relpath}", "", f, "corrupt_file", f"{f.path}: empty gzip file", limits)
         return
     try:
-        fh: io.BufferedIOBase = gzip.open(f.path, "rb") if f.path.endswith(".gz") else open(f.path, "rb")
+        raw_fh = open_input(f.path)
+        fh: io.BufferedIOBase = gzip.open(raw_fh, "rb") if f.path.endswith(".gz") else raw_fh
     except OSError as err:
         yield _reject(f"{f.source}/{f.relpath}", "", f, "corrupt_file", str(err), limits)
         return
     lineno = 0
-    with fh:
+    with raw_fh, fh:
         try:
             for lineno, line in enumerate(fh, start=1):  # noqa: B007 - lineno used after loop on error
                 default_id = f"{f.source}/{f.relpath}#L{lineno}"
@@ -193,12 +201,22 @@ def _read_jsonl(f: InputFile, limits: ReadLimits) -> Iterator[Document]:
             )
 
 
+def _parquet_file(path: str) -> pq.ParquetFile:
+    # a local path stays on pyarrow's own (native) file; an object is read in ranges through fsspec
+    return pq.ParquetFile(open_input(path) if is_url(path) else path)
+
+
 def _read_parquet(f: InputFile, limits: ReadLimits) -> Iterator[Document]:
     try:
-        pf = pq.ParquetFile(f.path)
+        pf = _parquet_file(f.path)
     except Exception as err:  # pyarrow raises several types for a non-Parquet file
         yield _reject(f"{f.source}/{f.relpath}", "", f, "corrupt_file", f"{f.path}: {err}", limits)
         return
+    with pf:
+        yield from _parquet_rows(pf, f, limits)
+
+
+def _parquet_rows(pf, f: InputFile, limits: ReadLimits) -> Iterator[Document]:
     row = 0
     try:
         for batch in pf.iter_batches(batch_size=512):
@@ -225,10 +243,15 @@ def _read_documents(f: InputFile, limits: ReadLimits) -> Iterator[Document]:
     """Our own documents dataset: ids, text and metadata carried over exactly."""
     whole = f"{f.source}/{f.relpath}"
     try:
-        pf = pq.ParquetFile(f.path)
+        pf = _parquet_file(f.path)
     except Exception as err:
         yield _reject(whole, "", f, "corrupt_file", f"{f.path}: {err}", limits)
         return
+    with pf:
+        yield from _document_rows(pf, whole, f, limits)
+
+
+def _document_rows(pf, whole: str, f: InputFile, limits: ReadLimits) -> Iterator[Document]:
     schema = pf.schema_arrow
     wrong = [f"{c}: {schema.field(c).type}" for c in ("id", "text", "metadata") if c in schema.names
              and not (pa.types.is_string(schema.field(c).type) or pa.types.is_large_string(schema.field(c).type)

@@ -9,7 +9,8 @@ engine and pushes the documents through the same ``StepChain``. Its output rows 
 so a re-run after a crash replaces partial outputs (idempotent).
 
 Inputs must be readable from every executor (a shared filesystem on a cluster) and are named
-by absolute path; the files steps load (models, tokenizers) are shipped by Spark itself
+by absolute path, or are URLs (``s3://``) each executor streams through fsspec itself, with the
+driver's ``AWS_*`` settings (``core.storage.forward_storage_env``); the files steps load (models, tokenizers) are shipped by Spark itself
 (``pipelines.spark_files``).
 """
 
@@ -27,6 +28,7 @@ from core.errors import UserError
 from core.outputs import prepare_output
 from core.records import REASON, STAGE, doc_to_row, get_reject, reject_schema, reject_to_row
 from core.spark import SparkConfig, input_partitions, spark_schema, worker_error
+from core.storage import forward_storage_env, is_url
 from pipelines.chain import StepChain, merge_timings
 from pipelines.inputs import InputFile, ReadLimits, list_input_files
 from pipelines.job import DocJob, JobResult, Layout, finish
@@ -98,7 +100,9 @@ def run_spark(job: DocJob, out: str | Path | Layout, spark, cfg: SparkConfig | N
                    (layout.documents, layout.rejects))
     # executors share neither the driver's cwd nor (on a cluster) its filesystem: inputs are
     # named by absolute path, and models/tokenizers travel with the job (SparkContext.addFile)
-    files = [f.model_copy(update={"path": os.path.abspath(f.path)}) for f in files]
+    files = [f if is_url(f.path) else f.model_copy(update={"path": os.path.abspath(f.path)}) for f in files]
+    if any(is_url(f.path) for f in files):
+        forward_storage_env(spark.sparkContext)
     chain = replace(job, steps=ship_step_files(job.steps, spark.sparkContext)).chain()
     schema = reject_schema(chain.promoted)
     n_parts = input_partitions(spark, cfg, len(files))

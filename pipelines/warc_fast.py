@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from core.storage import open_input
 from pipelines.warc_records import WarcRecord, is_page_type
 
 
@@ -35,7 +36,7 @@ def fastwarc_records(path: str, limits) -> Iterator[WarcRecord]:
     """Each record of the WARC file at ``path``; raises OSError where FastWARC cannot go on."""
     from fastwarc.warc import ArchiveIterator
 
-    with open(path, "rb") as fh:
+    with open_input(path) as fh:
         for n, record in enumerate(ArchiveIterator(fh, parse_http=True, auto_decode="none"), start=1):
             # one dict per record: HeaderMap.get costs more than the framing of a small record
             h: dict[str, str] = {}

@@ -22,11 +22,11 @@ damage (crawlers truncate long payloads and say so in WARC-Truncated, or store t
 from __future__ import annotations
 
 import gzip
-import os
 from collections.abc import Iterator
 
 from datatrove.data import Document
 
+from core.storage import input_size, open_input
 from pipelines.warc_fast import fastwarc_available, fastwarc_records
 from pipelines.warc_records import WarcRecord, is_page_type, record_outcome
 
@@ -100,7 +100,7 @@ def read_warc(f, limits, reject) -> Iterator[Document]:
     archive records are rejected like every input. FastWARC reads WARC files
     (``ReadLimits.warc_reader``); warcio reads ARC files and takes over wherever FastWARC stops."""
     try:
-        size = os.path.getsize(f.path)
+        size = input_size(f.path)
     except OSError as err:
         yield reject(f"{f.source}/{f.relpath}", "", f, "corrupt_file", f"{f.path}: {err}", limits)
         return
@@ -133,7 +133,7 @@ def _tail_is_one_record(path: str, offset: int | None, size: int, limits) -> boo
 
     if offset is None:
         return False
-    with open(path, "rb") as fh:
+    with open_input(path) as fh:
         fh.seek(offset)
         records = ArchiveIterator(fh)
         n = 0
@@ -152,7 +152,7 @@ def _read_with_warcio(f, limits, reject, size: int, skip: int) -> Iterator[Docum
     whole_gzip = False
     end = None
     try:
-        with open(f.path, "rb") as fh:
+        with open_input(f.path) as fh:
             try:
                 for item in _walk(fh, f, limits, reject, skip=n):
                     if isinstance(item, int):
@@ -165,7 +165,7 @@ def _read_with_warcio(f, limits, reject, size: int, skip: int) -> Iterator[Docum
                     raise
                 whole_gzip = True
         if whole_gzip:
-            with gzip.open(f.path, "rb") as gz:
+            with open_input(f.path) as raw, gzip.open(raw, "rb") as gz:
                 for item in _walk(gz, f, limits, reject, skip=n):
                     if isinstance(item, int):
                         end = item

@@ -1,0 +1,206 @@
+"""Inputs and outputs in object storage, against a real S3 server: moto's, serving HTTP from a
+thread of this process (s3fs talks to it over the network as to any S3 endpoint; nothing is
+mocked on the client side). The documents job on ``s3://`` inputs counts exactly what it counts
+on the same files read from a directory, locally and on Spark; an ``s3://`` output holds
+``documents/`` and ``job.json``; a missing bucket, missing credentials and an empty prefix are
+one line each, before any work."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from core.cache import cache_dir
+from pipelines.inputs import InputSpec, list_input_files
+from samples.web_archives import obtain_web_archives
+
+ROOT = Path(__file__).resolve().parents[2]
+# real archives no one here wrote, with their damage: a truncated one, a whole-file gzip, an ARC
+WARCS = ("pywb-iana.warc.gz", "warcio-example.warc.gz", "warcio-example-trunc.warc",
+         "warcio-example-bad-non-chunked.warc.gz", "warcio-example.arc.gz", "pywb-example.warc")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint():
+    from moto.server import ThreadedMotoServer
+
+    port = _free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    yield f"http://127.0.0.1:{port}"
+    server.stop()
+
+
+@pytest.fixture
+def s3(s3_endpoint, monkeypatch):
+    """(filesystem, a fresh bucket) with the S3 environment a user would set."""
+    import fsspec
+
+    for key, value in {"AWS_ENDPOINT_URL": s3_endpoint, "AWS_ACCESS_KEY_ID": "testing",
+                       "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
+                       "AWS_EC2_METADATA_DISABLED": "true"}.items():
+        monkeypatch.setenv(key, value)
+    fs = fsspec.filesystem("s3", skip_instance_cache=True)
+    bucket = f"b-{uuid.uuid4().hex[:12]}"
+    fs.mkdir(bucket)
+    return fs, bucket
+
+
+@pytest.fixture(scope="module")
+def input_dir(sample_corpus, tmp_path_factory):
+    """``in/pages/*.html`` (12 real documentation pages) and ``in/crawl/*`` (real web archives)."""
+    d = tmp_path_factory.mktemp("objects") / "in"
+    (d / "pages").mkdir(parents=True)
+    for p in sorted(sample_corpus.html_dir.glob("*.html"))[:12]:
+        shutil.copy(p, d / "pages" / p.name)
+    (d / "crawl").mkdir()
+    archives = {p.name: p for p in obtain_web_archives(cache_dir(), log=lambda m: None)}
+    for name in WARCS:
+        shutil.copy(archives[name], d / "crawl" / name)
+    return d
+
+
+def _upload(fs, bucket: str, local: Path, prefix: str = "in") -> str:
+    for p in sorted(local.rglob("*")):
+        if p.is_file():
+            fs.put_file(str(p), f"{bucket}/{prefix}/{p.relative_to(local).as_posix()}")
+    return f"s3://{bucket}/{prefix}/"
+
+
+def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pipelines", *args], cwd=ROOT, capture_output=True, text=True,
+                          env=env if env is not None else dict(os.environ), timeout=900)
+
+
+def _ok(res: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    assert res.returncode == 0, f"exit {res.returncode}\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
+    return res
+
+
+def _one_line_error(res: subprocess.CompletedProcess) -> str:
+    assert res.returncode == 2, f"exit {res.returncode}\n{res.stdout[-2000:]}\n{res.stderr[-2000:]}"
+    assert "Traceback" not in res.stderr, res.stderr[-3000:]
+    lines = res.stderr.strip().splitlines()
+    assert lines and lines[-1].startswith("error: "), res.stderr[-2000:]
+    return lines[-1]
+
+
+def _ids(path: str) -> list[str]:
+    return sorted(r[0] for r in duckdb.sql(f"SELECT id FROM read_parquet('{path}/*.parquet')").fetchall())
+
+
+@pytest.fixture(scope="module")
+def local_run(input_dir, tmp_path_factory):
+    """The documents job on the directory: the reference every object-storage run must equal."""
+    out = tmp_path_factory.mktemp("local") / "out"
+    _ok(cli("documents", "--input", str(input_dir), "--output", str(out), "--set", "local.tasks=2"))
+    return out
+
+
+def test_urls_list_as_their_directory_does(s3, input_dir):
+    fs, bucket = s3
+    url = _upload(fs, bucket, input_dir)
+
+    def listing(path: str, **kw):
+        return [(f.relpath, f.format, f.source) for f in list_input_files([InputSpec(path=path, **kw)])]
+
+    assert listing(url) == sorted(listing(str(input_dir)))  # S3 lists keys in byte order
+    assert len(listing(url)) == 12 + len(WARCS)
+    assert listing(f"s3://{bucket}/in/crawl/*.warc.gz") == listing(str(input_dir / "crawl" / "*.warc.gz"))
+    one = f"s3://{bucket}/in/crawl/pywb-iana.warc.gz"
+    assert listing(one) == [("pywb-iana.warc.gz", "warc", "pywb-iana")] == listing(
+        str(input_dir / "crawl" / "pywb-iana.warc.gz"))
+    assert listing(url, glob="*.html") == sorted(listing(str(input_dir), glob="*.html"))
+
+
+def test_documents_job_reads_and_writes_s3_with_the_counts_of_a_directory(s3, input_dir, local_run, tmp_path):
+    fs, bucket = s3
+    url = _upload(fs, bucket, input_dir)
+    out = f"s3://{bucket}/runs/docs"
+    _ok(cli("documents", "--input", url, "--output", out, "--set", "local.tasks=2", "--staging", str(tmp_path)))
+
+    want = json.loads((local_run / "job.json").read_text())
+    got = json.loads(fs.cat(f"{bucket}/runs/docs/job.json"))
+    assert got["counts"] == want["counts"]
+    read = got["counts"]["read"]
+    assert read["docs_in"] == read["kept"] + read["rejected"] and read["kept"] >= 12 and read["rejected"] > 0
+    assert fs.glob(f"{bucket}/runs/docs/documents/*.parquet") and fs.glob(f"{bucket}/runs/docs/rejects/*.parquet")
+    # the same documents, by id, as from the directory (ids are source/relative path)
+    fetched = tmp_path / "fetched"
+    fs.get(f"{bucket}/runs/docs/", str(fetched), recursive=True)
+    assert _ids(str(fetched / "documents")) == _ids(str(local_run / "documents"))
+    assert [p.name for p in tmp_path.iterdir()] == ["fetched"]  # the staging directory is gone once uploaded
+
+    # the output is now a job output: replaced only when asked
+    again = cli("documents", "--input", url, "--output", out, "--staging", str(tmp_path))
+    assert "pass --overwrite" in _one_line_error(again)
+
+
+@pytest.mark.spark
+def test_documents_job_on_spark_reads_s3_and_uploads_its_output(s3, input_dir, local_run, spark, tmp_path):
+    from core.spark import SparkConfig
+    from core.spark_engine import SparkEngine
+    from core.storage import staged_output
+    from pipelines.jobs import documents
+
+    fs, bucket = s3
+    url = _upload(fs, bucket, input_dir)
+    out = f"s3://{bucket}/runs/spark"
+    cfg = documents.DocumentsJobConfig()
+    with staged_output(out, tmp_path / "staging", replace=False) as staged:
+        documents.run(cfg, [InputSpec(path=url)], staged, SparkEngine(spark, SparkConfig(input_partitions=2)))
+    got = json.loads(fs.cat(f"{bucket}/runs/spark/job.json"))
+    assert got["engine"] == "spark"
+    assert got["counts"] == json.loads((local_run / "job.json").read_text())["counts"]
+    assert fs.glob(f"{bucket}/runs/spark/documents/*.parquet")
+
+
+def test_missing_bucket_empty_prefix_and_no_credentials_are_one_line(s3, input_dir, tmp_path):
+    fs, bucket = s3
+    url = _upload(fs, bucket, input_dir / "pages")
+    out = str(tmp_path / "out")
+
+    err = _one_line_error(cli("documents", "--input", "s3://no-such-bucket-here/x/", "--output", out))
+    assert "s3://no-such-bucket-here/x/" in err and "does not exist" in err
+
+    err = _one_line_error(cli("documents", "--input", f"s3://{bucket}/nothing-here/", "--output", out))
+    assert f"s3://{bucket}/nothing-here/" in err and "does not exist" in err
+
+    fs.pipe(f"{bucket}/notes/readme.md", b"not a document")
+    err = _one_line_error(cli("documents", "--input", f"s3://{bucket}/notes/", "--output", out))
+    assert "no document files found" in err
+
+    bare = {k: v for k, v in os.environ.items() if k not in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
+    bare |= {"AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"), "AWS_CONFIG_FILE": str(tmp_path / "none")}
+    err = _one_line_error(cli("documents", "--input", url, "--output", out, env=bare))
+    assert url in err and "no credentials" in err
+
+    err = _one_line_error(cli("documents", "--input", url, "--output", "s3://no-such-bucket-here/out/",
+                              "--staging", str(tmp_path / "staging")))
+    assert "no-such-bucket-here" in err and "does not exist" in err
+    assert not (tmp_path / "out").exists() and not (tmp_path / "staging").exists()
+
+
+def test_an_output_url_holding_other_objects_is_refused(s3, input_dir, tmp_path):
+    fs, bucket = s3
+    url = _upload(fs, bucket, input_dir / "pages")
+    fs.pipe(f"{bucket}/theirs/data.csv", b"a,b\n")
+    err = _one_line_error(cli("documents", "--input", url, "--output", f"s3://{bucket}/theirs/",
+                              "--staging", str(tmp_path), "--overwrite"))
+    assert "is not a job output" in err
+    assert fs.cat(f"{bucket}/theirs/data.csv") == b"a,b\n"

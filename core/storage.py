@@ -28,7 +28,7 @@ from core.errors import InputError, UserError
 # what s3fs/botocore read from the environment; Spark executors get these from the driver
 STORAGE_ENV = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
                "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION", "AWS_REGION", "AWS_PROFILE")
-JOB_JSON = "job.json"
+JOB_JSON, FINGERPRINT = "job.json", "fingerprint.json"
 
 
 def is_url(path: str | Path) -> bool:
@@ -107,15 +107,17 @@ def _check_target(url: str, fs: Any, root: str, replace: bool) -> None:
         if not fs.exists(root.split("/", 1)[0]):
             raise FileNotFoundError(f"bucket {root.split('/', 1)[0]!r} does not exist")
         return
-    if f"{root.rstrip('/')}/{JOB_JSON}" not in entries:
+    # fingerprints go up first (``upload_tree``): an upload cut short is still known as a job output
+    if not any(e.rsplit("/", 1)[-1] in (JOB_JSON, FINGERPRINT) for e in entries):
         raise UserError(f"{url} holds {len(entries)} objects and is not a job output; choose another output")
     if not replace:
         raise UserError(f"{url} holds a job output; pass --overwrite to replace it or choose another output")
 
 
-def upload_tree(local: Path, url: str) -> int:
-    """Put every file under ``local`` at ``url`` (the old objects there removed first), the top
-    ``job.json`` last: a reader that finds it finds the whole output. Returns the file count."""
+def upload_tree(local: Path, url: str) -> list[str]:
+    """Put every file under ``local`` at ``url`` (the old objects there removed first): fingerprints
+    first, the top ``job.json`` last (a reader that finds it finds the whole output). Returns the
+    keys written, in order."""
     fs, root = url_fs(url)
     root = root.rstrip("/")
     old = _remote_entries(fs, root)
@@ -123,10 +125,13 @@ def upload_tree(local: Path, url: str) -> int:
         fs.rm(old)
     files = sorted(p for p in local.rglob("*") if p.is_file())
     last = local / JOB_JSON
-    for p in [p for p in files if p != last] + [p for p in files if p == last]:
-        fs.put_file(str(p), f"{root}/{p.relative_to(local).as_posix()}")
+    first = [p for p in files if p.name == FINGERPRINT]
+    keys = []
+    for p in first + [p for p in files if p != last and p not in first] + [p for p in files if p == last]:
+        keys.append(f"{root}/{p.relative_to(local).as_posix()}")
+        fs.put_file(str(p), keys[-1])
     fs.invalidate_cache()
-    return len(files)
+    return keys
 
 
 @contextmanager

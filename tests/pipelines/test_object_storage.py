@@ -20,6 +20,7 @@ import duckdb
 import pytest
 
 from core.cache import cache_dir
+from core.errors import UserError
 from pipelines.inputs import InputSpec, list_input_files
 from samples.web_archives import obtain_web_archives
 
@@ -246,3 +247,23 @@ def test_web_job_with_its_defaults_reads_and_writes_s3(s3, input_dir, tmp_path):
     read = got["counts"]["read"]
     assert read["docs_in"] == read["kept"] + read["rejected"] and read["reasons"]["request_record"] > 100
     assert fs.glob(f"{bucket}/web/documents/*.parquet") and fs.glob(f"{bucket}/web/rejects/**/*.parquet")
+
+
+def test_an_upload_cut_short_can_be_overwritten_and_job_json_goes_last(s3, tmp_path):
+    from core.storage import staged_output, upload_tree
+
+    fs, bucket = s3
+    out = f"s3://{bucket}/cut"
+    fs.pipe(f"{bucket}/cut/fingerprint.json", b"{}")  # what an upload cut short leaves first
+    fs.pipe(f"{bucket}/cut/documents/old.parquet", b"old")
+    with pytest.raises(UserError, match="pass --overwrite"):
+        with staged_output(out, tmp_path, replace=False):
+            pass
+    local = tmp_path / "tree"
+    for rel in ("documents/00000.parquet", "rejects/00000.parquet", "fingerprint.json", "job.json", "logs/x"):
+        (local / rel).parent.mkdir(parents=True, exist_ok=True)
+        (local / rel).write_text(rel)
+    keys = upload_tree(local, out)
+    assert len(keys) == 5 and keys[0].endswith("/fingerprint.json") and keys[-1] == f"{bucket}/cut/job.json"
+    assert sorted(fs.find(f"{bucket}/cut")) == sorted(keys)  # the old objects are gone
+    assert fs.cat(f"{bucket}/cut/documents/00000.parquet") == b"documents/00000.parquet"

@@ -267,3 +267,38 @@ def test_an_upload_cut_short_can_be_overwritten_and_job_json_goes_last(s3, tmp_p
     assert len(keys) == 5 and keys[0].endswith("/fingerprint.json") and keys[-1] == f"{bucket}/cut/job.json"
     assert sorted(fs.find(f"{bucket}/cut")) == sorted(keys)  # the old objects are gone
     assert fs.cat(f"{bucket}/cut/documents/00000.parquet") == b"documents/00000.parquet"
+
+
+def test_every_reader_gives_the_same_documents_from_an_object(s3, input_dir, tmp_path):
+    """JSONL (plain and gzipped), Parquet, a documents dataset, gzipped HTML and web archives: read
+    from the bucket, each gives exactly the documents and rejects it gives from the disk."""
+    import gzip
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from core.records import get_reject
+    from pipelines.inputs import ReadLimits
+    from pipelines.readers import read_files
+
+    d = tmp_path / "in"
+    shutil.copytree(input_dir / "crawl", d / "crawl")
+    lines = [json.dumps({"id": f"r{i}", "text": f"record {i} " * 20}) for i in range(5)] + ["{broken", ""]
+    (d / "a.jsonl").write_text("\n".join(lines) + "\n")
+    (d / "b.jsonl.gz").write_bytes(gzip.compress((d / "a.jsonl").read_bytes()))
+    pq.write_table(pa.table({"id": ["p0", "p1"], "text": ["some text " * 30, ""]}), d / "c.parquet")
+    pq.write_table(pa.table({"id": ["d0"], "text": ["kept text " * 30], "metadata": ['{"k": 1}']}), d / "e.parquet")
+    page = next(iter(sorted((input_dir / "pages").iterdir())))
+    (d / "f.html.gz").write_bytes(gzip.compress(page.read_bytes()))
+    fs, bucket = s3
+    url = _upload(fs, bucket, d)
+
+    def docs(path: str, fmt: str = "auto"):
+        specs = [InputSpec(path=path, source="in", format=fmt)]
+        return [(x.id, x.text, get_reject(x), x.metadata.get("file"))
+                for x in read_files(list_input_files(specs), ReadLimits())]
+
+    here, there = docs(str(d)), docs(url)
+    assert len(there) > 300 and sorted(there, key=repr) == sorted(here, key=repr)
+    assert {r[3] for r in there} >= {"a.jsonl", "b.jsonl.gz", "c.parquet", "f.html.gz", "crawl/pywb-iana.warc.gz"}
+    assert docs(f"s3://{bucket}/in/e.parquet", "documents") == docs(str(d / "e.parquet"), "documents")

@@ -99,6 +99,14 @@ def _git(*args: str) -> str:
         return ""
 
 
+def _is_ancestor(commit: str) -> bool:
+    try:
+        return subprocess.run(["git", "-C", str(ROOT), "merge-base", "--is-ancestor", commit, "HEAD"],
+                              capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
 def provenance() -> dict[str, Any]:
     """When, at which commit and under what load a result was measured (the README prints all three)."""
     commit = _git("rev-parse", "--short=10", "HEAD")
@@ -201,6 +209,8 @@ def staleness(r: dict[str, Any], now: dt.datetime | None = None) -> str:
     if not isinstance(prov, dict) or not prov.get("commit") or prov["commit"] == "unknown":
         return "stale: no provenance"
     commit = prov["commit"].removesuffix("+dirty")
+    if not _is_ancestor(commit):  # a branch rebased since, or another clone: nothing says the script is the same
+        return f"stale: {commit} is not in this checkout's history"
     changed = _git("log", "--format=%h", f"{commit}..HEAD", "--", f"benchmarks/{r['_file']}.py")
     if changed:
         return f"stale: the script changed after {commit}"

@@ -94,11 +94,15 @@ def test_markdown_table_carries_provenance_marks_stale_rows_and_fills_the_readme
     old = dict(json.loads(path.read_text()), provenance=dict(prov, commit=first))
     (tmp_path / "sampler.json").write_text(json.dumps(old | {"name": "old"}))
     (tmp_path / "engines.json").write_text(json.dumps({"name": "engines", "ours": 1.0, "baseline": 1.0, "ratio": 1.0}))
+    # measured on a commit this history does not hold (a branch rebased since): nothing vouches for it
+    (tmp_path / "dsa_attention.json").write_text(json.dumps(old | {"name": "rebased",
+                                                                 "provenance": dict(prov, commit="0123456789")}))
     rows = _report.collect(tmp_path)
     by = {r["_file"]: r for r in rows}
     assert _report.staleness(by["minhash"]) == ""
     assert _report.staleness(by["sampler"]).startswith("stale: the script changed after")
     assert _report.staleness(by["engines"]) == "stale: no provenance"
+    assert _report.staleness(by["dsa_attention"]) == "stale: 0123456789 is not in this checkout's history"
     md = _report.markdown(rows, ["engines", "minhash", "sampler", "swe_real"])
     line = next(ln for ln in md.splitlines() if ln.startswith("| `minhash.py`"))
     assert "**4**" in line and ">= 4 (met)" in line and prov["commit"] in line and "load" in line

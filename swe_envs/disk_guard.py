@@ -117,7 +117,8 @@ class DiskGuard:
         return int(rows[0].get("SizeRw") or 0) if rows else None
 
     def _run(self) -> None:
-        wait = self.poll_s
+        wait = self.host_poll_s if all(w.upper is not None for w in self.watched) else self.poll_s
+        last: tuple[float, int] | None = None
         while not self._stop.wait(wait):
             t0 = time.monotonic()
             watched = list(self.watched)
@@ -133,6 +134,12 @@ class DiskGuard:
             host = bool(watched) and all(w.upper is not None for w in watched)
             # never spend more than about a fifth of a core measuring a large layer
             wait = max(self.host_poll_s if host else self.poll_s, 4 * (time.monotonic() - t0))
+            # ... unless the layer grows fast enough to pass the limit before the next look: then look
+            # again as soon as the host scan allows (a fast writer was seen 500 MB past the limit)
+            rate = (total - last[1]) / max(t0 - last[0], 1e-3) if last else 0.0
+            if host and rate > 0 and total + rate * wait > self.limit:
+                wait = self.host_poll_s / 4
+            last = (t0, total)
 
     def _kill(self, watched: list[_Watched]) -> None:
         for w in watched:

@@ -199,7 +199,7 @@ def _train_loop(cfg, shards, metrics_path, log, stop_after, resume, par) -> Trai
                     tokens=int(batch.tokens.numel()) * world,
                     tokens_per_s=round(batch.tokens.numel() * world / dt, 1),
                 )
-                if dsa_warmup:
+                if cfg.model.dsa_indexer_n_heads:  # every DSA run says its mode (a mid-training run has no warm-up)
                     rec["dsa"] = "dense_warmup" if step < dsa_warmup else "sparse"
                 metrics.append(rec)
                 sink.write(rec)

@@ -62,7 +62,8 @@ def test_terminal_session_tool_calls_see_no_host_secret_and_no_capability(docker
 @pytest.mark.area(AREA)
 def test_swe_session_tool_calls_see_no_host_secret_and_no_capability(docker_engine, monkeypatch):
     """A SWE session on a toolchain image (the layer every verified environment starts from): the
-    container options are SweSession's own, only the environment lookup is stubbed."""
+    container options are SweSession's own; only the harness's plan, the warm image and the verifier
+    pool (which grade, never run tool calls) are stubbed."""
     from swe_envs.config import SweEnvsConfig
     from swe_envs.images import Images
     from swe_envs.sandbox import Sandbox
@@ -72,11 +73,14 @@ def test_swe_session_tool_calls_see_no_host_secret_and_no_capability(docker_engi
     cfg = SweEnvsConfig()
     tc = Images(client, cfg.build).toolchain("python", cfg.toolchain("python"))
     assert tc.ok, tc.error or tc.log[-1000:]
-    env = SimpleNamespace(ok=True, commit="c0", image=tc.tag, reason="")
-    evaluator = SimpleNamespace(environment=lambda inst, members: (env, None), cfg=cfg,
+    plan = SimpleNamespace(image=tc.tag, base=[], network="none", command="true", f2p=[], p2p=[], runner="pytest",
+                           scheme="native")
+    evaluator = SimpleNamespace(plan=lambda inst, members: plan, cfg=cfg,
                                 builder=SimpleNamespace(sandbox=Sandbox(client, cfg.sandbox), images=None))
+    host = SimpleNamespace(evaluator=evaluator, warm=SimpleNamespace(get=lambda image: image),
+                           verifiers=SimpleNamespace(prime=lambda *a: None))
     secret = _secret(monkeypatch)
-    session = SweSession(evaluator, {"instance_id": "hostile__session-1", "base_commit": "c0", "repo": "hostile/x",
+    session = SweSession(host, {"instance_id": "hostile__session-1", "base_commit": "c0", "repo": "hostile/x",
                                      "problem_statement": "probe"})
     try:
         out = session.step("bash", {"command": PROBE}).text

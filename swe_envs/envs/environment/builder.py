@@ -143,7 +143,8 @@ class EnvBuilder:
             if built.ok:
                 return tag, "", {"recipe": recipe, "rules": rules, "rounds": rnd}
             log = self._save_log(env, f"instance-{slug(instance_id)}-round{rnd}", dockerfile + "\n" + built.log)
-            fixed = rule_fix(env.language, recipe, built.log, snap, (env.toolchain or {}).get("version"))
+            fixed = rule_fix(env.language, recipe, built.log, snap, (env.toolchain or {}).get("version"),
+                             env.exclude_newer)
             if fixed is None or fixed[0] == recipe:
                 break
             recipe, rule = fixed
@@ -239,7 +240,7 @@ class EnvBuilder:
                 tc, version = got
                 source, rule = "rule", "older interpreter"
                 continue
-            fixed = rule_fix(env.language, recipe, failure, snap, choice.version)
+            fixed = rule_fix(env.language, recipe, failure, snap, choice.version, env.exclude_newer)
             if fixed is not None:
                 (recipe, rule), source = fixed, "rule"
                 continue
@@ -301,7 +302,7 @@ class EnvBuilder:
             self.images.remove(candidate)
             return log, "parser"
         if parser_fallback.wanted(env.runner, parsed, log) and not env.llm_parser and \
-                rule_fix(env.language, recipe, log, snap, (env.toolchain or {}).get("version")) is None:
+                rule_fix(env.language, recipe, log, snap, (env.toolchain or {}).get("version"), env.exclude_newer) is None:
             built, parsed = self._ask_parser(env, candidate, built, collect_command, truth_patch, log)
         # tests skipped for want of a program a rule installs: the run is no verdict yet
         tools = missing_tools(log, recipe) if (parsed.guard or parsed).statuses else []

@@ -23,12 +23,13 @@ EDITABLE_SETUPTOOLS = "2023-06-30"
 BUILD_TOOLS = ("setuptools", "wheel")
 
 
-def uv_install(opts: RecipeOptions) -> str:
+def uv_install(exclude_newer: str | None) -> str:
+    """The install line's prefix under the era's cut-off (a day), its build tools exempt."""
     # a timestamp at the end of the day: releases of that day count as available
-    if not opts.exclude_newer:
+    if not exclude_newer:
         return UV_PIP
-    cmd = f"{UV_PIP} --exclude-newer {opts.exclude_newer}T23:59:59Z"
-    if opts.exclude_newer < EDITABLE_SETUPTOOLS:
+    cmd = f"{UV_PIP} --exclude-newer {exclude_newer}T23:59:59Z"
+    if exclude_newer < EDITABLE_SETUPTOOLS:
         cmd += "".join(f" --exclude-newer-package {tool}={EDITABLE_SETUPTOOLS}" for tool in BUILD_TOOLS)
     return cmd
 
@@ -60,7 +61,7 @@ def editable_with_version(editable: str, version: str) -> list[str]:
 
 
 def recipe(snap: Snapshot, opts: RecipeOptions) -> list[str]:
-    uv = uv_install(opts)
+    uv = uv_install(opts.exclude_newer)
     # runtime pins, then the test pins; a dev file (docs, linters, ...) only when no test file exists
     reqs = [r for r in ("requirements.txt",) if snap.has(r)]
     tests = [r for r in PY_TEST_REQUIREMENTS if snap.has(r)][:1]

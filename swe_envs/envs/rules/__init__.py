@@ -25,7 +25,7 @@ from swe_envs.repos import Snapshot
 # Part of every verified environment's cache key (builder): an image verified under older rules,
 # parsers or collect checks is not reused once they change. Bump it with any change to what a
 # recipe installs, how a run is parsed, or what the collect check accepts.
-RULES_VERSION = "2026-12-02.4"
+RULES_VERSION = "2026-12-02.5"
 
 RULES: dict[str, Callable[[list[str], str], tuple[list[str], str] | None]] = {
     "python": python.python_rules,
@@ -43,9 +43,10 @@ _WITH_SNAPSHOT = {"rust", "java", "php"}
 
 
 def rule_fix(language: str, recipe: list[str], log: str, snap: Snapshot | None = None,
-             toolchain: str | None = None) -> tuple[list[str], str] | None:
+             toolchain: str | None = None, era: str | None = None) -> tuple[list[str], str] | None:
     """(revised recipe, rule name), or None when no rule applies; toolchain: its version (Python's
-    rules pick tooling of the interpreter's era)."""
+    rules pick tooling of the interpreter's era); era: the environment's cut-off day, if any (what
+    Python's rules pin an added package to where no install line of the recipe says it)."""
     log = clean(log)  # Docker colours a step's stderr: escapes split uv's "published at <date>"
     fixed = system_tools_rule(recipe, log)  # any language's tests may skip for want of a program
     if fixed is not None:
@@ -54,5 +55,5 @@ def rule_fix(language: str, recipe: list[str], log: str, snap: Snapshot | None =
     if rule is None:
         return None
     if language == "python":
-        return python.python_rules(recipe, log, toolchain)
+        return python.python_rules(recipe, log, toolchain, era)
     return rule(recipe, log, snap) if language in _WITH_SNAPSHOT else rule(recipe, log)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from swe_envs.envs.languages.python import BUILD_TOOLS, UV_PIP, editable_with_version
+from swe_envs.envs.languages.python import BUILD_TOOLS, UV_PIP, editable_with_version, uv_install
 
 # import name -> distribution name, where they differ (the common cases)
 PY_DISTRIBUTIONS = {
@@ -40,8 +40,11 @@ _UNSOLVABLE = re.compile(r"No solution found when resolving dependencies|Because
                          r"no versions? of .* (?:are|is) available")
 
 
-def _python_missing(recipe: list[str], log: str) -> list[str] | None:
-    uv = next((_uv_prefix(line) for line in recipe if UV_PIP in line), UV_PIP)
+def _python_missing(recipe: list[str], log: str, era: str | None = None) -> list[str] | None:
+    # the era's cut-off: an install line's that has one, else the environment's (pytest's own line is
+    # unpinned: tooling, so a repository with no requirements has no line that says the era)
+    pinned = [line for line in recipe if UV_PIP in line and "--exclude-newer " in line]
+    uv = _uv_prefix(pinned[0]) if pinned else uv_install(era)
     names = []
     for mod in _PY_MISSING.findall(log):
         if mod in PY2_STDLIB:  # Python 2 code (a py2-only test module): nothing to install
@@ -284,15 +287,17 @@ def _era_test_runner(recipe: list[str], log: str, interpreter: str | None) -> li
     return _before_freeze(recipe, f"{UV_PIP} --exclude-newer {day}T23:59:59Z --upgrade-package pytest pytest")
 
 
-def python_rules(recipe: list[str], log: str, interpreter: str | None = None) -> tuple[list[str], str] | None:
-    """(revised recipe, rule name) or None; interpreter: the toolchain's Python version (tooling of its era)."""
+def python_rules(recipe: list[str], log: str, interpreter: str | None = None,
+                 era: str | None = None) -> tuple[list[str], str] | None:
+    """(revised recipe, rule name) or None; interpreter: the toolchain's Python version (tooling of its era);
+    era: the environment's cut-off day (a package the log misses is pinned to it)."""
     fixed = _era_test_runner(recipe, log, interpreter)
     if fixed is not None:
         return fixed, "test runner of the interpreter's era"
     for name, rule in (("docs requirements left out", _drop_docs_requirements),
                        ("compiler", _compiler), ("setuptools-scm version", _scm_version),
                        ("PEP 660 backend", _editable_backend), ("setuptools of the Python 2 era", _older_setuptools),
-                       ("missing module", _python_missing), ("no build isolation", _no_build_isolation),
+                       ("missing module", lambda r, lg: _python_missing(r, lg, era)), ("no build isolation", _no_build_isolation),
                        ("per-package cut-off", _package_cutoff), ("package of the interpreter's era",
                                                                    _interpreter_era_package),
                        ("drop exclude-newer", _drop_exclude_newer),

@@ -177,3 +177,6 @@ def test_trainer_dense_warmup_then_sparse(small_shards):
     full = train(cfg, small_shards["dir"], log=lambda m: None)
     assert [m["dsa"] for m in full.metrics] == ["dense_warmup"] * 2 + ["sparse"]
     assert all(m["indexer_loss"] > 0 for m in full.metrics)
+    # a run without warm-up (mid-training from a warmed-up checkpoint) still says its mode on every step
+    cfg.dsa_warmup_steps = 0
+    assert [m["dsa"] for m in train(cfg, small_shards["dir"], log=lambda m: None).metrics] == ["sparse"] * 3

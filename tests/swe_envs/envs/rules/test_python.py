@@ -99,3 +99,18 @@ def test_the_eras_pytest_crashing_on_this_python_is_replaced_too():
     internal = ('INTERNALERROR>   File "/opt/venv/lib/python3.9/site-packages/_pytest/assertion/__init__.py", line 150\n'
                 "INTERNALERROR>     assert False\nINTERNALERROR> AssertionError")
     assert rule_fix("python", RECIPE, internal, toolchain="3.9")[1] == "test runner of the interpreter's era"
+
+
+def test_a_missing_module_is_pinned_to_the_era_even_when_only_pytest_is_installed():
+    """A repository with no requirements has one install line, pytest's, which is unpinned (tooling):
+    the module the log misses still gets the environment's cut-off, not the newest release."""
+    recipe = RECIPE[2:]
+    log = "E   ModuleNotFoundError: No module named 'yaml'"
+    fixed, rule = rule_fix("python", recipe, log, era="2019-05-01")
+    assert rule == "missing module"
+    assert fixed[-2] == f"uv pip install --python /opt/venv/bin/python --exclude-newer 2019-05-01T23:59:59Z{TOOLS} PyYAML"
+    # an install line with a cut-off says the era itself, build tools' exemptions included
+    fixed, _ = rule_fix("python", RECIPE, log, era="2019-05-01")
+    assert fixed[-2] == f"{UV}{TOOLS} PyYAML"
+    # no era anywhere (exclude_newer off): the newest
+    assert rule_fix("python", recipe, log)[0][-2] == "uv pip install --python /opt/venv/bin/python PyYAML"

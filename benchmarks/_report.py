@@ -38,9 +38,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.io import atomic_write_text
-
 ROOT = Path(__file__).resolve().parents[1]
+# every script imports this module first: the checkout's root goes on the path here, once, because
+# the sample builders (`samples`) are not installed with the product and scripts run from anywhere
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from core.io import atomic_write_text  # noqa: E402
+
 # BENCH_OUT: run_all.py --out hands its folder to the scripts it starts
 OUT_DIR = Path(os.environ.get("BENCH_OUT") or ROOT / "out" / "bench")
 FIELDS = ("name", "ours", "baseline", "ratio", "goal", "unit", "inputs")

@@ -2,6 +2,7 @@
 and a runner that tabulates every script's JSON and exits 0 whatever the goals or failures."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -114,3 +115,14 @@ def test_markdown_table_carries_provenance_marks_stale_rows_and_fills_the_readme
     assert "old table" not in text and md in text and text.startswith("# x\nbefore\n") and text.endswith("after\n")
     (tmp_path / "none.md").write_text("no markers\n")
     assert not _report.update_readme(tmp_path / "none.md", md)
+
+
+def test_scripts_importing_report_find_the_samples_from_any_directory(tmp_path):
+    """Benchmark scripts run as `python benchmarks/X.py` from anywhere; `samples` is not installed,
+    and seven scripts build their inputs with it (warc_read, longctx_retrieval, … failed on
+    `No module named 'samples'`)."""
+    bench = Path(_report.__file__).resolve().parent
+    code = f"import sys; sys.path[0] = {str(bench)!r}; import _report; import samples.corpus, samples.web_archives"
+    res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                         env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert res.returncode == 0, res.stderr[-500:]

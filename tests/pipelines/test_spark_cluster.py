@@ -191,7 +191,7 @@ def test_documents_job_on_the_cluster_reads_and_writes_s3(cluster, driver_dir, t
         fs.mkdir("cluster")
         for p in sorted((driver_dir / "pages").iterdir()):
             fs.put_file(str(p), f"cluster/in/{p.name}")
-        run(driver_dir, "documents", "--input", "pages", "--output", "docs-local", "--set", "local.tasks=2")
+        run(driver_dir, "documents", "--input", "pages", "--output", "s3-docs-local", "--set", "local.tasks=2")
         env = os.environ | aws | {"PYSPARK_PYTHON": sys.executable}
         res = subprocess.run([sys.executable, "-m", "pipelines", "documents", "--input", "s3://cluster/in/",
                               "--output", "s3://cluster/out", "--staging", str(tmp_path / "staging"),
@@ -199,12 +199,12 @@ def test_documents_job_on_the_cluster_reads_and_writes_s3(cluster, driver_dir, t
                               "--set", f'spark.conf={{"spark.driver.host": "{DRIVER_HOST}"}}'],
                              cwd=driver_dir, env=env, capture_output=True, text=True, timeout=900)
         assert res.returncode == 0, f"exit {res.returncode}\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
-        local = json.loads((driver_dir / "docs-local" / "job.json").read_text())
+        local = json.loads((driver_dir / "s3-docs-local" / "job.json").read_text())
         remote = json.loads(fs.cat("cluster/out/job.json"))
         assert remote["engine"] == "spark" and remote["counts"] == local["counts"]
         fs.get("cluster/out/", str(tmp_path / "fetched"), recursive=True)
         cols = "regexp_extract(id, '[^/]*$') AS name, text"  # ids carry the source (a path vs a URL)
         assert rows(tmp_path / "fetched" / "documents" / "*.parquet", cols) == \
-            rows(driver_dir / "docs-local" / "documents" / "*.parquet", cols)
+            rows(driver_dir / "s3-docs-local" / "documents" / "*.parquet", cols)
     finally:
         server.stop()

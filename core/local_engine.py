@@ -18,7 +18,7 @@ from __future__ import annotations
 import multiprocessing
 import threading
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import Field
 
 from core.config import StrictModel
+from core.thread_fanout import run_each
 
 
 class LocalEngineConfig(StrictModel):
@@ -111,17 +112,11 @@ class LocalEngine:
                 for kind, value in work.failed(item, f"internal: {type(err).__name__}: {err}"):
                     emit(kind, value)
 
-        pool = ThreadPoolExecutor(max_workers=self.cfg.workers)
-        try:
-            for fut in [pool.submit(one, item) for item in items]:
-                fut.result()
-        except BaseException:
-            # interrupted: kill the running containers first, so the workers return at once
+        def interrupted() -> None:  # kill the running containers first, so the workers return at once
             stopping.set()
             work.stop(state)
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise
-        pool.shutdown()
+
+        run_each(items, one, self.cfg.workers, interrupted)
         work.stop(state)
 
     def close(self) -> None:

@@ -24,7 +24,6 @@ import tempfile
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from typing import Any
 import pyarrow as pa
 
 from core.spark import SparkConfig, spark_schema, worker_error
+from core.thread_fanout import run_each
 
 BATCH_ROWS = 512
 Event = tuple[str, Any]
@@ -152,18 +152,13 @@ class SparkEngine:
                     on_event(kind, value)
 
         in_flight = self.in_flight or max(1, sc.defaultParallelism)
-        pool = ThreadPoolExecutor(max_workers=min(in_flight, max(1, len(items))))
-        try:
-            for fut in [pool.submit(one, item) for item in items]:
-                fut.result()
-        except BaseException:
-            # interrupted: Spark kills the tasks' Python workers; containers they started are
-            # swept by the next run on that executor (their owner process is gone)
+        def interrupted() -> None:
+            # Spark kills the tasks' Python workers; containers they started are swept by the
+            # next run on that executor (their owner process is gone)
             cancelled.set()
             sc.cancelJobGroup(group)
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise
-        pool.shutdown()
+
+        run_each(items, one, min(in_flight, max(1, len(items))), interrupted)
 
     def close(self) -> None:
         """The session outlives the engine: tests and a driver's several jobs share it."""

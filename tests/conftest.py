@@ -106,3 +106,15 @@ def extraction_eval():
     from samples.extraction_eval import obtain_extraction_eval
 
     return obtain_extraction_eval(ROOT / "data", log=lambda m: None)
+
+
+@pytest.fixture
+def scripted_server():
+    """(the scripted OpenAI-compatible HTTP server, its base URL): a real server on loopback whose
+    replies the test queues (tests/support/scripted_server.py), stopped afterwards."""
+    from tests.support.scripted_server import ScriptedServer
+
+    server = ScriptedServer()
+    url = server.start()
+    yield server, url
+    server.stop()

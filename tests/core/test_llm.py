@@ -5,15 +5,7 @@ import threading
 import pytest
 
 from core.llm import LLMClient, LLMConfig, LLMError, LLMFailure
-from tests.support.scripted_server import Reply, ScriptedServer
-
-
-@pytest.fixture
-def server():
-    s = ScriptedServer()
-    url = s.start()
-    yield s, url
-    s.stop()
+from tests.support.scripted_server import Reply
 
 
 def client(url, tmp_path=None, **kw):
@@ -27,8 +19,8 @@ def msg(text):
     return [{"role": "user", "content": text}]
 
 
-def test_retries_transient_failures_then_succeeds(server):
-    s, url = server
+def test_retries_transient_failures_then_succeeds(scripted_server):
+    s, url = scripted_server
     s.script.extend([Reply(status=500), Reply(status=429), Reply(raw=b"<html>oops"), Reply(body={"nope": 1})])
     c = client(url, max_retries=4)
     res = c.chat(msg("hi"))
@@ -37,16 +29,16 @@ def test_retries_transient_failures_then_succeeds(server):
     assert s.received[0]["model"] == "m" and s.received[0]["messages"] == msg("hi")
 
 
-def test_timeout_is_retried(server):
-    s, url = server
+def test_timeout_is_retried(scripted_server):
+    s, url = scripted_server
     s.script.append(Reply(delay_s=1.0))
     c = client(url, timeout_s=0.3)
     assert c.chat(msg("slow")).text == "echo: slow"
     assert c.stats["retries"] == 1
 
 
-def test_client_errors_are_not_retried_and_are_recorded(server):
-    s, url = server
+def test_client_errors_are_not_retried_and_are_recorded(scripted_server):
+    s, url = scripted_server
     s.script.append(Reply(status=400, body={"error": {"message": "bad prompt"}}))
     c = client(url)
     with pytest.raises(LLMError, match=r"/v1/chat/completions: http_400 after 1 attempt\(s\): .*bad prompt"):
@@ -54,8 +46,8 @@ def test_client_errors_are_not_retried_and_are_recorded(server):
     assert len(s.received) == 1 and len(c.failures) == 1 and c.failures[0].kind == "http_400"
 
 
-def test_exhausted_retries_name_the_url(server):
-    s, url = server
+def test_exhausted_retries_name_the_url(scripted_server):
+    s, url = scripted_server
     s.script.extend([Reply(status=503)] * 4)
     c = client(url)
     res = c.request("chat/completions", {"messages": msg("x")})
@@ -73,8 +65,8 @@ def test_unreachable_endpoint(tmp_path):
         c.complete("hello")
 
 
-def test_cache_hit_skips_the_server(server, tmp_path):
-    s, url = server
+def test_cache_hit_skips_the_server(scripted_server, tmp_path):
+    s, url = scripted_server
     c = client(url, tmp_path)
     first = c.chat(msg("same"), temperature=0)
     again = c.chat(msg("same"), temperature=0)
@@ -85,8 +77,8 @@ def test_cache_hit_skips_the_server(server, tmp_path):
     assert fresh.chat(msg("same"), temperature=0).cached
 
 
-def test_map_keeps_order_limits_concurrency_and_isolates_failures(server):
-    s, url = server
+def test_map_keeps_order_limits_concurrency_and_isolates_failures(scripted_server):
+    s, url = scripted_server
     s.responder = lambda body: Reply(status=400) if "bad" in body["messages"][0]["content"] else Reply(delay_s=0.1)
     c = client(url, concurrency=3)
     payloads = [{"messages": msg(f"bad {i}" if i == 4 else f"q{i}")} for i in range(12)]
@@ -96,8 +88,8 @@ def test_map_keeps_order_limits_concurrency_and_isolates_failures(server):
     assert s.max_in_flight == 3
 
 
-def test_client_pickles_for_workers(server):
-    s, url = server
+def test_client_pickles_for_workers(scripted_server):
+    s, url = scripted_server
     c = client(url)
     c2 = pickle.loads(pickle.dumps(c))
     assert c2.chat(msg("p")).text == "echo: p"

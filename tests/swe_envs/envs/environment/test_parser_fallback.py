@@ -22,7 +22,7 @@ from swe_envs.config import SweEnvsConfig
 from swe_envs.envs.environment import parser_fallback
 from swe_envs.envs.parsers import detect_runner, parse_log
 from swe_envs.sandbox import RunLog, SandboxResult
-from tests.support.scripted_server import Reply, ScriptedServer
+from tests.support.scripted_server import Reply
 from tests.swe_envs.envs.regen_fixtures import make_git
 
 RUNTESTS = '''"""This project's own runner: every check_* function of the files named (default checks.py)."""
@@ -106,14 +106,6 @@ def project(tmp_path):
     return make_git(tmp_path / "proj", FILES)[0]
 
 
-@pytest.fixture
-def scripted():
-    server = ScriptedServer()
-    url = server.start()
-    yield server, url
-    server.stop()
-
-
 def _cfg(url: str | None, single: bool = True) -> SweEnvsConfig:
     cfg = SweEnvsConfig()
     cfg.llm_parser.timeout_s, cfg.llm_parser.rounds = 5, 2
@@ -132,8 +124,8 @@ def test_the_runner_is_one_no_built_in_parser_reads(project):
     assert not parser_fallback.wanted("pytest-swebench", parse_log("pytest-swebench", log.log), log.log)
 
 
-def test_a_vacuous_candidate_is_refused_and_a_right_one_accepted(project, scripted, tmp_path):
-    server, url = scripted
+def test_a_vacuous_candidate_is_refused_and_a_right_one_accepted(project, scripted_server, tmp_path):
+    server, url = scripted_server
     server.script.extend([_reply(VACUOUS), _reply(GOOD)])
     cfg, sandbox = _cfg(url), HostSandbox(project)
     fb, code = parser_fallback.ask(LLMClient(cfg.llm_parser.llm), cfg, "o/r", sandbox, "img",
@@ -157,9 +149,9 @@ def test_a_vacuous_candidate_is_refused_and_a_right_one_accepted(project, script
     assert again.accepted and Path(again.path).read_text() == code
 
 
-def test_without_a_failing_test_no_candidate_can_be_accepted(project, scripted, tmp_path):
+def test_without_a_failing_test_no_candidate_can_be_accepted(project, scripted_server, tmp_path):
     """No test patch: every check passes alone, and a truth without a failure accepts nothing."""
-    server, url = scripted
+    server, url = scripted_server
     server.script.extend([_reply(GOOD), _reply(GOOD)])
     cfg = _cfg(url)
     fb, code = parser_fallback.ask(LLMClient(cfg.llm_parser.llm), cfg, "o/r", HostSandbox(project), "img",
@@ -169,8 +161,8 @@ def test_without_a_failing_test_no_candidate_can_be_accepted(project, scripted, 
     assert not (tmp_path / "parsers" / "o__r.py").exists()
 
 
-def test_off_without_an_endpoint_and_not_asked_without_a_truth(project, scripted, tmp_path):
-    server, url = scripted
+def test_off_without_an_endpoint_and_not_asked_without_a_truth(project, scripted_server, tmp_path):
+    server, url = scripted_server
     cmd = f"{sys.executable} runtests.py checks.py"
     fb, _ = parser_fallback.ask(None, _cfg(None), "o/r", HostSandbox(project), "img", cmd, [], "none", tmp_path)
     assert not fb.asked and fb.reason.startswith("off: no LLM endpoint is configured (llm_parser.llm)")
@@ -183,13 +175,13 @@ def test_off_without_an_endpoint_and_not_asked_without_a_truth(project, scripted
 
 @pytest.mark.slow  # minutes on 2 cores: `make test-slow` runs it
 @pytest.mark.docker
-def test_validate_end_to_end_with_the_repositorys_own_runner_and_an_llm_parser(docker_ready, scripted, tmp_path):
+def test_validate_end_to_end_with_the_repositorys_own_runner_and_an_llm_parser(docker_ready, scripted_server, tmp_path):
     """pytest collects nothing from checks.py; the builder switches to the tree's runtests.py (own runner),
     no built-in parser reads its log, the scripted LLM's parser is accepted against single-test exit
     codes, and validate finds the instance's FAIL_TO_PASS with it."""
     from swe_envs.envs.validate.job import validate_instances
 
-    server, url = scripted
+    server, url = scripted_server
     server.script.extend([_reply(GOOD)])
     repos = tmp_path / "repos"
     repo, head = make_git(repos / "o" / "r", FILES)

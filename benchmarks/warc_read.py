@@ -22,12 +22,12 @@ the reading process (``time.process_time``), which a loaded machine disturbs far
 time. glibc's malloc thresholds are pinned first (``pin_malloc``, both sides alike). Writes
 out/bench/warc_read.json. Run: `python benchmarks/warc_read.py`.
 
-What was tried (2026-12-02; 2 cores shared with another job, load 2.7-4.9; FastWARC 2.0.1, warcio 1.8.1):
+What was tried (2026-12-02; 2 cores shared with another job, load 2.3-4.9; FastWARC 2.0.1, warcio 1.8.1):
 
 - FastWARC's own file reader (the path, ``fsspec_args=False``; the default here) instead of a
   Python file object: over separate runs of this script, unpinned, 4.5-5.4x (5 of 6 runs >= 5.16)
-  vs 4.7-4.9x (4 runs); pinned 5.0-6.9x (6 runs) vs 5.1-5.7x (2 runs); in one process, pinned,
-  5-8% less FastWARC CPU. Nothing measurable on the volume WARCs, nor in our reader
+  vs 4.7-4.9x (4 runs); pinned 4.9-6.9x (8 runs, one below 5) vs 5.1-5.7x (2 runs); in one
+  process, pinned, 5-8% less FastWARC CPU. Nothing measurable on the volume WARCs, nor in our reader
   (``pipelines.warc_fast`` keeps its Python stream, which also serves URLs).
 - malloc: unpinned, a process lands by its allocation history in one of two states, one where
   each payload over 128 KB is mapped afresh (400-650 page faults a pass); FastWARC's pass then took
@@ -37,10 +37,10 @@ What was tried (2026-12-02; 2 cores shared with another job, load 2.7-4.9; FastW
   buffer grows), the same pinned. ``parse_http=False``, ``inplace=True``: no gain (and without
   HTTP parsing FastWARC would do less than warcio).
 - Where FastWARC's time goes: its gzip decompression alone is ~82% of its read of the test
-  archives and of the volume WARCs. On the volume WARCs the ratio was 3.2-4.2x over six runs,
-  warcio's CPU over FastWARC's decompression alone 3.8-5.0x: no framing makes 5x reliable there.
-- What is left moves with the load: warcio's best pass over the test archives took 42-59 CPU-ms
-  from run to run, FastWARC's 8.2-8.6 (pinned), so a busier machine shows a higher ratio.
+  archives and of the volume WARCs. On the volume WARCs the ratio was 3.2-4.2x over 20 runs (all
+  settings), warcio's CPU over FastWARC's decompression alone 3.7-5.0x (6 runs): no framing makes 5x reliable there.
+- What is left moves with the load: warcio's best pass over the test archives took 41-59 CPU-ms
+  from run to run, FastWARC's 8.2-8.9 (pinned), so a busier machine shows a higher ratio.
 - Before this version warcio used ``content_stream()``, which also tries to undo the HTTP
   Transfer-Encoding FastWARC leaves alone (134 iana records say chunked but are stored
   dechunked: ~10% more warcio CPU), and the sides counted 434 and 437 records.

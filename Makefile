@@ -11,7 +11,7 @@ MASTER ?=
 SAMPLES := $(PY) -m samples
 PYTEST_ARGS ?=
 
-.PHONY: help setup sysdeps demo quality-eval data-web spark-web data-swe data-swe-envs swe-real swe-langs data-terminal data-search data-longctx train train-dist train-megatron gpu-check gpu-vendor sft rl-demo rl-async test test-slow fuzz chaos load bench bench-gpu lint clean distclean
+.PHONY: help setup sysdeps demo quality-eval data-web spark-web data-swe data-swe-envs swe-real swe-langs data-terminal data-search data-longctx train train-dist train-megatron gpu-check gpu-vendor sft rl-demo post-train-real rl-async test test-slow fuzz chaos load bench bench-gpu lint clean distclean
 
 help:
 	@echo "make demo       install into .venv if needed, run the whole recipe on bounded samples -> out/demo (MASTER=local[2] for Spark)"
@@ -32,6 +32,7 @@ help:
 	@echo "make gpu-vendor download megatron-core + small deps (py3.12 wheels) into vendor/gpu-wheels for gpu-check"
 	@echo "make sft        SFT with the GLM-5 chat template on the sample conversations -> out/sft/"
 	@echo "make rl-demo    CPU demo: SFT -> RL on A -> RL on B -> distillation -> out/rl_demo/curves.{json,png}"
+	@echo "make post-train-real  SmolLM2-135M-Instruct through SFT -> GRPO (3 seeds) -> distillation on real data -> out/post_train_real/summary.json"
 	@echo "make rl-async   asynchronous RL: rollout servers, task services, orchestrator, trainer -> out/rl_async/"
 	@echo "make test       install into .venv if needed, run the test suite"
 	@echo "make test-slow  the slow tests the default run leaves out (minutes each)"
@@ -198,6 +199,10 @@ sft: setup
 rl-demo: setup
 	rm -rf out/rl_demo
 	$(PY) -m training.rl demo --out out/rl_demo
+
+# a real model through the post-training recipe on CPU (~30-40 min on 2 cores): benchmarks/post_train_real.py
+post-train-real: setup
+	$(PY) benchmarks/post_train_real.py --out out/post_train_real
 
 rl-async: setup
 	rm -rf out/rl_async

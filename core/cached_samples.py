@@ -19,6 +19,7 @@ CORPUS_BOOKS = "sample/books.jsonl"
 SWE_API = "github3/cassettes"
 SWE_EVENTS = "swe/events"
 SWE_REPOS = "swe/repos"
+POST_TRAIN = "post_train"  # real SFT data for post-training a real model (samples/post_train.py)
 
 
 class SampleConfig(StrictModel):

@@ -151,6 +151,24 @@ def agentic(
     _emit(build_agentic(cache_dir(cache) / "agentic"), print_)
 
 
+@app.command("post-train")
+@user_errors
+@_os_errors
+def post_train(
+    cache: Path = typer.Option(None, help=CACHE_HELP),
+    seeds: Path = typer.Option(None, help="a folder of Terminal-Bench seed archives (*.tgz) for tool-call "
+                               "records (default: ../shared/terminal-seeds of the checkout, when there)"),
+    print_: str = typer.Option(None, "--print", help=PRINT_HELP + ": chat, arithmetic, tool_calls"),
+) -> None:
+    """Real SFT data for a real model: the Python FAQ as chat, Terminal-Bench tasks as tool calls, arithmetic."""
+    from samples.post_train import build_post_train
+
+    if seeds is None:
+        default = Path(__file__).resolve().parents[2] / "shared" / "terminal-seeds"
+        seeds = default if default.is_dir() else None
+    _emit(build_post_train(cache, seeds, log=_log), print_)
+
+
 @app.command()
 @user_errors
 @_os_errors

@@ -26,6 +26,7 @@ from typing import Any
 import typer
 from pydantic import Field
 
+from core.cache import cache_dir
 from core.cli import StepTimer, load_cli_config, user_errors
 from core.config import StrictModel, load_yaml, validate_config
 from core.errors import ConfigError
@@ -152,11 +153,15 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _bundled_paths(cfg: SFTConfig) -> None:
     """A relative dataset path missing from the working directory is taken from the repository
-    (the bundled samples that configs/sft_tiny.yaml names), so the CLI works from any directory."""
+    (the bundled samples that configs/sft_tiny.yaml names), else from the cache (what
+    ``python -m samples post-train`` builds, configs/sft_smollm2.yaml), so the CLI works from any directory."""
     for ds in cfg.data.datasets:
         p = Path(ds.path)
-        if not p.is_absolute() and not p.exists() and (ROOT / p).exists():
-            ds.path = str(ROOT / p)
+        if p.is_absolute() or p.exists():
+            continue
+        found = next((base / p for base in (ROOT, cache_dir()) if (base / p).exists()), None)
+        if found is not None:
+            ds.path = str(found)
 
 
 app = typer.Typer(add_completion=False, help="Supervised fine-tuning with the GLM-5 chat template.")

@@ -45,7 +45,7 @@ from training.sft.data import ReadReport, category_weights, mix, read_records
 
 
 class SFTModelConfig(StrictModel):
-    hf: str | None = None  # a Hugging Face model directory; None = our GLM model (train.model)
+    hf: str | None = None  # a Hugging Face model directory or `smollm2`; None = our GLM model (train.model)
     heldout: int = Field(default=0, ge=0)  # samples held out (before mixing) for a held-out loss
     dtype: str = "float32"
 
@@ -185,7 +185,9 @@ def run_hf(cfg, tcfg, log=print) -> dict[str, Any]:
     """SFT of ``cfg.model.hf``; writes ``OUT/hf``, ``OUT/metrics.jsonl``, ``OUT/sft.json``."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    src = Path(cfg.model.hf)
+    from training.policy import PolicySource
+
+    src = Path(PolicySource(hf=cfg.model.hf).path)  # `smollm2`: the model the project ships, as everywhere
     if not (src / "config.json").is_file():
         raise InputError(f"model.hf: {src} is not a Hugging Face model directory (no config.json)")
     out = Path(cfg.out)

@@ -1,0 +1,64 @@
+"""`make post-train-real`'s orchestration end to end on a tiny random Llama made by transformers
+itself (standing in for SmolLM2-135M, whose real run takes half an hour on two cores: its figures
+come from `python benchmarks/post_train_real.py`), on the real SFT data the samples build: SFT ->
+GRPO per seed -> RL + on-policy distillation, each from the product's configs, and the summary's shape."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks import _report
+from benchmarks import post_train_real as bench
+from core.cache import cache_dir
+from core.cached_samples import CORPUS_HTML
+from samples.corpus import fetch_package
+from tests.training.conftest import make_tiny_hf
+
+
+@pytest.fixture
+def tiny_smollm2(tmp_path, monkeypatch):
+    from transformers import AutoTokenizer
+
+    from core.local_lm import obtain_smollm2
+
+    tok = AutoTokenizer.from_pretrained(str(obtain_smollm2(log=lambda _m: None)))
+    fetch_package("python3.11-doc", cache_dir(), log=lambda m: None)
+    cache = tmp_path / "cache"
+    (cache / CORPUS_HTML).parent.mkdir(parents=True)
+    (cache / CORPUS_HTML).symlink_to(cache_dir() / CORPUS_HTML)
+    tiny = make_tiny_hf(tmp_path / "tiny", tok)
+    monkeypatch.setenv("GLM5_RECIPE_CACHE", str(cache))
+    monkeypatch.setattr("samples.post_train.fetch_package", lambda *a, **k: None)
+    monkeypatch.setattr("core.local_lm.obtain_smollm2", lambda *a, **k: tiny)
+    monkeypatch.setattr(_report, "OUT_DIR", tmp_path / "bench")
+    return tiny
+
+
+def test_sft_grpo_distillation_summary(tiny_smollm2, tmp_path):
+    out = tmp_path / "run"
+    bench.main(["--out", str(out), "--seeds", "2", "--sft-steps", "2", "--rl-steps", "1"])
+    s = json.loads((out / "summary.json").read_text())
+    assert s["model"] == str(tiny_smollm2)
+    sft = s["sft"]
+    assert sft["trained_steps"] == 2 and sft["heldout_samples"] == 48 and sft["checkpoint"] == str(out / "sft/hf")
+    assert set(sft["samples"]) >= {"chat", "arithmetic"} and sft["heldout_loss_before"] > 0
+    g = s["grpo"]
+    assert g["seeds"] == [0, 1] and len(g["accuracy_before"]) == len(g["accuracy_after"]) == 2
+    assert all(r["steps"] == 1 for r in g["runs"].values())
+    assert (out / "grpo/seed-1/pipeline.json").is_file()
+    # every GRPO run starts from the same SFT checkpoint and the same held-out set: the same "before"
+    assert g["accuracy_before"][0] == g["accuracy_before"][1] and g["reward_before"][0] == g["reward_before"][1]
+    o = s["opd"]
+    assert o["after_sft"] == pytest.approx(o["after_sft"]) and len(o["seconds"]) == 2
+    if o["drop"] > 0:
+        assert o["recovered_fraction"] == pytest.approx((o["after_distill"] - o["after_rl"]) / o["drop"], abs=1e-3)
+    else:
+        assert o["recovered_fraction"] is None and "nothing to recover" in o["note"]
+    bench_json = json.loads((tmp_path / "bench" / "post_train_real.json").read_text())
+    assert bench_json["name"] == "post_train_real" and bench_json["also"][0]["name"] == "post_train_real_sft_loss"
+    # a rerun reuses the finished parts (nothing retrained: the same summary)
+    bench.main(["--out", str(out), "--seeds", "2", "--sft-steps", "2", "--rl-steps", "1"])
+    again = json.loads((out / "summary.json").read_text())
+    assert {k: again[k] for k in ("sft", "grpo", "opd")} == {k: s[k] for k in ("sft", "grpo", "opd")}

@@ -1,0 +1,37 @@
+"""The TRL side-by-side benchmark end to end on a tiny random Llama made by transformers itself
+(standing in for SmolLM2-135M; the figures come from `python benchmarks/trl_side_by_side.py`):
+both SFT sides train the same rows, both GRPO sides the same number of completions, and one
+evaluator scores both final models."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks import _report
+from benchmarks import trl_side_by_side as bench
+from tests.training.conftest import make_tiny_hf
+
+pytest.importorskip("trl", reason="trl is a dev dependency (pyproject.toml)")
+
+
+def test_sft_and_grpo_side_by_side_on_a_tiny_model(tmp_path, monkeypatch):
+    from transformers import AutoTokenizer
+
+    from core.local_lm import obtain_smollm2
+
+    tok = AutoTokenizer.from_pretrained(str(obtain_smollm2(log=lambda _m: None)))
+    tiny = make_tiny_hf(tmp_path / "tiny", tok)
+    monkeypatch.setattr("core.local_lm.obtain_smollm2", lambda *a, **k: tiny)
+    monkeypatch.setattr(_report, "OUT_DIR", tmp_path / "bench")
+    bench.main(["--sft-steps", "2", "--sft-batch", "2", "--heldout", "4", "--grpo-steps", "1", "--grpo-prompts", "2",
+                "--threads", "1"])
+    res = json.loads((tmp_path / "bench" / "trl_side_by_side.json").read_text())
+    sft, grpo = res["inputs"]["sft"], res["inputs"]["grpo"]
+    assert res["name"] == "trl_side_by_side" and res["goal"] == 1.2 and res["ours"] > 0 and res["baseline"] > 0
+    # the same rows: both sides trained on 2 batches of the same mixture (TRL counts every input token)
+    assert sft["tokens"]["ours"] > 0 and sft["tokens"]["trl"] >= sft["tokens"]["ours"] // 2
+    assert set(sft["heldout_loss_after"]) == {"ours", "trl"} and all(v > 0 for v in sft["heldout_loss_after"].values())
+    assert res["also"][0]["name"] == "trl_side_by_side_grpo" and res["also"][0]["goal"] == 1.5
+    assert set(grpo["heldout_reward_after"]["ours"]) == set(grpo["heldout_reward_after"]["trl"]) == {"arithmetic"}

@@ -1,0 +1,86 @@
+"""The post-training SFT data builder on real inputs: the Python FAQ pages of Debian's
+python3.11-doc (from the cache, as the sample corpus uses them) and Terminal-Bench-layout seed
+archives (a small one made here; the real ones in ../shared/terminal-seeds when present)."""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from core.cache import cache_dir
+from core.cached_samples import CORPUS_HTML
+from samples.corpus import fetch_package
+from samples.post_train import build_post_train, faq_pairs, seed_records
+from training.chat_template import conversation_of, normalize
+
+SEEDS = Path(__file__).resolve().parents[3] / "shared" / "terminal-seeds"
+
+
+@pytest.fixture(scope="module")
+def faq_dir() -> Path:
+    fetch_package("python3.11-doc", cache_dir(), log=lambda m: None)
+    return cache_dir() / CORPUS_HTML / "faq"
+
+
+def test_faq_questions_and_answers_come_from_the_real_pages(faq_dir):
+    pairs = faq_pairs((faq_dir / "programming.html").read_bytes(), max_answer_chars=700)
+    questions = [q for q, _ in pairs]
+    assert len(pairs) > 50 and all(q.endswith("?") and "\u00b6" not in q for q in questions)
+    answer = dict(pairs)["How do I create a .pyc file?"]
+    assert answer.startswith("When a module is imported for the first time") and len(answer) <= 700
+    longer = dict(faq_pairs((faq_dir / "programming.html").read_bytes(), max_answer_chars=1500))
+    assert longer["How do I create a .pyc file?"].startswith(answer + "\n\nOne reason")  # cut at a paragraph boundary
+    # a nested question is its own pair, never part of its parent section's answer
+    assert not any("Why am I getting an UnboundLocalError" in a for a in dict(pairs).values())
+
+
+def test_first_paragraph_is_kept_whole_even_when_long(faq_dir):
+    pairs = faq_pairs((faq_dir / "programming.html").read_bytes(), max_answer_chars=10)
+    assert all("\n\n" not in a for _, a in pairs) and sum(len(a) > 10 for _, a in pairs) > 40
+
+
+def _seed_tgz(path: Path, tasks: dict[str, dict[str, str]]) -> Path:
+    with tarfile.open(path, "w:gz") as tar:
+        for task, files in tasks.items():
+            for name, text in files.items():
+                data = text.encode()
+                info = tarfile.TarInfo(f"seeds/{task}/{name}")
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def test_seed_tasks_become_one_bash_tool_call_and_bad_tasks_are_counted(tmp_path):
+    _seed_tgz(tmp_path / "a.tgz", {
+        "ok": {"task.yaml": "instruction: |\n  Write hello.txt\n", "solution.sh": "echo hi > hello.txt\n"},
+        "no_solution": {"task.yaml": "instruction: x\n"},
+        "empty": {"task.yaml": "difficulty: easy\n", "solution.sh": "true\n"},
+        "broken_yaml": {"task.yaml": "instruction: [\n", "solution.sh": "true\n"},
+    })
+    rejects: dict[str, int] = {}
+    rows = seed_records(tmp_path, rejects)
+    assert len(rows) == 1 and rows[0]["source"] == "a.tgz:seeds/ok"
+    msgs, tools = conversation_of(rows[0])
+    call = normalize(msgs)[1]["tool_calls"][0]["function"]
+    assert msgs[0]["content"] == "Write hello.txt" and call["name"] == "bash"
+    assert json.loads(call["arguments"]) == {"command": "echo hi > hello.txt\n"} and tools[0]["function"]["name"] == "bash"
+    assert sorted(k.split(":", 1)[1].split(":")[0] for k in rejects) == ["seeds/broken_yaml", "seeds/empty", "seeds/no_solution"]
+
+
+@pytest.mark.skipif(not SEEDS.is_dir(), reason="no ../shared/terminal-seeds beside the checkout")
+def test_build_writes_three_files_and_a_manifest_from_real_seeds(tmp_path, monkeypatch):
+    monkeypatch.setattr("samples.post_train.fetch_package", lambda *a, **k: None)
+    cache = tmp_path / "cache"
+    (cache / CORPUS_HTML).parent.mkdir(parents=True)
+    (cache / CORPUS_HTML).symlink_to(cache_dir() / CORPUS_HTML)
+    fetch_package("python3.11-doc", cache_dir(), log=lambda m: None)
+    paths = build_post_train(cache, SEEDS, arithmetic=16, log=lambda m: None)
+    manifest = json.loads((cache / "post_train" / "manifest.json").read_text())
+    counts = {k: sum(1 for _ in open(p)) for k, p in paths.items()}
+    assert counts == manifest["records"] and counts["arithmetic"] == 16
+    assert counts["chat"] > 150 and counts["tool_calls"] == 320  # every real seed task has both files
+    assert all(conversation_of(json.loads(line)) for line in open(paths["tool_calls"]))

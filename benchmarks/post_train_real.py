@@ -41,7 +41,7 @@ from core.io import atomic_write_text  # noqa: E402
 from training.policy import PolicySource  # noqa: E402
 from training.rl.stages.config import StagesConfig  # noqa: E402
 from training.rl.stages.runner import StageRunner  # noqa: E402
-from training.sft.__main__ import SFTConfig, _bundled_paths  # noqa: E402
+from training.sft.__main__ import SFTConfig, resolve_dataset_paths  # noqa: E402
 from training.sft.__main__ import run as run_sft  # noqa: E402
 
 CONFIGS = ROOT / "configs"
@@ -57,7 +57,7 @@ def sft_part(out: Path, steps: int | None, log) -> dict:
     if steps:
         data["train"]["steps"] = steps
     cfg = validate_config(SFTConfig, data, source="configs/sft_smollm2.yaml")
-    _bundled_paths(cfg)
+    resolve_dataset_paths(cfg)
     return run_sft(cfg, log=log)
 
 

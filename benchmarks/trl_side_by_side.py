@@ -49,7 +49,7 @@ def sft_data(model_dir: str, steps: int, batch: int, heldout: int):
     """(tokenizer, training rows in order, held-out rows, SFTConfig) exactly as ``run_hf`` builds them."""
     from transformers import AutoTokenizer
 
-    from training.sft.__main__ import SFTConfig, _bundled_paths
+    from training.sft.__main__ import SFTConfig, resolve_dataset_paths
     from training.sft.hf import hf_samples, split_heldout
 
     data = load_yaml(ROOT / "configs" / "sft_smollm2.yaml")
@@ -60,7 +60,7 @@ def sft_data(model_dir: str, steps: int, batch: int, heldout: int):
                       "optimizer": {"name": "adamw", "lr": SFT_LR, "weight_decay": 0.0},
                       "schedule": {"kind": "constant", "warmup_steps": 0}}  # fmt: skip
     cfg = validate_config(SFTConfig, data, source="trl_side_by_side")
-    _bundled_paths(cfg)
+    resolve_dataset_paths(cfg)
     tok = AutoTokenizer.from_pretrained(model_dir)
     report = ReadReport()
     pools, held = split_heldout(hf_samples(cfg.data, tok, report), heldout, cfg.data.seed)

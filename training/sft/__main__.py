@@ -151,7 +151,7 @@ def run(cfg: SFTConfig, log=print) -> dict:
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _bundled_paths(cfg: SFTConfig) -> None:
+def resolve_dataset_paths(cfg: SFTConfig) -> None:
     """A relative dataset path missing from the working directory is taken from the repository
     (the bundled samples that configs/sft_tiny.yaml names), else from the cache (what
     ``python -m samples post-train`` builds, configs/sft_smollm2.yaml), so the CLI works from any directory."""
@@ -179,7 +179,7 @@ def main(
     cfg = load_cli_config(SFTConfig, config, override)
     if out is not None:
         cfg.out = str(out)
-    _bundled_paths(cfg)
+    resolve_dataset_paths(cfg)
     s = run(cfg)
     typer.echo(f"trained {s['trained_steps']} steps: loss {s['loss_first']} -> {s['loss_last']}; report {cfg.out}/sft.json")
 

@@ -36,7 +36,7 @@ PATCH_FAILED_RC = 97
 RUN_SH = """#!/bin/sh
 cd /testbed || exit 90
 mkdir -p /tmp/swe-out
-for p in /task/patches/*.diff; do
+for p in {task}/patches/*.diff; do
   [ -s "$p" ] || continue
   # git apply first; then GNU patch with fuzz, as SWE-bench's harness does for model patches
   if ! git apply --whitespace=nowarn "$p" >/tmp/swe-out/apply.log 2>&1 &&
@@ -49,7 +49,7 @@ i=1
 while [ $i -le {runs} ]; do
   # the log is capped: a suite printing gigabytes gets SIGPIPE at the cap, and the host never
   # reads more than that
-  {{ timeout -k 5 {timeout} sh /task/test.sh 2>&1; echo $? > /tmp/swe-out/run-$i.rc; }} |
+  {{ timeout -k 5 {timeout} sh {task}/test.sh 2>&1; echo $? > /tmp/swe-out/run-$i.rc; }} |
     head -c {max_log} > /tmp/swe-out/run-$i.log
   i=$((i + 1))
 done
@@ -119,7 +119,7 @@ class Sandbox:
                         text if text.endswith("\n") else text + "\n", encoding="utf-8")
             (task / "test.sh").write_text(test_command + "\n", encoding="utf-8")
             (task / "run.sh").write_text(
-                RUN_SH.format(patch_rc=PATCH_FAILED_RC, runs=runs, timeout=int(timeout_s + 0.999),
+                RUN_SH.format(task="/task", patch_rc=PATCH_FAILED_RC, runs=runs, timeout=int(timeout_s + 0.999),
                               max_log=self.cfg.max_log_mb * 2**20),
                 encoding="utf-8")
             for p in task.rglob("*"):  # readable by the container's unprivileged user

@@ -12,9 +12,9 @@ its dependencies again (``import pytest`` alone: 7-14 s at that load).
   what a test sees is unchanged. Built once per source image, tagged by its id.
 - ``Verifiers``: pristine containers of those images started ahead of need (``prime`` when a session
   opens), with the sandbox's limits, each used for one verify and removed; a verify copies the
-  patches in and the container runs ``swe_envs.sandbox``'s own run script (patches, then the test
-  command under its timeout, the log capped), a pytest command through its warm zygote
-  (``swe_envs.sessions.zygote``). Nothing the agent's container holds is used but its diff.
+  patches in (on its stdin: ``swe_envs.sessions.verifier_io``) and the container runs
+  ``swe_envs.sandbox``'s own run script (patches, then the test command under its timeout, the log
+  capped), a pytest command through its warm zygote (``swe_envs.sessions.zygote``). Nothing the agent's container holds is used but its diff.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ from swe_envs.sandbox import (
     container_options,
     owner,
 )
+from swe_envs.sessions.verifier_io import TASK_DIR, Fallback, exchange, task_tar
 from swe_envs.sessions.zygote import BOOT, ZYGOTE_PY, test_sh, zygote_launch
 
 WARM_LABEL = "swe_envs.session.warm_from"
@@ -125,13 +126,13 @@ class Verifiers:
 
     def _start(self, image: str, network: str, command: str):
         """The sandbox's container (same limits, user, labels), its main process ``BOOT``: it waits for
-        ``/task`` and then runs the sandbox's run script; a pytest command gets its zygote."""
+        the task on its stdin and then runs the sandbox's run script; a pytest command gets its zygote."""
         opts = container_options(self.cfg)  # the sandbox's, so a verifier is contained as a test run is
         launch = zygote_launch(command)
         if launch:
             opts["environment"] = dict(opts["environment"], SWE_ZYGOTE=launch, SWE_ZYGOTE_PY=ZYGOTE_PY)
         return self.client.containers.run(
-            image, ["sh", "-c", BOOT], detach=True, working_dir="/testbed", network_mode=network,
+            image, ["sh", "-c", BOOT], detach=True, stdin_open=True, working_dir="/testbed", network_mode=network,
             labels={LABEL: owner(), VERIFIER_LABEL: image, "swe_envs.run": uuid.uuid4().hex}, **opts)
 
     def prime(self, image: str, network: str, command: str) -> None:
@@ -180,21 +181,28 @@ class Verifiers:
             res.error = f"docker: {err}"
             return res
         guard = DiskGuard(self.client.api, self.cfg.disk_mb)
+        command = test_sh(command) if zygote_launch(command) else command
+        wall_s = timeout_s + 10 + self.cfg.container_margin_s
         try:
-            run_sh = RUN_SH.format(patch_rc=PATCH_FAILED_RC, runs=1, timeout=int(timeout_s + 0.999),
-                                   max_log=self.cfg.max_log_mb * 2**20)
             guard.watch(c.id)
-            c.put_archive("/", _task_tar(test_sh(command) if zygote_launch(command) else command, patches, run_sh))
-            try:
-                res.container_rc = int(c.wait(timeout=timeout_s + 10 + self.cfg.container_margin_s)
-                                       .get("StatusCode", -1))
-            except Exception:  # requests' ReadTimeout / ConnectionError: past the wall-clock limit
+            try:  # the task on stdin, the results back on stdout (verifier_io)
+                files, rc = exchange(c, task_tar(self._task(command, patches, timeout_s, TASK_DIR)), wall_s,
+                                     3 * self.cfg.max_log_mb * 2**20)
+                res.container_rc = rc
+                self._read(files, res)
+            except Fallback:  # copied in and read back through the archive API, as before
+                c.put_archive("/", task_tar(self._task(command, patches, timeout_s, "/task"), prefix="task/"))
+                self._wait(c, res, wall_s)
+                if not res.killed and not guard.exceeded:
+                    self._read(_read_dir(c, "/tmp/swe-out", self.cfg.max_log_mb * 2**20), res)
+            except TimeoutError:  # socket.timeout: past the wall-clock limit
                 res.killed = True
                 _quiet(c.kill)
+            except OSError as err:  # the attach transport failed: an error, never a verdict
+                res.error = f"verifier transport: {err}"
+                _quiet(c.kill)
             if guard.exceeded:
-                res.killed, res.error = True, guard.exceeded
-            if not res.killed:
-                self._collect(c, res)
+                res.killed, res.error, res.runs, res.patch_failed = True, guard.exceeded, [], ""
         except docker.errors.DockerException as err:
             res.error = f"docker: {err}"
         finally:
@@ -204,8 +212,26 @@ class Verifiers:
         res.seconds = time.monotonic() - t0
         return res
 
-    def _collect(self, c, res: SandboxResult) -> None:
-        files = _read_dir(c, "/tmp/swe-out", self.cfg.max_log_mb * 2**20)
+    def _task(self, command: str, patches: list[tuple[str, str]], timeout_s: float, where: str) -> dict[str, str]:
+        """The task's files (``ready`` last: BOOT starts once it exists), ``run.sh`` formatted for ``where``."""
+        run_sh = RUN_SH.format(task=where, patch_rc=PATCH_FAILED_RC, runs=1, timeout=int(timeout_s + 0.999),
+                               max_log=self.cfg.max_log_mb * 2**20)
+        files = {"run.sh": run_sh, "test.sh": command + "\n"}
+        for i, (name, text) in enumerate(patches):
+            if text.strip():
+                files[f"patches/{i:02d}-{name}.diff"] = text if text.endswith("\n") else text + "\n"
+        files["ready"] = ""
+        return files
+
+    def _wait(self, c, res: SandboxResult, wall_s: float) -> None:
+        try:
+            res.container_rc = int(c.wait(timeout=wall_s).get("StatusCode", -1))
+        except Exception:  # requests' ReadTimeout / ConnectionError: past the wall-clock limit
+            res.killed = True
+            _quiet(c.kill)
+
+    def _read(self, files: dict[str, str], res: SandboxResult) -> None:
+        """The sandbox's outputs (/tmp/swe-out's files) into ``res``."""
         res.patch_failed = files.get("patch_failed", "").strip()
         if res.patch_failed:
             res.patch_failed += ": " + files.get("apply.log", "").strip()[:500]
@@ -223,27 +249,6 @@ class Verifiers:
             self.ready.clear()
         for c in left:
             _remove(c)
-
-
-def _task_tar(command: str, patches: list[tuple[str, str]], run_sh: str) -> bytes:
-    """/task as the sandbox mounts it: run.sh, test.sh, patches/NN-name.diff, readable by the test user."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name in ("task", "task/patches"):
-            d = tarfile.TarInfo(name)
-            d.type, d.mode = tarfile.DIRTYPE, 0o755
-            tar.addfile(d)
-        files = {"task/run.sh": run_sh, "task/test.sh": command + "\n"}
-        for i, (name, text) in enumerate(patches):
-            if text.strip():
-                files[f"task/patches/{i:02d}-{name}.diff"] = text if text.endswith("\n") else text + "\n"
-        files["task/ready"] = ""  # last: the boot script starts run.sh once it exists
-        for name, text in files.items():
-            data = text.encode("utf-8")
-            info = tarfile.TarInfo(name)
-            info.size, info.mode = len(data), 0o644
-            tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
 
 
 def _remove(c) -> None:

@@ -1,7 +1,8 @@
 """A warm verifier container's boot script and its pytest zygote.
 
 A verifier container is started ahead of need (``swe_envs.sessions.warm``). Its main process, ``BOOT``,
-waits for the verify's ``/task`` (patches, ``test.sh``, the sandbox's ``run.sh``) to be copied in and
+waits for the verify's task (patches, ``test.sh``, the sandbox's ``run.sh``) on its stdin
+(``swe_envs.sessions.verifier_io``; or copied to ``/task`` where the image cannot unpack it) and
 then runs ``run.sh`` exactly as a sandbox container does: the patches, then the test command under its
 timeout, the log capped, the container exiting when it is done.
 
@@ -22,12 +23,25 @@ from __future__ import annotations
 
 import re
 
+from swe_envs.sessions.verifier_io import EMIT, FILES, TASK_DIR
+
 Z = "/tmp/swe-zygote"
-BOOT = (f'if [ -n "$SWE_ZYGOTE" ]; then (cd /testbed 2>/dev/null; sh -c "$SWE_ZYGOTE" >{Z}.log 2>&1; '
+# the task comes on stdin (``verifier_io``: a tar unpacked into TASK_DIR, the results printed back),
+# or, where the image has no tar/base64, is copied to /task by the host after BOOT says FILES
+BOOT = (f'if [ -n "$SWE_ZYGOTE" ]; then (cd /testbed 2>/dev/null; sh -c "$SWE_ZYGOTE" </dev/null >{Z}.log 2>&1; '
         f'touch {Z}.failed) & fi\n'
-        "while [ ! -e /task/ready ]; do sleep 0.1; done\n"
         "unset SWE_ZYGOTE SWE_ZYGOTE_PY\n"
-        "exec sh /task/run.sh\n")
+        f"T={TASK_DIR}\n"
+        "IFS= read -r hello\n"  # the host's first line: what BOOT prints from here on reaches it
+        'if command -v tar >/dev/null 2>&1 && command -v base64 >/dev/null 2>&1 && mkdir -p "$T" && '
+        'tar -x -C "$T" -f - 2>/dev/null && [ -e "$T/ready" ]; then\n'
+        '  sh "$T/run.sh" </dev/null >/dev/null 2>&1; rc=$?\n'
+        f"{EMIT}"
+        '  exit "$rc"\n'
+        "fi\n"
+        f"echo {FILES.decode()}\n"
+        "while [ ! -e /task/ready ]; do sleep 0.1; done\n"
+        "exec sh /task/run.sh </dev/null\n")
 
 ZYGOTE_PY = f"""
 import importlib.util, os, runpy, sys

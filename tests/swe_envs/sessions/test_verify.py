@@ -67,7 +67,7 @@ def test_a_warm_verifier_runs_the_sandbox_script_once_and_is_replaced():
     ensure_docker(BASE)
     client = docker_client()
     v = Verifiers(client, SandboxConfig(), log=lambda m: None)
-    cmd = "echo hello from $(id -u); env | grep -c SWE_ZYGOTE; ls /task; exit 3"
+    cmd = "echo hello from $(id -u); env | grep -c SWE_ZYGOTE; ls /tmp/swe-task; exit 3"
     mine = lambda: [c for c in client.containers.list(all=True, filters={"label": VERIFIER_LABEL})  # noqa: E731
                     if c.id in {x.id for xs in v.ready.values() for x in xs}]
     try:

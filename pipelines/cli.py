@@ -26,6 +26,7 @@ app = typer.Typer(
 
 URL_OUTPUT_HELP = ("or a URL (s3://bucket/prefix/): the job runs in a local staging directory (--staging) "
                    "and the finished output is uploaded, job.json last")
+URL_INPUT_HELP = "or an object-storage URL (s3://bucket/prefix/, AWS_* environment); repeatable"
 
 
 def staging_dir(given: Path | None) -> Path:
@@ -133,20 +134,27 @@ def quality_eval(
 @app.command()
 @user_errors
 def dedup(
-    input: list[Path] = typer.Option(..., "--input", help="Parquet/JSONL documents (file or directory); repeatable"),
-    output: Path = typer.Option(..., help="output directory (documents/, rejects/, job.json)"),
+    input: list[str] = typer.Option(
+        ..., "--input", help=f"Parquet/JSONL documents (file, directory or glob), {URL_INPUT_HELP}"
+    ),
+    output: str = typer.Option(
+        ..., help=f"output directory (documents/, rejects/, job.json) {URL_OUTPUT_HELP}"
+    ),
     master: str = typer.Option(None, help=MASTER_HELP),
     config: Path = typer.Option(None, help="DedupJobConfig YAML"),
     set_: list[str] = typer.Option(None, "--set", help="override a config key, e.g. --set minhash.bands=20"),
     resume: bool = typer.Option(False, help="keep finished tasks of an interrupted run with the same config"),
+    staging: Path = typer.Option(None, help=STAGING_HELP),
 ) -> None:
     """MinHash near-duplicate removal: keeps the smallest id of each cluster; duplicates to rejects."""
     from pipelines.inputs import InputSpec
     from pipelines.jobs import dedup as job
 
     cfg = load_cli_config(job.DedupJobConfig, config, set_)
-    with make_engine(master, cfg.local, cfg.spark) as engine:
-        summary = job.run(cfg, [InputSpec(path=str(p)) for p in input], output, engine, resume=resume)
+    # the dedup job replaces its output unless resuming; so does its upload
+    with staged_output(output, staging_dir(staging), replace=True) as out:
+        with make_engine(master, cfg.local, cfg.spark) as engine:
+            summary = job.run(cfg, [InputSpec(path=p) for p in input], out, engine, resume=resume)
     for stage, c in summary["counts"].items():
         typer.echo(f"{stage}: in {c['docs_in']}, kept {c['kept']}, rejected {c['rejected']} {c['reasons']}")
     typer.echo(json.dumps(summary["corpus"]["minhash"]))

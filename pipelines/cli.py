@@ -27,6 +27,7 @@ app = typer.Typer(
 URL_OUTPUT_HELP = ("or a URL (s3://bucket/prefix/): the job runs in a local staging directory (--staging) "
                    "and the finished output is uploaded, job.json last")
 URL_INPUT_HELP = "or an object-storage URL (s3://bucket/prefix/, AWS_* environment); repeatable"
+URL_INPUT_HELP = "or an object-storage URL (s3://bucket/prefix/, AWS_* environment); repeatable"
 
 
 def staging_dir(given: Path | None) -> Path:
@@ -184,33 +185,46 @@ def dedup_eval(
 @app.command()
 @user_errors
 def pack(
-    documents: Path = typer.Option(..., help="documents dataset (directory of Parquet files)"),
-    output: Path = typer.Option(..., help="shard directory to write"),
+    documents: str = typer.Option(
+        ...,
+        help="documents dataset (directory of Parquet files), or an object-storage "
+        "URL of one (s3://bucket/prefix/documents/, AWS_* environment)",
+    ),
+    output: str = typer.Option(
+        ...,
+        help=f"shard directory to write (manifest.json, shard-*.arrow, tokenizer/) "
+        f"{URL_OUTPUT_HELP.replace('job.json', 'manifest.json')}",
+    ),
     tokenizer: Path = typer.Option(None, help="tokenizer.json to use; default: train a byte-level BPE"),
     vocab_size: int = typer.Option(8192, help="vocab size of the BPE trained when no --tokenizer"),
     seq_len: int = typer.Option(1024),
     stage: str = typer.Option("pretrain", help="mid-training stage recorded in the manifest"),
+    staging: Path = typer.Option(None, help=STAGING_HELP),
 ) -> None:
     """Tokenize + pack documents into fixed-length sequences -> Arrow shards + manifest."""
-    from core.tokenizer import TokenizerConfig, load_or_train
-    from pipelines.pack import PackConfig, iter_documents, pack_documents
-    from pipelines.report.stats import render, shard_stats
-
-    tcfg = TokenizerConfig(path=str(tokenizer) if tokenizer else None, vocab_size=vocab_size)
-    texts = None if tokenizer else (r[1] for rows in iter_documents(documents, 64) for r in rows)
-    tok, info = load_or_train(tcfg, texts, output / "tokenizer")
-    pcfg = PackConfig(seq_len=seq_len, stage=stage)
-    pack_documents(
-        documents,
-        tok,
-        info,
-        output,
-        pcfg,
-        job_config={"tokenizer": tcfg.model_dump(), "pack": pcfg.model_dump()},
-    )
     import duckdb
 
-    render({"shards": shard_stats(duckdb.connect(), output)})
+    from core.tokenizer import TokenizerConfig, load_or_train
+    from pipelines.pack import PackConfig, count_documents, iter_documents, pack_documents
+    from pipelines.report.stats import render, shard_stats
+
+    count_documents(documents)  # a missing dataset or a bad URL: one line before any work
+    tcfg = TokenizerConfig(path=str(tokenizer) if tokenizer else None, vocab_size=vocab_size)
+    pcfg = PackConfig(seq_len=seq_len, stage=stage)
+    # pack rewrites its shard directory (ShardWriter); an upload replaces a pack output alike
+    with staged_output(output, staging_dir(staging), replace=True) as out:
+        texts = None if tokenizer else (r[1] for rows in iter_documents(documents, 64) for r in rows)
+        tok, info = load_or_train(tcfg, texts, Path(out) / "tokenizer")
+        pack_documents(
+            documents,
+            tok,
+            info,
+            out,
+            pcfg,
+            job_config={"tokenizer": tcfg.model_dump(), "pack": pcfg.model_dump()},
+        )
+        stats = shard_stats(duckdb.connect(), Path(out))
+    render({"shards": stats})
 
 
 @app.command()

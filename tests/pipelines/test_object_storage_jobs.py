@@ -1,6 +1,6 @@
 """Jobs beyond ``documents`` on ``s3://`` inputs and outputs, against the real S3 server of
 ``conftest.py`` (moto's, over HTTP): each gives what it gives on the same files from a directory.
-dedup streams JSONL and Parquet objects."""
+dedup streams JSONL and Parquet objects; pack reads a documents prefix through DuckDB (fsspec)."""
 
 from __future__ import annotations
 
@@ -84,3 +84,80 @@ def test_dedup_reads_and_writes_s3_as_a_directory(s3, docs_dir, tmp_path):
         r[0] for r in _rows(fetched / "rejects/**/*.parquet", "id, reason") if r[1] == "near_duplicate"
     } == {"q_copy", "q_near"}
     assert not any((tmp_path / "staging").iterdir())  # uploaded, then removed
+
+
+def test_pack_reads_a_documents_prefix_and_uploads_its_shards(s3, docs_dir, tmp_path):
+    fs, bucket = s3
+    docs = tmp_path / "documents"  # a documents dataset as jobs write it: Parquet parts
+    docs.mkdir()
+    table = pq.read_table(docs_dir / "b.parquet")
+    pq.write_table(table.slice(0, 4), docs / "00000.parquet")
+    pq.write_table(table.slice(4), docs / "00001.parquet")
+    url = _upload(fs, bucket, docs, prefix="run/documents")
+    args = ("--seq-len", "64", "--vocab-size", "600")
+    _ok(cli("pack", "--documents", str(docs), "--output", str(tmp_path / "local"), *args))
+    _ok(
+        cli(
+            "pack",
+            "--documents",
+            url,
+            "--output",
+            f"s3://{bucket}/shards",
+            *args,
+            "--staging",
+            str(tmp_path / "staging"),
+        )
+    )
+    fetched = _fetch(fs, bucket, "shards", tmp_path / "fetched")
+    want = json.loads((tmp_path / "local" / "manifest.json").read_text())
+    got = json.loads((fetched / "manifest.json").read_text())
+    # the same tokenizer and byte-identical shards (documents are packed in id order)
+    assert got["shards"] == want["shards"] and got["totals"] == want["totals"] and got["totals"]["docs"] == 9
+    assert got["tokenizer"]["id"] == want["tokenizer"]["id"]
+    assert sorted(p.name for p in fetched.iterdir()) == ["manifest.json", "shard-00000.arrow", "tokenizer"]
+    # a pack output is a job output: packed again in place, not refused as someone else's objects
+    _ok(
+        cli(
+            "pack",
+            "--documents",
+            url,
+            "--output",
+            f"s3://{bucket}/shards",
+            *args,
+            "--staging",
+            str(tmp_path / "staging"),
+        )
+    )
+
+
+def test_upload_puts_shards_first_and_each_completion_marker_after_what_it_covers(s3, tmp_path):
+    from core.errors import UserError
+    from core.storage import staged_output, upload_tree
+
+    fs, bucket = s3
+    local = tmp_path / "tree"
+    for rel in (
+        "shards/manifest.json",
+        "shards/shard-00000.arrow",
+        "shards/tokenizer/tokenizer.json",
+        "documents/00000.parquet",
+        "fingerprint.json",
+        "job.json",
+    ):
+        (local / rel).parent.mkdir(parents=True, exist_ok=True)
+        (local / rel).write_text(rel)
+    keys = [k.split("/", 2)[2] for k in upload_tree(local, f"s3://{bucket}/out")]
+    assert keys == [
+        "fingerprint.json",
+        "shards/shard-00000.arrow",
+        "documents/00000.parquet",
+        "shards/tokenizer/tokenizer.json",
+        "shards/manifest.json",
+        "job.json",
+    ]
+    # pack's output has no fingerprint: a cut-short upload of it, its first shard, is still known as ours
+    fs.rm(f"{bucket}/out", recursive=True)
+    fs.pipe(f"{bucket}/out/shard-00000.arrow", b"cut short")
+    with pytest.raises(UserError, match="pass --overwrite"):
+        with staged_output(f"s3://{bucket}/out", tmp_path / "staging", replace=False):
+            pass

@@ -16,7 +16,7 @@ import typer
 from core.cache import cache_dir
 from core.cli import load_cli_config, user_errors
 from core.engine import make_engine
-from core.storage import staged_output
+from core.storage import is_url, staged_output
 
 app = typer.Typer(
     add_completion=False,
@@ -26,7 +26,6 @@ app = typer.Typer(
 
 URL_OUTPUT_HELP = ("or a URL (s3://bucket/prefix/): the job runs in a local staging directory (--staging) "
                    "and the finished output is uploaded, job.json last")
-URL_INPUT_HELP = "or an object-storage URL (s3://bucket/prefix/, AWS_* environment); repeatable"
 URL_INPUT_HELP = "or an object-storage URL (s3://bucket/prefix/, AWS_* environment); repeatable"
 
 
@@ -244,25 +243,47 @@ def longctx(
 @app.command("swe-mine")
 @user_errors
 def swe_mine(
-    events: list[Path] = typer.Option(None, "--events", help="GH-Archive-style event files/dirs (.json.gz); repeatable"),
-    api: list[Path] = typer.Option(None, "--api", help="GitHub API JSON dumps or recorded cassettes; repeatable"),
-    repos: list[Path] = typer.Option(None, "--repos", help="a git repository or a directory of them; repeatable"),
-    output: Path = typer.Option(..., help="output directory (documents/, rejects/, instances.jsonl, shards/)"),
+    events: list[str] = typer.Option(
+        None, "--events", help=f"GH-Archive-style event files/dirs (.json.gz), {URL_INPUT_HELP}"
+    ),
+    api: list[str] = typer.Option(
+        None, "--api", help=f"GitHub API JSON dumps or recorded cassettes, {URL_INPUT_HELP}"
+    ),
+    repos: list[str] = typer.Option(
+        None,
+        "--repos",
+        help="a git repository or a directory of them, or an "
+        "object-storage URL of one (fetched to --staging first: git reads files by "
+        "path); repeatable",
+    ),
+    output: str = typer.Option(
+        ..., help=f"output directory (documents/, rejects/, instances.jsonl, shards/) {URL_OUTPUT_HELP}"
+    ),
     master: str = typer.Option(None, help=MASTER_HELP.replace("datatrove's local executor", "DuckDB")),
-    config: Path = typer.Option(None, help="SweMineConfig YAML (e.g. configs/swe_mine.yaml); default: built-in"),
-    benchmark: list[Path] = typer.Option(None, "--benchmark", help="SWE-bench-style JSONL to decontaminate against"),
-    set_: list[str] = typer.Option(None, "--set", help="override a key, e.g. --set mining.patch_filter.max_files=10"),
+    config: Path = typer.Option(
+        None, help="SweMineConfig YAML (e.g. configs/swe_mine.yaml); default: built-in"
+    ),
+    benchmark: list[str] = typer.Option(
+        None, "--benchmark", help="SWE-bench-style JSONL to decontaminate against (a file or an object URL)"
+    ),
+    set_: list[str] = typer.Option(
+        None, "--set", help="override a key, e.g. --set mining.patch_filter.max_files=10"
+    ),
     overwrite: bool = typer.Option(False, help="replace a swe-mine output of other inputs or config"),
+    staging: Path = typer.Option(
+        None, help=STAGING_HELP + "; repositories given as URLs are fetched there too"
+    ),
 ) -> None:
     """Issue–PR mining: link, filter, decontaminate, relevant files -> documents, SWE-bench instances, shards."""
     from pipelines.jobs import swe_mine as job
 
     cfg = load_cli_config(job.SweMineConfig, config, set_)
-    cfg.mining.decontaminate.benchmarks += [str(b) for b in benchmark or []]
-    inputs = job.MineInputs(**{k: [str(p) for p in group or []] for k, group in
-                               (("events", events), ("api", api), ("repos", repos))})
-    with make_engine(master, cfg.local, cfg.spark) as engine:
-        job.print_summary(job.run(cfg, inputs, output, engine, overwrite=overwrite))
+    cfg.mining.decontaminate.benchmarks += list(benchmark or [])
+    inputs = job.MineInputs(events=events or [], api=api or [], repos=repos or [])
+    with staged_output(output, staging_dir(staging), replace=overwrite) as out:
+        with make_engine(master, cfg.local, cfg.spark) as engine:
+            result = job.run(cfg, inputs, out, engine, overwrite=overwrite, staging=staging_dir(staging))
+    job.print_summary(result, where=output if is_url(output) else None)
 
 
 @app.command()

@@ -1,6 +1,8 @@
-"""Jobs beyond ``documents`` on ``s3://`` inputs and outputs, against the real S3 server of
+"""dedup, pack and swe-mine on ``s3://`` inputs and outputs, against the real S3 server of
 ``conftest.py`` (moto's, over HTTP): each gives what it gives on the same files from a directory.
-dedup streams JSONL and Parquet objects; pack reads a documents prefix through DuckDB (fsspec)."""
+dedup streams JSONL and Parquet objects; pack reads a documents prefix through DuckDB (fsspec);
+swe-mine streams event files, API dumps and a benchmark, and fetches git repositories (git reads
+files by path), an empty repository included: object storage keeps no empty directories."""
 
 from __future__ import annotations
 
@@ -128,6 +130,99 @@ def test_pack_reads_a_documents_prefix_and_uploads_its_shards(s3, docs_dir, tmp_
             str(tmp_path / "staging"),
         )
     )
+
+
+@pytest.fixture(scope="module")
+def scenario(tmp_path_factory):
+    from core.cache import cache_dir
+    from samples.swe_mine.recordings import obtain_cassettes
+    from tests.swe_envs.scenario import build_scenario
+
+    return build_scenario(obtain_cassettes(cache_dir()), tmp_path_factory.mktemp("swe_scenario"))
+
+
+def test_swe_mine_streams_events_and_api_fetches_repos_and_uploads(s3, scenario, tmp_path):
+    fs, bucket = s3
+    urls = {k: _upload(fs, bucket, scenario[k], prefix=k) for k in ("events", "api", "repos")}
+    fs.put_file(str(scenario["benchmark"]), f"{bucket}/benchmark.jsonl")
+    common = ("--set", "pack.seq_len=256", "--set", "tokenizer.vocab_size=1000", "--set", "local.workers=1")
+
+    def mine(out: str, events: str, api: str, repos: str, benchmark: str):
+        return _ok(
+            cli(
+                "swe-mine",
+                "--events",
+                events,
+                "--api",
+                api,
+                "--repos",
+                repos,
+                "--benchmark",
+                benchmark,
+                "--output",
+                out,
+                "--staging",
+                str(tmp_path / "staging"),
+                *common,
+            )
+        )
+
+    mine(str(tmp_path / "local"), *(str(scenario[k]) for k in ("events", "api", "repos", "benchmark")))
+    there = mine(
+        f"s3://{bucket}/swe", urls["events"], urls["api"], urls["repos"], f"s3://{bucket}/benchmark.jsonl"
+    )
+    assert f"SWE-bench instances: 2 -> s3://{bucket}/swe/instances.jsonl" in there.stdout
+    local, fetched = tmp_path / "local", _fetch(fs, bucket, "swe", tmp_path / "fetched")
+    want, got = json.loads((local / "job.json").read_text()), json.loads((fetched / "job.json").read_text())
+    assert got["counts"] == want["counts"] and got["outputs"] == want["outputs"]
+    # every filter fired on both, the empty repository and the truncated gzip among the parse rejects
+    assert {"empty_repository", "truncated_gzip"} <= set(got["counts"]["parse"]["reasons"])
+    assert got["counts"]["decontaminate"]["rejected"] == 1
+    assert (fetched / "instances.jsonl").read_bytes() == (local / "instances.jsonl").read_bytes()
+    cols = "id, text, repo, instance_id"
+    assert _rows(fetched / "documents/*.parquet", cols) == _rows(local / "documents/*.parquet", cols)
+    assert _rows(fetched / "rejects/*.parquet", "id, stage, reason") == _rows(
+        local / "rejects/*.parquet", "id, stage, reason"
+    )
+    assert (
+        json.loads((fetched / "shards/manifest.json").read_text())["shards"]
+        == json.loads((local / "shards/manifest.json").read_text())["shards"]
+    )
+    assert not any((tmp_path / "staging").iterdir())  # the fetched repositories and the staged output: gone
+
+
+@pytest.mark.spark
+def test_swe_mine_on_spark_executors_stream_the_objects(s3, scenario, spark, tmp_path):
+    """Spark's Python workers read event files and API dumps from the bucket themselves (with the
+    driver's AWS_* settings, which they may have started without) and the fetched repositories."""
+    from core.local_engine import LocalEngine
+    from core.spark import SparkConfig
+    from core.spark_engine import SparkEngine
+    from pipelines.jobs.swe_mine import MineInputs, SweMineConfig, run
+
+    fs, bucket = s3
+    urls = {k: _upload(fs, bucket, scenario[k], prefix=k) for k in ("events", "api", "repos")}
+    cfg = SweMineConfig.model_validate({"pack_shards": False, "local": {"workers": 1}})
+    here = run(
+        cfg,
+        MineInputs(**{k: [str(scenario[k])] for k in urls}),
+        tmp_path / "local",
+        LocalEngine(cfg.local),
+        progress=False,
+    )
+    there = run(
+        cfg,
+        MineInputs(**{k: [u] for k, u in urls.items()}),
+        tmp_path / "spark",
+        SparkEngine(spark, SparkConfig(input_partitions=2)),
+        progress=False,
+        staging=tmp_path / "staging",
+    )
+    assert there.engine == "spark" and {s: c.model_dump() for s, c in there.counts.items()} == {
+        s: c.model_dump() for s, c in here.counts.items()
+    }
+    assert (there.out_dir / "instances.jsonl").read_bytes() == (here.out_dir / "instances.jsonl").read_bytes()
+    assert there.instances == 3  # no benchmark here: the leaked github3.py pair stays
 
 
 def test_upload_puts_shards_first_and_each_completion_marker_after_what_it_covers(s3, tmp_path):

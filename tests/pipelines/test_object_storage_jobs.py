@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.pipelines.test_object_storage import _ok, _upload, cli
+from tests.pipelines.test_object_storage import _ok, _one_line_error, _upload, cli
 
 
 def _rows(path: Path | str, cols: str) -> list[tuple]:
@@ -223,6 +223,55 @@ def test_swe_mine_on_spark_executors_stream_the_objects(s3, scenario, spark, tmp
     }
     assert (there.out_dir / "instances.jsonl").read_bytes() == (here.out_dir / "instances.jsonl").read_bytes()
     assert there.instances == 3  # no benchmark here: the leaked github3.py pair stays
+
+
+def test_bad_urls_of_dedup_pack_and_swe_mine_are_one_line_before_work(s3, docs_dir, tmp_path):
+    import os
+
+    fs, bucket = s3
+    url = _upload(fs, bucket, docs_dir, prefix="docs")
+    out = str(tmp_path / "out")
+
+    err = _one_line_error(cli("dedup", "--input", "s3://no-such-bucket-here/x/", "--output", out))
+    assert "s3://no-such-bucket-here/x/" in err and "does not exist" in err
+
+    err = _one_line_error(cli("pack", "--documents", f"s3://{bucket}/nothing-here/", "--output", out))
+    assert f"s3://{bucket}/nothing-here/" in err and "does not exist" in err
+    fs.pipe(f"{bucket}/notes/readme.md", b"not data")
+    err = _one_line_error(cli("pack", "--documents", f"s3://{bucket}/notes/", "--output", out))
+    assert "no Parquet documents to pack" in err
+    err = _one_line_error(cli("swe-mine", "--events", f"s3://{bucket}/notes/", "--output", out))
+    assert "no .json[.gz] / .jsonl[.gz] files found" in err
+    bare = {k: v for k, v in os.environ.items() if k not in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
+    bare |= {"AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"), "AWS_CONFIG_FILE": str(tmp_path / "none")}
+    err = _one_line_error(
+        cli(
+            "swe-mine",
+            "--repos",
+            f"s3://{bucket}/docs/",
+            "--output",
+            out,
+            "--staging",
+            str(tmp_path / "staging"),
+            env=bare,
+        )
+    )
+    assert f"s3://{bucket}/docs/" in err and "no credentials" in err
+
+    fs.pipe(f"{bucket}/theirs/data.csv", b"a,b\n")
+    err = _one_line_error(
+        cli(
+            "dedup",
+            "--input",
+            url,
+            "--output",
+            f"s3://{bucket}/theirs/",
+            "--staging",
+            str(tmp_path / "staging"),
+        )
+    )
+    assert "is not a job output" in err and fs.cat(f"{bucket}/theirs/data.csv") == b"a,b\n"
+    assert not Path(out).exists() and not (tmp_path / "staging").exists()
 
 
 def test_upload_puts_shards_first_and_each_completion_marker_after_what_it_covers(s3, tmp_path):

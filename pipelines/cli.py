@@ -16,7 +16,7 @@ import typer
 from core.cache import cache_dir
 from core.cli import load_cli_config, user_errors
 from core.engine import make_engine
-from core.storage import staged_output
+from core.storage import is_url, staged_output
 
 app = typer.Typer(
     add_completion=False,
@@ -26,6 +26,7 @@ app = typer.Typer(
 
 URL_OUTPUT_HELP = ("or a URL (s3://bucket/prefix/): the job runs in a local staging directory (--staging) "
                    "and the finished output is uploaded, job.json last")
+URL_INPUT_HELP = "or an object-storage URL (s3://bucket/prefix/, AWS_* environment); repeatable"
 
 
 def staging_dir(given: Path | None) -> Path:
@@ -133,20 +134,27 @@ def quality_eval(
 @app.command()
 @user_errors
 def dedup(
-    input: list[Path] = typer.Option(..., "--input", help="Parquet/JSONL documents (file or directory); repeatable"),
-    output: Path = typer.Option(..., help="output directory (documents/, rejects/, job.json)"),
+    input: list[str] = typer.Option(
+        ..., "--input", help=f"Parquet/JSONL documents (file, directory or glob), {URL_INPUT_HELP}"
+    ),
+    output: str = typer.Option(
+        ..., help=f"output directory (documents/, rejects/, job.json) {URL_OUTPUT_HELP}"
+    ),
     master: str = typer.Option(None, help=MASTER_HELP),
     config: Path = typer.Option(None, help="DedupJobConfig YAML"),
     set_: list[str] = typer.Option(None, "--set", help="override a config key, e.g. --set minhash.bands=20"),
     resume: bool = typer.Option(False, help="keep finished tasks of an interrupted run with the same config"),
+    staging: Path = typer.Option(None, help=STAGING_HELP),
 ) -> None:
     """MinHash near-duplicate removal: keeps the smallest id of each cluster; duplicates to rejects."""
     from pipelines.inputs import InputSpec
     from pipelines.jobs import dedup as job
 
     cfg = load_cli_config(job.DedupJobConfig, config, set_)
-    with make_engine(master, cfg.local, cfg.spark) as engine:
-        summary = job.run(cfg, [InputSpec(path=str(p)) for p in input], output, engine, resume=resume)
+    # the dedup job replaces its output unless resuming; so does its upload
+    with staged_output(output, staging_dir(staging), replace=True) as out:
+        with make_engine(master, cfg.local, cfg.spark) as engine:
+            summary = job.run(cfg, [InputSpec(path=p) for p in input], out, engine, resume=resume)
     for stage, c in summary["counts"].items():
         typer.echo(f"{stage}: in {c['docs_in']}, kept {c['kept']}, rejected {c['rejected']} {c['reasons']}")
     typer.echo(json.dumps(summary["corpus"]["minhash"]))
@@ -176,33 +184,46 @@ def dedup_eval(
 @app.command()
 @user_errors
 def pack(
-    documents: Path = typer.Option(..., help="documents dataset (directory of Parquet files)"),
-    output: Path = typer.Option(..., help="shard directory to write"),
+    documents: str = typer.Option(
+        ...,
+        help="documents dataset (directory of Parquet files), or an object-storage "
+        "URL of one (s3://bucket/prefix/documents/, AWS_* environment)",
+    ),
+    output: str = typer.Option(
+        ...,
+        help=f"shard directory to write (manifest.json, shard-*.arrow, tokenizer/) "
+        f"{URL_OUTPUT_HELP.replace('job.json', 'manifest.json')}",
+    ),
     tokenizer: Path = typer.Option(None, help="tokenizer.json to use; default: train a byte-level BPE"),
     vocab_size: int = typer.Option(8192, help="vocab size of the BPE trained when no --tokenizer"),
     seq_len: int = typer.Option(1024),
     stage: str = typer.Option("pretrain", help="mid-training stage recorded in the manifest"),
+    staging: Path = typer.Option(None, help=STAGING_HELP),
 ) -> None:
     """Tokenize + pack documents into fixed-length sequences -> Arrow shards + manifest."""
-    from core.tokenizer import TokenizerConfig, load_or_train
-    from pipelines.pack import PackConfig, iter_documents, pack_documents
-    from pipelines.report.stats import render, shard_stats
-
-    tcfg = TokenizerConfig(path=str(tokenizer) if tokenizer else None, vocab_size=vocab_size)
-    texts = None if tokenizer else (r[1] for rows in iter_documents(documents, 64) for r in rows)
-    tok, info = load_or_train(tcfg, texts, output / "tokenizer")
-    pcfg = PackConfig(seq_len=seq_len, stage=stage)
-    pack_documents(
-        documents,
-        tok,
-        info,
-        output,
-        pcfg,
-        job_config={"tokenizer": tcfg.model_dump(), "pack": pcfg.model_dump()},
-    )
     import duckdb
 
-    render({"shards": shard_stats(duckdb.connect(), output)})
+    from core.tokenizer import TokenizerConfig, load_or_train
+    from pipelines.pack import PackConfig, count_documents, iter_documents, pack_documents
+    from pipelines.report.stats import render, shard_stats
+
+    count_documents(documents)  # a missing dataset or a bad URL: one line before any work
+    tcfg = TokenizerConfig(path=str(tokenizer) if tokenizer else None, vocab_size=vocab_size)
+    pcfg = PackConfig(seq_len=seq_len, stage=stage)
+    # pack rewrites its shard directory (ShardWriter); an upload replaces a pack output alike
+    with staged_output(output, staging_dir(staging), replace=True) as out:
+        texts = None if tokenizer else (r[1] for rows in iter_documents(documents, 64) for r in rows)
+        tok, info = load_or_train(tcfg, texts, Path(out) / "tokenizer")
+        pack_documents(
+            documents,
+            tok,
+            info,
+            out,
+            pcfg,
+            job_config={"tokenizer": tcfg.model_dump(), "pack": pcfg.model_dump()},
+        )
+        stats = shard_stats(duckdb.connect(), Path(out))
+    render({"shards": stats})
 
 
 @app.command()
@@ -222,25 +243,47 @@ def longctx(
 @app.command("swe-mine")
 @user_errors
 def swe_mine(
-    events: list[Path] = typer.Option(None, "--events", help="GH-Archive-style event files/dirs (.json.gz); repeatable"),
-    api: list[Path] = typer.Option(None, "--api", help="GitHub API JSON dumps or recorded cassettes; repeatable"),
-    repos: list[Path] = typer.Option(None, "--repos", help="a git repository or a directory of them; repeatable"),
-    output: Path = typer.Option(..., help="output directory (documents/, rejects/, instances.jsonl, shards/)"),
+    events: list[str] = typer.Option(
+        None, "--events", help=f"GH-Archive-style event files/dirs (.json.gz), {URL_INPUT_HELP}"
+    ),
+    api: list[str] = typer.Option(
+        None, "--api", help=f"GitHub API JSON dumps or recorded cassettes, {URL_INPUT_HELP}"
+    ),
+    repos: list[str] = typer.Option(
+        None,
+        "--repos",
+        help="a git repository or a directory of them, or an "
+        "object-storage URL of one (fetched to --staging first: git reads files by "
+        "path); repeatable",
+    ),
+    output: str = typer.Option(
+        ..., help=f"output directory (documents/, rejects/, instances.jsonl, shards/) {URL_OUTPUT_HELP}"
+    ),
     master: str = typer.Option(None, help=MASTER_HELP.replace("datatrove's local executor", "DuckDB")),
-    config: Path = typer.Option(None, help="SweMineConfig YAML (e.g. configs/swe_mine.yaml); default: built-in"),
-    benchmark: list[Path] = typer.Option(None, "--benchmark", help="SWE-bench-style JSONL to decontaminate against"),
-    set_: list[str] = typer.Option(None, "--set", help="override a key, e.g. --set mining.patch_filter.max_files=10"),
+    config: Path = typer.Option(
+        None, help="SweMineConfig YAML (e.g. configs/swe_mine.yaml); default: built-in"
+    ),
+    benchmark: list[str] = typer.Option(
+        None, "--benchmark", help="SWE-bench-style JSONL to decontaminate against (a file or an object URL)"
+    ),
+    set_: list[str] = typer.Option(
+        None, "--set", help="override a key, e.g. --set mining.patch_filter.max_files=10"
+    ),
     overwrite: bool = typer.Option(False, help="replace a swe-mine output of other inputs or config"),
+    staging: Path = typer.Option(
+        None, help=STAGING_HELP + "; repositories given as URLs are fetched there too"
+    ),
 ) -> None:
     """Issue–PR mining: link, filter, decontaminate, relevant files -> documents, SWE-bench instances, shards."""
     from pipelines.jobs import swe_mine as job
 
     cfg = load_cli_config(job.SweMineConfig, config, set_)
-    cfg.mining.decontaminate.benchmarks += [str(b) for b in benchmark or []]
-    inputs = job.MineInputs(**{k: [str(p) for p in group or []] for k, group in
-                               (("events", events), ("api", api), ("repos", repos))})
-    with make_engine(master, cfg.local, cfg.spark) as engine:
-        job.print_summary(job.run(cfg, inputs, output, engine, overwrite=overwrite))
+    cfg.mining.decontaminate.benchmarks += list(benchmark or [])
+    inputs = job.MineInputs(events=events or [], api=api or [], repos=repos or [])
+    with staged_output(output, staging_dir(staging), replace=overwrite) as out:
+        with make_engine(master, cfg.local, cfg.spark) as engine:
+            result = job.run(cfg, inputs, out, engine, overwrite=overwrite, staging=staging_dir(staging))
+    job.print_summary(result, where=output if is_url(output) else None)
 
 
 @app.command()

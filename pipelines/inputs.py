@@ -19,8 +19,8 @@ from typing import Literal
 from pydantic import Field
 
 from core.config import StrictModel
-from core.errors import InputError, UserError
-from core.storage import full_url, is_url, storage_error, url_fs
+from core.errors import InputError
+from core.storage import full_url, is_url, storage_errors, url_fs
 
 # "documents": a dataset written by our own jobs (id, text, metadata JSON), read verbatim
 Format = Literal["jsonl", "parquet", "html", "text", "documents", "warc"]
@@ -184,12 +184,8 @@ def _is_magic(text: str) -> bool:
 def _spec_candidates(spec: InputSpec) -> tuple[str, list[tuple[Path, str, Format]]]:
     """(default source, candidate files) of one spec: a file, a directory, or a glob pattern."""
     if is_url(spec.path):
-        try:
+        with storage_errors(spec.path):
             return _url_candidates(spec)
-        except UserError:
-            raise
-        except Exception as err:  # noqa: BLE001 - botocore/aiohttp raise many kinds; each is one line
-            raise storage_error(spec.path, err) from err
     root = Path(spec.path).expanduser()
     if not root.exists() and _is_magic(spec.path):
         base = _glob_base(str(root))

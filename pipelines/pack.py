@@ -15,7 +15,8 @@ a log, every sample (and padding segment) is written to it with the global index
 sequence, its offset there and its emitted length, so document masks can be checked against
 what was packed (the long-context job's ``samples.jsonl``).
 
-``pack_documents`` (``python -m pipelines pack``, the demo, swe-mine): documents are read in id
+``pack_documents`` (``python -m pipelines pack``, the demo, swe-mine): documents (a directory of
+Parquet files, or an object-storage prefix holding them) are read in id
 order (the same order whichever engine produced them, so the shards are byte-identical),
 tokenized, terminated with the end-of-document token and streamed per source into ``seq_len``
 sequences. Each sequence holds one source, so mixture accounting stays exact. The last partial
@@ -40,6 +41,7 @@ from tqdm import tqdm
 from core.config import StrictModel
 from core.errors import InputError
 from core.shards import Manifest, ShardWriter, TokenizerInfo, read_manifest
+from core.storage import duckdb_reads, is_url, url_files
 from core.tokenizer import encode_documents
 
 
@@ -209,34 +211,41 @@ def _chain(pieces: Iterable[np.ndarray], eos: np.ndarray) -> Iterator[np.ndarray
     yield eos
 
 
-def _relation(doc_dirs: Path | list[Path]) -> str:
-    """DuckDB relation over one documents dataset or several (a mixture of job outputs)."""
-    dirs = [Path(d) for d in (doc_dirs if isinstance(doc_dirs, list) else [doc_dirs])]
+def _relation(con: duckdb.DuckDBPyConnection, doc_dirs: str | Path | list) -> str:
+    """DuckDB relation over one documents dataset or several (a mixture of job outputs), each a
+    directory or an object-storage prefix (read in ranges through fsspec: ``duckdb_reads``)."""
+    dirs = [str(d) for d in (doc_dirs if isinstance(doc_dirs, list) else [doc_dirs])]
     for d in dirs:
-        if not sorted(d.glob("*.parquet")):
+        if is_url(d):
+            found = [rel for _, rel in url_files(d) if "/" not in rel and rel.endswith(".parquet")]
+        else:
+            found = sorted(Path(d).glob("*.parquet"))
+        if not found:
             raise InputError(f"{d}: no Parquet documents to pack")
-    globs = ", ".join(f"'{d}/*.parquet'" for d in dirs)
+    duckdb_reads(con, dirs)
+    globs = ", ".join(f"'{d.rstrip('/')}/*.parquet'" for d in dirs)
     # jobs promote different typed columns: only id, text and metadata are read
     return f"read_parquet([{globs}], union_by_name=true)"
 
 
-def iter_documents(doc_dir: Path | list[Path], batch_rows: int) -> Iterator[list[tuple[str, str, str]]]:
+def iter_documents(doc_dir: str | Path | list, batch_rows: int) -> Iterator[list[tuple[str, str, str]]]:
     """(id, text, source) batches from a documents dataset (or several), in id order."""
     con = duckdb.connect()
     query = con.execute(
         f"SELECT id, text, coalesce(json_extract_string(metadata, '$.source'), 'default') AS source "
-        f"FROM {_relation(doc_dir)} ORDER BY id"
+        f"FROM {_relation(con, doc_dir)} ORDER BY id"
     )
     while rows := query.fetchmany(batch_rows):
         yield rows
 
 
-def count_documents(doc_dir: Path | list[Path]) -> int:
-    return duckdb.connect().execute(f"SELECT count(*) FROM {_relation(doc_dir)}").fetchone()[0]
+def count_documents(doc_dir: str | Path | list) -> int:
+    con = duckdb.connect()
+    return con.execute(f"SELECT count(*) FROM {_relation(con, doc_dir)}").fetchone()[0]
 
 
 def pack_documents(
-    doc_dir: str | Path | list[Path],
+    doc_dir: str | Path | list,
     tok: Tokenizer,
     info: TokenizerInfo,
     out_dir: str | Path,
@@ -244,7 +253,6 @@ def pack_documents(
     job_config: dict[str, Any] | None = None,
     progress: bool = True,
 ) -> Manifest:
-    doc_dir = [Path(d) for d in doc_dir] if isinstance(doc_dir, list) else Path(doc_dir)
     packers: dict[str, StreamPacker] = {}
     total = count_documents(doc_dir)
     with ShardWriter(

@@ -60,6 +60,17 @@ def is_git_repo(path: Path) -> bool:
     return (path / "HEAD").is_file() and (path / "objects").is_dir() and (path / "refs").is_dir()
 
 
+def restore_git_dirs(root: Path) -> None:
+    """Recreate under ``root`` what a repository copied through object storage loses: S3 keeps
+    no empty directories, and git refuses a git directory (``HEAD`` beside ``config``) without
+    ``objects/`` and ``refs/`` (a new repository's are empty, a packed one's ``refs/`` may be)."""
+    for head in root.rglob("HEAD"):
+        gitdir = head.parent
+        if head.is_file() and (gitdir / "config").is_file():
+            for sub in ("objects", "refs"):
+                (gitdir / sub).mkdir(exist_ok=True)
+
+
 class GitRepo:
     def __init__(self, path: str | Path, timeout: float = 60.0):
         self.path = str(path)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from typing import Any
 import duckdb
 from pydantic import Field
 
+from core.cache import cache_dir
 from core.config import StrictModel
 from core.engine import Engine
 from core.errors import ConfigError
@@ -36,13 +38,16 @@ from core.local_engine import LocalEngineConfig
 from core.outputs import prepare_output
 from core.shards import Manifest
 from core.spark import SparkConfig
+from core.storage import fetched_tree, is_url
 from core.tokenizer import TokenizerConfig, load_or_train
 from pipelines.chain import StageCounts
 from pipelines.job import rejected_by_stage, stage_counts
 from pipelines.pack import PackConfig, iter_documents, pack_documents
+from swe_envs.git import restore_git_dirs
 from swe_envs.mining.config import MiningConfig
 from swe_envs.mining.mine import Mining
-from swe_envs.mining.stages import STAGES, UNITS, list_units, load_benchmarks
+from swe_envs.mining.stages import STAGES, UNITS, MineUnit, load_benchmarks
+from swe_envs.mining.units import list_units
 
 # what a swe-mine run writes (and a re-run deletes: mining does not resume)
 OUTPUTS = ("documents", "rejects", "work", "shards", "instances.jsonl", "job.json", ".instances-spark")
@@ -112,13 +117,46 @@ def _pack(out: Path, cfg: SweMineConfig) -> Manifest | None:
     )
 
 
-def run(cfg: SweMineConfig, inputs: MineInputs, out: str | Path, engine: Engine, overwrite: bool = False,
-        progress: bool = True) -> MineResult:
+def run(
+    cfg: SweMineConfig,
+    inputs: MineInputs,
+    out: str | Path,
+    engine: Engine,
+    overwrite: bool = False,
+    progress: bool = True,
+    staging: Path | None = None,
+) -> MineResult:
+    """Mine ``inputs`` (paths or object-storage URLs) into ``out``; ``staging``: where repositories
+    given as URLs are fetched to (default: the cache's ``staging/``)."""
     started = time.monotonic()
-    out = Path(out).absolute()
-    # resolved on the driver: Spark executors do not share its working directory
-    events, api, repos = ([str(Path(p).absolute()) for p in group] for group in (inputs.events, inputs.api, inputs.repos))
-    units = list_units(events, api, repos)
+    # resolved on the driver: Spark executors do not share its working directory; URLs stay URLs
+    events, api, repos = (
+        [p if is_url(p) else str(Path(p).absolute()) for p in group]
+        for group in (inputs.events, inputs.api, inputs.repos)
+    )
+    with ExitStack() as fetched:
+
+        def fetch(url: str) -> Path:
+            # git reads a repository's files by path, so a repository in object storage is fetched
+            # whole (the only input that is not streamed) and removed after the run; on Spark the
+            # executors read it there: on a cluster, staging must be a path they all share
+            local = fetched.enter_context(fetched_tree(url, staging or cache_dir() / "staging"))
+            restore_git_dirs(local)
+            return local
+
+        units = list_units(events, api, repos, fetch)
+        return _mine(cfg, units, Path(out).absolute(), engine, overwrite, progress, started)
+
+
+def _mine(
+    cfg: SweMineConfig,
+    units: list[MineUnit],
+    out: Path,
+    engine: Engine,
+    overwrite: bool,
+    progress: bool,
+    started: float,
+) -> MineResult:
     index = load_benchmarks(cfg.mining)
     if cfg.pack_shards and cfg.tokenizer.path and not Path(cfg.tokenizer.path).is_file():
         raise ConfigError(f"tokenizer.path: file not found: {cfg.tokenizer.path}")
@@ -157,8 +195,9 @@ def run(cfg: SweMineConfig, inputs: MineInputs, out: str | Path, engine: Engine,
     return result
 
 
-def print_summary(result: MineResult, echo=print) -> None:
-    """The per-filter count summary (printed at the end of every run)."""
+def print_summary(result: MineResult, echo=print, where: str | None = None) -> None:
+    """The per-filter count summary (printed at the end of every run); ``where``: the output as the
+    user named it (a URL the staged output went to), default the directory the job wrote."""
     from rich.console import Console
     from rich.table import Table
 
@@ -173,15 +212,12 @@ def print_summary(result: MineResult, echo=print) -> None:
     ents = ", ".join(f"{k}={v}" for k, v in result.stats.get("entities", {}).items())
     echo(f"observations: {obs}")
     echo(f"entities after merging: {ents}")
-    echo(f"documents: {result.documents} -> {result.out_dir / 'documents'}")
-    echo(f"SWE-bench instances: {result.instances} -> {result.out_dir / 'instances.jsonl'}")
+    out = (where or str(result.out_dir)).rstrip("/")
+    echo(f"documents: {result.documents} -> {out}/documents")
+    echo(f"SWE-bench instances: {result.instances} -> {out}/instances.jsonl")
     if result.manifest is not None:
         m = result.manifest
-        echo(
-            f"shards: {len(m.shards)} files, {m.totals.sequences} x {m.seq_len} tokens -> {result.out_dir / 'shards'}"
-        )
+        echo(f"shards: {len(m.shards)} files, {m.totals.sequences} x {m.seq_len} tokens -> {out}/shards")
     else:
         echo("shards: none (no documents kept, or pack_shards is off)")
-    echo(
-        f"rejects: {result.out_dir / 'rejects'}; counts: {result.out_dir / 'job.json'}; {result.seconds:.1f}s"
-    )
+    echo(f"rejects: {out}/rejects; counts: {out}/job.json; {result.seconds:.1f}s")

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from core.records import find_lone_surrogate, load_json
+from core.storage import open_input
 from swe_envs.mining.config import ReadConfig
 from swe_envs.mining.events import EventSkipped, event_observations
 from swe_envs.mining.github_objects import (
@@ -267,10 +268,9 @@ def _http_date(value: Any) -> str:
 def read_api_dump(path: str, prefix: str, cfg: ReadConfig) -> Iterator[tuple[str, Result]]:
     """(record id, observations or Bad) for every object in an API dump file."""
     lower = path.lower()
-    opener = gzip.open if lower.endswith(".gz") else open
     try:
         if lower.endswith((".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")):
-            with opener(path, "rb") as fh:
+            with open_input(path, gunzip=True) as fh:  # a file, or an object read in ranges
                 for n, line in enumerate(fh, start=1):
                     if not line.strip():
                         continue
@@ -282,7 +282,7 @@ def read_api_dump(path: str, prefix: str, cfg: ReadConfig) -> Iterator[tuple[str
                         continue
                     yield from _each_item(value, f"{prefix}#L{n}", ".")
             return
-        with opener(path, "rb") as fh:
+        with open_input(path, gunzip=True) as fh:
             raw = fh.read(cfg.max_file_bytes + 1)
     except (OSError, EOFError, zlib.error) as err:
         yield prefix, Bad("unreadable_file", str(err))

@@ -9,7 +9,7 @@ and read-only: both engines ship it to their workers as is.
 
 from __future__ import annotations
 
-import gzip
+import io
 import json
 import re
 from collections import defaultdict
@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from core.errors import InputError
+from core.storage import is_url, open_input, storage_errors, url_files
 from filters.minhash import Signer, estimated_jaccard
 from swe_envs.mining.config import NearDuplicateConfig
 from swe_envs.mining.refs import repo_key
@@ -57,20 +58,19 @@ class BenchmarkIndex:
     def load(cls, paths: list[str], cfg: NearDuplicateConfig) -> BenchmarkIndex:
         instances: list[dict[str, Any]] = []
         for p in paths:
-            path = Path(p)
-            if not path.is_file():
-                raise InputError(f"benchmark file not found: {path}")
-            opener = gzip.open if path.name.endswith(".gz") else open
-            with opener(path, "rt", encoding="utf-8") as fh:
+            # a URL: a missing object, bucket or credentials is one line, as a missing file is
+            if not (url_files(p)[0][1] == "" if is_url(p) else Path(p).is_file()):
+                raise InputError(f"benchmark file not found: {p}")
+            with storage_errors(p), io.TextIOWrapper(open_input(p, gunzip=True), encoding="utf-8") as fh:
                 for n, line in enumerate(fh, start=1):
                     if not line.strip():
                         continue
                     try:
                         inst = json.loads(line)
                     except json.JSONDecodeError as err:
-                        raise InputError(f"{path}:{n}: not a JSON line ({err})") from None
+                        raise InputError(f"{p}:{n}: not a JSON line ({err})") from None
                     if not isinstance(inst, dict) or "instance_id" not in inst:
-                        raise InputError(f"{path}:{n}: a benchmark instance needs an instance_id")
+                        raise InputError(f"{p}:{n}: a benchmark instance needs an instance_id")
                     instances.append(inst)
         return cls(instances, cfg)
 

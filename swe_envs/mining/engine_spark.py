@@ -5,7 +5,9 @@ Input units become a DataFrame (one row per event file / API dump / repository);
 entity merging and the per-pair rules run through ``engine.map_rows`` with the functions of
 ``stages``; linking is the shared SQL of ``link_sql``; near-duplicate clusters
 come from ``filters.minhash_clusters.clusters_verified_spark`` (a distributed band self-join
-whose few candidate pairs are checked and clustered on the driver). Repositories must be readable at the same path on every executor.
+whose few candidate pairs are checked and clustered on the driver). Repositories must be readable at the same path on every executor
+(those given as URLs are fetched to the driver's staging directory); event files and API dumps
+given as URLs are streamed by the executors, with the driver's ``AWS_*`` settings.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 
 from core.spark import input_partitions
 from core.spark_engine import SparkEngine
+from core.storage import forward_storage_env, is_url
 from filters.minhash_clusters import clusters_verified_spark
 from swe_envs.mining.config import MiningConfig
 from swe_envs.mining.decontam import BenchmarkIndex
@@ -51,6 +54,8 @@ def run_spark_mine(
     keep = StorageLevel.MEMORY_AND_DISK
     n_parts = input_partitions(spark, engine.cfg, len(units))
     rows = [(i, u.model_dump_json()) for i, u in enumerate(units)]
+    if any(is_url(u.path) for u in units):  # executors stream the objects themselves
+        forward_storage_env(spark.sparkContext)
     units_df = spark.createDataFrame(spark.sparkContext.parallelize(rows, n_parts), "idx long, unit string")
 
     def extract(rows):

@@ -9,14 +9,13 @@ undecodable bytes and a truncated gzip stream are rejects too, with the line num
 
 from __future__ import annotations
 
-import gzip
 import json
-import os
 import zlib
 from collections.abc import Iterator
 from typing import Any
 
 from core.records import json_lone_surrogate, load_json
+from core.storage import input_size, open_input
 from swe_envs.mining.config import ReadConfig
 from swe_envs.mining.github_objects import normalize_comment, normalize_issue, normalize_pull
 from swe_envs.mining.observations import Bad, MissingField, Obs
@@ -141,12 +140,12 @@ def read_events(path: str, record_prefix: str, cfg: ReadConfig) -> Iterator[tupl
     """(record id, observations or Bad) for every line; a broken stream ends in one Bad."""
     source = "events"
     lineno = 0
-    if path.endswith(".gz") and os.path.exists(path) and os.path.getsize(path) == 0:
-        # Python's gzip reads an empty file as an empty stream; a real gzip has at least a header
-        yield f"{record_prefix}", Bad("truncated_gzip", "empty gzip file (cut short before its header)")
-        return
     try:
-        fh = gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
+        if path.endswith(".gz") and input_size(path) == 0:
+            # Python's gzip reads an empty file as an empty stream; a real gzip has at least a header
+            yield f"{record_prefix}", Bad("truncated_gzip", "empty gzip file (cut short before its header)")
+            return
+        fh = open_input(path, gunzip=True)  # a file, or an object read in ranges
     except OSError as err:
         yield f"{record_prefix}", Bad("unreadable_file", str(err))
         return

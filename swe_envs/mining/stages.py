@@ -21,7 +21,6 @@ from typing import Any, Literal
 import pyarrow as pa
 
 from core.config import StrictModel
-from core.errors import InputError
 from core.records import document_schema, metadata_json, reject_schema
 from filters.minhash import Signer
 from filters.minhash_clusters import Assignments
@@ -32,7 +31,7 @@ from swe_envs.mining.decontam import BenchmarkIndex
 from swe_envs.mining.document import discussion, format_document, swe_instance
 from swe_envs.mining.entities import entity_row
 from swe_envs.mining.events import read_events
-from swe_envs.mining.git_history import discover_repos, scan_repo
+from swe_envs.mining.git_history import scan_repo
 from swe_envs.mining.observations import Bad
 from swe_envs.mining.pairs import assemble_pair, problem_statement
 from swe_envs.mining.patches import Patch, PatchProblem, obtain_patch, patch_problem
@@ -90,7 +89,6 @@ PAIR_SCHEMA = pa.schema(
 FINAL_SCHEMA = pa.schema(
     list(DOC_SCHEMA) + [("instance", pa.string()), ("stage", pa.string()), ("reason", pa.string())]
 )
-_EVENT_SUFFIXES = (".json.gz", ".json", ".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")
 
 
 class MineUnit(StrictModel):
@@ -100,44 +98,6 @@ class MineUnit(StrictModel):
     path: str
     root: str
     prefix: str
-
-
-def _files(root: Path, flag: str) -> list[Path]:
-    if root.is_file():
-        return [root]
-    found = sorted(
-        p
-        for p in root.rglob("*")
-        if p.is_file() and p.name.lower().endswith(_EVENT_SUFFIXES) and not p.name.startswith(".")
-    )
-    if not found:
-        raise InputError(f"{flag} {root}: no .json[.gz] / .jsonl[.gz] files found")
-    return found
-
-
-def list_units(events: list[str], api: list[str], repos: list[str]) -> list[MineUnit]:
-    units: list[MineUnit] = []
-    for flag, kind, paths in (
-        ("--events", "events", events),
-        ("--api", "api", api),
-        ("--repos", "git", repos),
-    ):
-        for raw in paths:
-            root = Path(raw)
-            if not root.exists():
-                raise InputError(f"{flag} path does not exist: {root}")
-            if kind == "git":
-                found = discover_repos(root) if root.is_dir() else []
-                if not found:
-                    raise InputError(f"{flag} {root}: no git repositories found")
-            else:
-                found = _files(root, flag)
-            for p in found:
-                rel = p.name if p == root else str(p.relative_to(root))
-                units.append(MineUnit(kind=kind, path=str(p), root=str(root), prefix=f"{kind}:{rel}"))
-    if not units:
-        raise InputError("no inputs: give at least one of --events, --api, --repos")
-    return units
 
 
 def _records(unit: MineUnit, cfg: MiningConfig):

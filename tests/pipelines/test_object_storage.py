@@ -10,10 +10,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import duckdb
@@ -28,38 +26,6 @@ ROOT = Path(__file__).resolve().parents[2]
 # real archives no one here wrote, with their damage: a truncated one, a whole-file gzip, an ARC
 WARCS = ("pywb-iana.warc.gz", "warcio-example.warc.gz", "warcio-example-trunc.warc",
          "warcio-example-bad-non-chunked.warc.gz", "warcio-example.arc.gz", "pywb-example.warc")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def s3_endpoint():
-    from moto.server import ThreadedMotoServer
-
-    port = _free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    yield f"http://127.0.0.1:{port}"
-    server.stop()
-
-
-@pytest.fixture
-def s3(s3_endpoint, monkeypatch):
-    """(filesystem, a fresh bucket) with the S3 environment a user would set."""
-    import fsspec
-
-    for key, value in {"AWS_ENDPOINT_URL": s3_endpoint, "AWS_ACCESS_KEY_ID": "testing",
-                       "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
-                       "AWS_EC2_METADATA_DISABLED": "true"}.items():
-        monkeypatch.setenv(key, value)
-    fs = fsspec.filesystem("s3", skip_instance_cache=True)
-    bucket = f"b-{uuid.uuid4().hex[:12]}"
-    fs.mkdir(bucket)
-    return fs, bucket
 
 
 @pytest.fixture(scope="module")

@@ -5,9 +5,9 @@
 ``generation_prompt(messages, tools, mode)``, and a conversation ending with an assistant message
 renders as the last sample ``render`` trains for it, without that sample's implied ending token
 (the model writes it: ``<|user|>`` or ``<|observation|>``). So a model fine-tuned on our renderer
-(``training.sft.hf`` with ``model.chat_template: glm5``) is prompted by ``transformers``, vLLM or
-SGLang as it was trained. Tested against ``render`` / ``generation_prompt`` on generated
-conversations in every mode.
+(``training.sft.hf`` with ``model.chat_template: glm5``) is prompted as it was trained by
+``transformers`` and by any engine that applies the saved template. Tested against ``render`` /
+``generation_prompt`` on generated conversations in every mode.
 
 The mode trained is the template's default; ``apply_chat_template(..., thinking_mode="preserved")``
 picks another. As in ``render``: assistant text and reasoning are stripped, inline

@@ -50,7 +50,8 @@ def sft_data(model_dir: str, steps: int, batch: int, heldout: int):
     from transformers import AutoTokenizer
 
     from training.sft.__main__ import SFTConfig, resolve_dataset_paths
-    from training.sft.hf import hf_samples, split_heldout
+    from training.sft.hf import split_heldout
+    from training.sft.hf_data import own_template_samples
 
     data = load_yaml(ROOT / "configs" / "sft_smollm2.yaml")
     data["data"]["datasets"] = [d for d in data["data"]["datasets"] if d["category"] != "tool_calls"]
@@ -63,7 +64,7 @@ def sft_data(model_dir: str, steps: int, batch: int, heldout: int):
     resolve_dataset_paths(cfg)
     tok = AutoTokenizer.from_pretrained(model_dir)
     report = ReadReport()
-    pools, held = split_heldout(hf_samples(cfg.data, tok, report), heldout, cfg.data.seed)
+    pools, held = split_heldout(own_template_samples(cfg.data, tok, report), heldout, cfg.data.seed)
     rows = mix(pools, {c: w for c, w in category_weights(cfg.data).items() if c in pools}, None, cfg.data.seed, report)
     return tok, rows, held, cfg
 

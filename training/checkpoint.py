@@ -9,7 +9,7 @@ one is in place; a kill between the two renames leaves the old checkpoint aside,
 ``latest_checkpoint`` puts it back, so no window loses the step. Loading refuses a checkpoint
 whose tensors do not match the model (another config) and lists the mismatches.
 ``checkpoint_config`` / ``load_model`` read a step directory back as a model (HF export,
-Megatron conversion, RL and serving).
+Megatron conversion, RL and serving). ``prune_checkpoints`` keeps the newest K (``checkpoint.keep``).
 """
 
 from __future__ import annotations
@@ -41,10 +41,20 @@ def save_checkpoint(
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     save_file({k: v.detach().contiguous() for k, v in model.state_dict().items()}, tmp / "model.safetensors")
-    torch.save({"optimizer": optimizer.state_dict(), "rng": torch.get_rng_state()}, tmp / "optimizer.pt")
+    torch.save({"optimizer": optimizer.state_dict(), **rng_state()}, tmp / "optimizer.pt")
     (tmp / "trainer.json").write_text(json.dumps({"step": step, **state}, indent=1), encoding="utf-8")
     publish(tmp, final)
     return final
+
+
+def rng_state() -> dict[str, Any]:
+    """torch's RNG state (``rng``) and, once this process uses CUDA, its current device's
+    (``cuda_rng``; not every device's, which would open a context on each), as ``optimizer.pt``
+    holds them."""
+    out: dict[str, Any] = {"rng": torch.get_rng_state()}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        out["cuda_rng"] = torch.cuda.get_rng_state()
+    return out
 
 
 def _aside(final: Path) -> Path:
@@ -85,6 +95,18 @@ def latest_checkpoint(root: str | Path) -> Path | None:
     return found[-1] if found else None
 
 
+def prune_checkpoints(root: str | Path, keep: int) -> list[Path]:
+    """Delete all but the newest ``keep`` step directories under ``root`` (0 keeps all); returns
+    the deleted ones. Called after a save has been published, so the newest is always complete."""
+    root = Path(root)
+    if keep <= 0 or not root.is_dir():
+        return []
+    old = sorted(p for p in root.glob(f"{PREFIX}*") if p.is_dir())[:-keep]
+    for p in old:
+        shutil.rmtree(p, ignore_errors=True)
+    return old
+
+
 def mismatches(expected: dict[str, torch.Tensor], got: dict[str, torch.Tensor]) -> list[str]:
     """Human-readable differences between a model's state dict and a checkpoint's."""
     out = [
@@ -117,10 +139,13 @@ def load_checkpoint(path: str | Path, model: torch.nn.Module, optimizer=None) ->
 
 
 def load_optimizer_state(path: str | Path, optimizer) -> None:
-    """A checkpoint's ``optimizer.pt``: the optimizer state and torch's RNG state."""
+    """A checkpoint's ``optimizer.pt``: the optimizer state and torch's RNG state (the current
+    CUDA device's too when it holds one and this machine has CUDA)."""
     blob = torch.load(Path(path) / "optimizer.pt", weights_only=True)
     optimizer.load_state_dict(blob["optimizer"])
     torch.set_rng_state(blob["rng"])
+    if blob.get("cuda_rng") is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state(blob["cuda_rng"])
 
 
 def checkpoint_step(path: str | Path) -> Path:

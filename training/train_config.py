@@ -40,6 +40,7 @@ class TrainStageConfig(StrictModel):
 class CheckpointConfig(StrictModel):
     dir: str | None = None
     every: int = Field(default=0, ge=0)  # also save every N steps (0 = only at the end / stop)
+    keep: int = Field(default=0, ge=0)  # keep only the newest K step-* directories (0 = all)
 
 
 class ParallelConfig(StrictModel):

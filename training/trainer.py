@@ -4,8 +4,9 @@
 --metrics out/train/metrics.jsonl`` trains and writes one JSON object per step. A config with
 ``stages:`` trains them in order (mid-training: each stage names a shard directory; its
 sequence length and shard set come from that directory's manifest), under one LR schedule
-over all steps. Checkpoints (``checkpoint.dir``) hold everything a run needs to continue
-bit-exactly: weights, optimizer state, RNG state, step and the loader position.
+over all steps. Checkpoints (``checkpoint.dir``, every ``checkpoint.every`` steps and at the end,
+the newest ``checkpoint.keep`` kept) hold everything a run needs to continue bit-exactly:
+weights, optimizer state, RNG state, step and the loader position.
 
 Per step: forward + loss (LM + MTP + optional sequence aux loss + DSA indexer KL) under
 optional bf16 autocast, backward, gradient clipping, optimizer step, optional QK-clip, then the
@@ -38,7 +39,13 @@ from core.cli import user_errors
 from core.errors import ConfigError
 from core.shards import read_manifest
 from training import distributed
-from training.checkpoint import checkpoint_step, latest_checkpoint, load_checkpoint, save_checkpoint
+from training.checkpoint import (
+    checkpoint_step,
+    latest_checkpoint,
+    load_checkpoint,
+    prune_checkpoints,
+    save_checkpoint,
+)
 from training.dist_checkpoint import is_dcp_checkpoint, load_dcp, save_dcp
 from training.loader import ShardLoader
 from training.metrics_log import MetricsSink
@@ -225,10 +232,13 @@ def _save(ckpt_dir: Path, step: int, model, opt, loader_state, cfg: TrainerConfi
           tokenizer: str | None = None) -> Path:
     extra = {"loader": loader_state, "config": cfg.model_dump(mode="json")}
     if par is not None:
-        return save_dcp(ckpt_dir, step, model, opt, extra, par)
-    path = save_checkpoint(ckpt_dir, step, model, opt, extra)
-    if tokenizer and Path(tokenizer).is_file():  # the tokenizer travels with the weights to the next stage
-        shutil.copy(tokenizer, path / "tokenizer.json")
+        path = save_dcp(ckpt_dir, step, model, opt, extra, par)
+    else:
+        path = save_checkpoint(ckpt_dir, step, model, opt, extra)
+        if tokenizer and Path(tokenizer).is_file():  # the tokenizer travels with the weights to the next stage
+            shutil.copy(tokenizer, path / "tokenizer.json")
+    if par is None or par.is_main:  # after the new one is published: the newest K stay complete
+        prune_checkpoints(ckpt_dir, cfg.checkpoint.keep)
     return path
 
 

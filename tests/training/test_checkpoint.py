@@ -83,3 +83,18 @@ def test_resaving_a_step_replaces_it_and_leaves_nothing_aside(tmp_path):
     save_checkpoint(tmp_path, 1, model, opt, {"n": 2})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["step-00000001"]
     assert json.loads((tmp_path / "step-00000001" / "trainer.json").read_text())["n"] == 2
+
+
+def test_prune_keeps_the_newest_k_complete_steps(tmp_path):
+    from training.checkpoint import prune_checkpoints
+
+    model = torch.nn.Linear(2, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in (1, 2, 10, 3):
+        save_checkpoint(tmp_path, step, model, opt, {})
+    (tmp_path / ".step-00000011.tmp-1").mkdir()  # a save killed mid-write: not a checkpoint, not counted
+    assert prune_checkpoints(tmp_path, 0) == []  # 0 keeps all
+    gone = prune_checkpoints(tmp_path, 2)
+    assert [p.name for p in gone] == ["step-00000001", "step-00000002"]
+    assert sorted(p.name for p in tmp_path.glob("step-*")) == ["step-00000003", "step-00000010"]
+    assert latest_checkpoint(tmp_path).name == "step-00000010"

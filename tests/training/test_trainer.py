@@ -102,6 +102,13 @@ def test_checkpoint_from_another_config_is_refused(small_shards, tmp_path):
     assert "another model config" in msg and "linear_kv_up_proj.weight" in msg and "mtp.eh_proj.weight" in msg
 
 
+def test_checkpoint_keep_leaves_the_newest(small_shards, tmp_path):
+    cfg = tiny_trainer(steps=4)
+    cfg.checkpoint.dir, cfg.checkpoint.every, cfg.checkpoint.keep = str(tmp_path / "ckpt"), 1, 2
+    train(cfg, small_shards["dir"], **quiet)
+    assert sorted(p.name for p in (tmp_path / "ckpt").iterdir()) == ["step-00000003", "step-00000004"]
+
+
 def test_stage_manifest_must_match(small_shards):
     cfg = tiny_trainer()
     cfg.stages = [

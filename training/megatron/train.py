@@ -33,6 +33,7 @@ import torch
 import torch.distributed as dist
 
 from core.errors import ConfigError
+from training.checkpoint import prune_checkpoints
 from training.loader import ShardLoader
 from training.megatron import checkpoint
 from training.megatron.batches import to_microbatch
@@ -282,8 +283,11 @@ def _forward_step(data_iterator, model):
 def _save(ckpt_dir: Path, step: int, chunks, opt, loader_state, cfg, built) -> Path:
     # the model as built (vocab_size resolved from the shards), so conversion needs no shards
     config = cfg.model_copy(update={"model": built.model_cfg}).model_dump(mode="json")
-    return checkpoint.save(ckpt_dir, step, chunks, opt, {"loader": loader_state, "config": config,
+    path = checkpoint.save(ckpt_dir, step, chunks, opt, {"loader": loader_state, "config": config,
                                                          "pipeline_layout": built.layout})  # fmt: skip
+    if dist.get_rank() == 0:  # save ends with a barrier: the new checkpoint is published on every rank
+        prune_checkpoints(ckpt_dir, cfg.checkpoint.keep)
+    return path
 
 
 def _quiet(msg: str) -> None:

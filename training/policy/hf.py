@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from core.errors import InputError, UserError
-from training.checkpoint import PREFIX, mismatches, publish
+from training.checkpoint import PREFIX, mismatches, publish, rng_state
 from training.optim.muon import Muon
 from training.policy.base import Policy
 
@@ -147,7 +147,7 @@ class HFPolicy(Policy):
         self.module.save_pretrained(str(tmp))
         self.codec.save(tmp)
         if optimizer is not None:
-            torch.save({"optimizer": optimizer.state_dict(), "rng": torch.get_rng_state()}, tmp / "optimizer.pt")
+            torch.save({"optimizer": optimizer.state_dict(), **rng_state()}, tmp / "optimizer.pt")
         (tmp / "trainer.json").write_text(json.dumps({"step": step, **state, "policy": "hf"}, indent=1), "utf-8")
         publish(tmp, final)
         return final

@@ -8,8 +8,10 @@ train through ``training.trainer`` — the same model, loader, optimizer and che
 pre-training, the loss taken only on trained tokens. Writes ``OUT/tokenizer.json``,
 ``OUT/shards/``, ``OUT/checkpoints/``, ``OUT/metrics.jsonl`` and ``OUT/sft.json`` (counts,
 rejects by reason, the mixture, first and last loss). Re-running resumes from the latest
-checkpoint. With ``--set model.hf=HF_DIR`` a Hugging Face causal LM is fine-tuned instead, with its
-own tokenizer and chat template, and saved to ``OUT/hf`` (``training.sft.hf``).
+checkpoint. With ``--set model.hf=HF_DIR`` a Hugging Face causal LM is fine-tuned instead
+(``training.sft.hf``): its own tokenizer, with its own chat template or (``model.chat_template=glm5``)
+GLM-5's in the configured thinking mode, its tokens added; checkpoints every ``train.checkpoint.every``
+steps in ``OUT/hf_checkpoints`` (re-running resumes there too), the final model in ``OUT/hf``.
 
 ``init_from: CKPT`` starts from a checkpoint handed on by an earlier stage: ours (pre- or
 mid-training's; its recorded model shape and the ``tokenizer.json`` beside it are used, so the
@@ -106,8 +108,10 @@ def run(cfg: SFTConfig, log=print) -> dict:
     tcfg = trainer_config(cfg)  # a bad trainer config fails before any work
     if cfg.init_from:
         start_from(cfg, tcfg)
-    if cfg.model.hf:  # the model's own tokenizer and chat template; OUT/hf is the checkpoint
+    if cfg.model.hf:  # the model's own tokenizer; OUT/hf is the final checkpoint
         return run_hf(cfg, tcfg, log)
+    if cfg.model.chat_template != "own":
+        raise ConfigError("model.chat_template: applies to a model.hf model; ours always uses GLM-5's")
     with timer("tokenizer"):
         tok, _ = load_or_train(cfg.tokenizer, None if cfg.tokenizer.path else _corpus(cfg.data), out)
         add_special_tokens(tok)

@@ -1,24 +1,29 @@
-"""SFT of any Hugging Face causal LM directory (``model.hf``) with our loss and optimizer.
+"""SFT of any Hugging Face causal LM directory (``model.hf``) with our loss and optimizer, resumable.
 
-The model is loaded with ``AutoModelForCausalLM``, the tokenizer with ``AutoTokenizer``; the
-chat template is the model's own (``apply_chat_template``), not GLM-5's, so the GLM thinking
-modes do not apply here. Loss mask = the tokens of assistant turns: for each assistant message
-the conversation is rendered up to it with the generation prompt (its start) and including it
-(its end), and the characters between are trained — the end marker (e.g. ``<|im_end|>``)
-included, so the model learns to stop. Templates that rewrite earlier turns when a later one
-is added (so the shorter rendering is not a prefix of the whole) are rejected as
-``template_not_prefix_stable``, never trained with a wrong mask.
-
-A template that does not mention ``tool_calls`` / ``reasoning_content`` (SmolLM2's) would drop
-them silently; they are written into the assistant content instead (reasoning as
-``<think>R</think>``, each call as a JSON line), and the tool list into a system message.
+The model is loaded with ``AutoModelForCausalLM``, the tokenizer with ``AutoTokenizer``. The
+conversations are rendered (``training.sft.hf_data``) with the model's own chat template
+(``model.chat_template: own``, the default: one sample per conversation, the loss mask = the
+assistant turns and their end marker) or with GLM-5's (``glm5``: our renderer in the configured
+``data.mode`` — interleaved / preserved / turn — with the same samples, masks and context rule as
+our own model's SFT; the template's special tokens are added to the tokenizer and the model's
+embeddings, and the saved tokenizer's ``chat_template.jinja`` renders the GLM-5 format).
 
 Training: one sample per row, right-padded to the batch's longest, the cross-entropy of
 position t predicting token t+1 only where token t+1 is trained, token-mean (as
 ``training.model.glm._shifted_ce``); the trainer config's optimizer routed as for any HF
-policy (``training.policy.hf.hf_optimizer``), LR schedule, grad clip, seed and steps.
-``model.heldout`` samples are held out before mixing and their loss is measured before and after training. The final model goes to ``OUT/hf`` with
-``save_pretrained`` and the tokenizer (chat template included), ready for the next stage.
+policy (``training.policy.hf.hf_optimizer``), LR schedule, grad clip, seed and steps; the
+samples are taken in the mixture's (seeded) order, ``loader.batch_size`` at a time.
+``model.heldout`` samples are held out before mixing and their loss is measured before and after
+training.
+
+Checkpoints and resume (``training.sft.hf_checkpoint``): every ``checkpoint.every`` steps a
+``step-N/`` under ``checkpoint.dir`` (default ``OUT/hf_checkpoints``; the newest
+``checkpoint.keep`` kept) holds the model, tokenizer, optimizer and RNG states, the step and the
+data position. Re-running the same command resumes from the latest one and trains only the
+remaining steps, reaching the weights an uninterrupted run reaches (bit-exact on CPU, tested); a
+checkpoint of other settings or data is refused. The final model goes to ``OUT/hf``
+(``save_pretrained`` + the tokenizer, chat template included), published whole, ready for the
+next stage; a re-run of a finished run trains nothing.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import json
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -37,95 +42,27 @@ from pydantic import Field
 from core.config import StrictModel
 from core.errors import InputError
 from core.io import atomic_write_text
-from training.chat_template import Reject, conversation_of, normalize
-from training.metrics_log import MetricsSink
+from training.checkpoint import load_optimizer_state
+from training.metrics_log import MetricsSink, read_log_rows
 from training.optim.schedules import lr_at
 from training.policy.hf import hf_optimizer
-from training.sft.data import ReadReport, category_weights, mix, read_records
+from training.sft.data import ReadReport, category_weights, mix
+from training.sft.hf_checkpoint import fingerprint, finished, latest, publish_final, save_step
+from training.sft.hf_data import (
+    add_glm5_tokens,
+    glm5_samples,
+    glm5_stop_ids,
+    grow_embeddings,
+    own_template_samples,
+)
 
 
 class SFTModelConfig(StrictModel):
     hf: str | None = None  # a Hugging Face model directory or `smollm2`; None = our GLM model (train.model)
     heldout: int = Field(default=0, ge=0)  # samples held out (before mixing) for a held-out loss
     dtype: str = "float32"
-
-
-def _fold_for_template(msgs: list[dict], tools: list, template: str) -> list[dict]:
-    """Messages the template can render without losing content (see the module docstring)."""
-    out = []
-    if tools and "tools" not in template:
-        out.append(
-            {
-                "role": "system",
-                "content": "Tools:\n" + "\n".join(json.dumps(t, ensure_ascii=False) for t in tools),
-            }
-        )
-    for m in msgs:
-        m = dict(m)
-        if m["role"] == "assistant":
-            if "reasoning_content" in m and "reasoning_content" not in template:
-                m["content"] = f"<think>{m.pop('reasoning_content')}</think>" + m["content"]
-            if "tool_calls" in m and "tool_calls" not in template:
-                calls = [json.dumps(c["function"], ensure_ascii=False) for c in m.pop("tool_calls")]
-                m["content"] = "\n".join([m["content"], *calls]).strip()
-        out.append(m)
-    return out
-
-
-def _render(tok, msgs, tools, gen: bool) -> str:
-    return tok.apply_chat_template(msgs, tools=tools or None, tokenize=False, add_generation_prompt=gen)
-
-
-def encode_hf(msgs: list[dict], tools: list, tok) -> tuple[list[int], list[int]]:
-    """(token ids, loss mask) of one conversation with the tokenizer's own chat template."""
-    template = tok.chat_template or ""
-    if not template:
-        raise InputError("model.hf: the tokenizer has no chat template")
-    msgs = _fold_for_template(msgs, tools, template)
-    tools = tools if "tools" in template else []
-    full = _render(tok, msgs, tools, False)
-    spans = []
-    for i, m in enumerate(msgs):
-        if m["role"] != "assistant":
-            continue
-        a, b = _render(tok, msgs[:i], tools, True), _render(tok, msgs[: i + 1], tools, False)
-        if not (b.startswith(a) and full.startswith(b)):
-            raise Reject("template_not_prefix_stable", f"assistant message {i}")
-        spans.append((len(a), len(b)))
-    enc = tok(full, add_special_tokens=False, return_offsets_mapping=True)
-    mask = [int(any(s <= start < e for s, e in spans)) for start, _end in enc["offset_mapping"]]
-    return list(enc["input_ids"]), mask
-
-
-def hf_samples(data, tok, report: ReadReport) -> dict[str, list[tuple[list[int], list[int]]]]:
-    """Samples per category; every record ends as samples or a counted reject."""
-    by_cat: dict[str, list] = {}
-    for ds in data.datasets:
-        for _no, record in read_records(Path(ds.path)):
-            report.conversations += 1
-            if isinstance(record, Reject):
-                report.rejects[record.reason] += 1
-                continue
-            if ds.min_reward is not None:
-                reward = record.get("reward") if isinstance(record, dict) else None
-                if not isinstance(reward, (int, float)) or reward < ds.min_reward:
-                    report.rejects["below_min_reward"] += 1
-                    continue
-            try:
-                msgs, tools = conversation_of(record)
-                ids, mask = encode_hf(normalize(msgs), tools or [], tok)
-            except Reject as err:
-                report.rejects[err.reason] += 1
-                continue
-            if len(ids) > data.max_context:
-                report.rejects["longer_than_max_context"] += 1
-                continue
-            if not any(mask):
-                report.rejects["nothing_to_train"] += 1
-                continue
-            by_cat.setdefault(ds.category, []).append((ids, mask))
-            report.samples[ds.category] += 1
-    return by_cat
+    # own: the model's chat template; glm5: GLM-5's in data.mode, its tokens added (training.sft.hf_data)
+    chat_template: Literal["own", "glm5"] = "own"
 
 
 def split_heldout(by_cat: dict[str, list], n: int, seed: int) -> tuple[dict[str, list], list]:
@@ -182,7 +119,8 @@ def heldout_loss(model, samples, pad_id: int, batch_size: int) -> float | None:
 
 
 def run_hf(cfg, tcfg, log=print) -> dict[str, Any]:
-    """SFT of ``cfg.model.hf``; writes ``OUT/hf``, ``OUT/metrics.jsonl``, ``OUT/sft.json``."""
+    """SFT of ``cfg.model.hf``; writes ``OUT/hf``, ``OUT/metrics.jsonl``, ``OUT/sft.json`` and
+    checkpoints; resumes from the latest checkpoint (see the module docstring)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from training.policy import PolicySource
@@ -199,26 +137,50 @@ def run_hf(cfg, tcfg, log=print) -> dict[str, Any]:
         tok = AutoTokenizer.from_pretrained(str(src))
         if not tok.is_fast:
             raise InputError(f"model.hf: {src}: the loss mask needs a fast tokenizer (tokenizer.json)")
+        glm5 = cfg.model.chat_template == "glm5"
+        added = add_glm5_tokens(tok, cfg.data.mode) if glm5 else 0
         pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
         report = ReadReport()
-        by_cat = hf_samples(cfg.data, tok, report)
+        by_cat = (glm5_samples if glm5 else own_template_samples)(cfg.data, tok, report)
         if not by_cat:
             raise InputError(f"no SFT samples left after reading; rejects {dict(report.rejects)}")
         train_pools, held = split_heldout(by_cat, cfg.model.heldout, cfg.data.seed)
         weights = {c: w for c, w in category_weights(cfg.data).items() if c in train_pools}
         mixed = mix(train_pools, weights, cfg.data.total_samples, cfg.data.seed, report)
+        fp = fingerprint(cfg.model, tcfg, [(s.category, s.tokens, s.mask) for s in mixed]
+                         + [("heldout", t, m) for t, m in held])  # fmt: skip
+        final = out / "hf"
+        done = finished(final, fp)
+        if done is not None:  # this run's finished model: nothing to train, nothing to rewrite
+            log(f"   nothing left to train: {final} holds this run's final model (step {done['step']})")
+            if not (out / "sft.json").is_file():
+                atomic_write_text(out / "sft.json", json.dumps(done["sft"], indent=1))
+            return done["sft"]
+        ckpt_dir = Path(tcfg.checkpoint.dir) if tcfg.checkpoint.dir else out / "hf_checkpoints"
+        resume = latest(ckpt_dir, fp)
         torch.manual_seed(tcfg.seed)
-        model = AutoModelForCausalLM.from_pretrained(str(src), dtype=getattr(torch, cfg.model.dtype))
+        dtype = getattr(torch, cfg.model.dtype)
+        model = AutoModelForCausalLM.from_pretrained(str(resume[0] if resume else src), dtype=dtype)
+        if glm5:
+            if resume is None:
+                grow_embeddings(model, len(tok))
+            model.generation_config.eos_token_id = glm5_stop_ids(tok)  # a GLM-5 turn ends on these
         model.train()
-        bs = tcfg.loader.batch_size
-        before = heldout_loss(model, held, pad_id, bs)
-        log(f"   {src}: {sum(p.numel() for p in model.parameters()):,} parameters; {len(mixed)} samples, "
-            f"{len(held)} held out (loss {before}); rejects {dict(report.rejects) or 'none'}")  # fmt: skip
+        bs, steps = tcfg.loader.batch_size, tcfg.steps
         opt = hf_optimizer(model, tcfg.optimizer)
-        sink = MetricsSink(out / "metrics.jsonl")
-        steps, pos, losses = tcfg.steps, 0, []
+        if resume is not None:
+            load_optimizer_state(resume[0], opt)  # and torch's RNG state
+            step, pos, before = resume[1]["step"], resume[1]["position"], resume[1]["heldout_loss_before"]
+            log(f"   resumed from {resume[0]} at step {step}")
+        else:
+            step, pos, before = 0, 0, heldout_loss(model, held, pad_id, bs)
+        start = step
+        log(f"   {src}: {sum(p.numel() for p in model.parameters()):,} parameters; {len(mixed)} samples, "
+            f"{len(held)} held out (loss {before}); rejects {dict(report.rejects) or 'none'}"
+            f"{f'; GLM-5 template ({cfg.data.mode}), {added} tokens added' if glm5 else ''}")  # fmt: skip
+        sink = MetricsSink(out / "metrics.jsonl", append=step > 0, from_step=step)
         try:
-            for step in range(steps):
+            while step < steps:
                 t0 = time.perf_counter()
                 rows = [mixed[(pos + j) % len(mixed)] for j in range(bs)]
                 pos += bs
@@ -234,22 +196,26 @@ def run_hf(cfg, tcfg, log=print) -> dict[str, Any]:
                 dt = time.perf_counter() - t0
                 rec = {"step": step, "loss": round(float(loss.detach()), 6), "lr": lr, "grad_norm": round(float(grad_norm), 6),
                        "tokens": int(attn.sum()), "tokens_per_s": round(int(attn.sum()) / dt, 1)}  # fmt: skip
-                losses.append(rec["loss"])
                 sink.write(rec)
                 log(f"step {step:5d}  loss {rec['loss']:.4f}  lr {lr:.2e}  {rec['tokens_per_s']:.0f} tok/s")
+                step += 1
+                every = tcfg.checkpoint.every
+                if every and step % every == 0 and step < steps:  # the last one is OUT/hf
+                    state = {"position": pos, "heldout_loss_before": before, "fingerprint": fp}
+                    save_step(ckpt_dir, step, model, tok, opt, state, tcfg.checkpoint.keep)
         finally:
             sink.close()
         after = heldout_loss(model, held, pad_id, bs)
-        hf_out = out / "hf"
-        model.save_pretrained(str(hf_out))
-        tok.save_pretrained(str(hf_out))
+        losses = [r["loss"] for r in read_log_rows(out / "metrics.jsonl")]  # the whole run's, resumed or not
+        summary = {
+            **report.as_dict(), "model_hf": str(src), "chat_template": cfg.model.chat_template,
+            "added_tokens": added, "heldout_samples": len(held), "heldout_loss_before": before,
+            "heldout_loss_after": after, "trained_steps": steps, "resumed_from_step": start,
+            "loss_first": losses[0] if losses else None, "loss_last": losses[-1] if losses else None,
+            "checkpoint": str(final), "rejects_total": sum(Counter(report.rejects).values()),
+        }  # fmt: skip
+        publish_final(final, model, tok, {"step": steps, "fingerprint": fp, "sft": summary})
     finally:
         torch.set_num_threads(threads)
-    summary = {
-        **report.as_dict(), "model_hf": str(src), "heldout_samples": len(held),
-        "heldout_loss_before": before, "heldout_loss_after": after, "trained_steps": steps,
-        "loss_first": losses[0] if losses else None, "loss_last": losses[-1] if losses else None,
-        "checkpoint": str(hf_out), "rejects_total": sum(Counter(report.rejects).values()),
-    }  # fmt: skip
     atomic_write_text(out / "sft.json", json.dumps(summary, indent=1))
     return summary

@@ -13,7 +13,7 @@ import torch
 from core.config import load_config
 from training.chat_template import Reject
 from training.sft.__main__ import SFTConfig, run
-from training.sft.hf import encode_hf
+from training.sft.hf_data import encode_hf
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -18,11 +18,11 @@ CMD = "echo hello from $(id -u); printf 'caf\\303\\251 \\377\\n'; ls /tmp/swe-ta
 
 
 def test_results_parse_from_what_boot_prints():
-    log = "line one\nline two\n".encode()
+    log = "line one\ncafé\n".encode()
     out = (b"noise before\n" + BEGIN + b"\nrun-1.log " + base64.b64encode(log) + b"\nrun-1.rc "
            + base64.b64encode(b"3\n") + b"\napply.log \nrc 0\n" + END + b"\n")
     files, rc = _parse(out)
-    assert files == {"run-1.log": "line one\nline two\n", "run-1.rc": "3\n", "apply.log": ""} and rc == 0
+    assert files == {"run-1.log": "line one\ncafé\n", "run-1.rc": "3\n", "apply.log": ""} and rc == 0
 
 
 def test_the_task_tar_holds_the_files_under_its_prefix_ready_last():

@@ -73,7 +73,7 @@ class Result:
 
     def row(self) -> dict[str, Any]:
         r = self.ratio
-        return {
+        row = {
             "name": self.name,
             "ours": float(self.ours),
             "baseline": float(self.baseline),
@@ -85,8 +85,11 @@ class Result:
             "baseline_label": self.baseline_label,
             "goal_met": None if self.goal is None else bool(math.isfinite(r) and r >= self.goal),
             **({"notes": self.notes} if self.notes else {}),
-            **self.extra,
         }
+        clash = sorted(set(self.extra) & set(row))
+        if clash:  # an extra field named like a measured one would replace the figure in the table
+            raise ValueError(f"{self.name}: extra fields {clash} would overwrite the result's own")
+        return row | self.extra
 
 
 def cpu_seconds() -> float:

@@ -302,7 +302,7 @@ def main() -> None:
     also += [Result("environment steps/s (gold episodes, 2 threads)", ours_tp["steps_per_s"], base_tp["steps_per_s"],
                     "tool calls / s", ours_label="warm sessions + warm verifiers",
                     baseline_label="sessions opened on demand, rewards by the harness's sandbox run",
-                    extra={"ours": ours_tp, "baseline": base_tp}),
+                    extra={"runs": {"ours": ours_tp, "baseline": base_tp}}),
              Result("sessions/hour (gold episodes, 2 threads)", ours_tp["sessions_per_hour"],
                     base_tp["sessions_per_hour"], "sessions / hour", ours_label="warm sessions + warm verifiers",
                     baseline_label="sessions opened on demand, rewards by the harness's sandbox run")]

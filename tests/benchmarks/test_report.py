@@ -24,6 +24,12 @@ def test_ratio_is_how_many_times_better_ours_is_in_either_direction():
     assert Result("none", 1.0, 0.0, "x").row()["ratio"] is None  # no division by zero
 
 
+def test_extra_fields_never_replace_the_measured_ones():
+    assert Result("r", 2.0, 1.0, "x", extra={"runs": [1, 2]}).row()["runs"] == [1, 2]
+    with pytest.raises(ValueError, match="baseline"):  # the table would show the extra dict as the figure
+        Result("r", 2.0, 1.0, "x", extra={"ours": {"wall_s": 1}, "baseline": {"wall_s": 2}}).row()
+
+
 def test_write_then_table(tmp_path):
     path = _report.write(
         "benchmarks/some_bench.py",

@@ -65,6 +65,20 @@ def tokenizer_info(tok: Tokenizer, path: Path, eos_token: str) -> TokenizerInfo:
     )
 
 
+def locate_tokenizer(info: TokenizerInfo, shards_dir: Path) -> Path | None:
+    """The tokenizer file a shard manifest names: its recorded path, else a ``tokenizer.json`` beside the
+    shards (``SHARDS/``, ``SHARDS/..``, ``SHARDS/../tokenizer/``) whose digest is the recorded id's.
+    Shards copied or downloaded elsewhere (an output uploaded from a staging directory) keep an absolute
+    path that no longer exists; the digest makes sure the file found is the one they were encoded with."""
+    digest = info.id.rsplit("-", 1)[-1]
+    recorded = Path(info.path)
+    for cand in (recorded, shards_dir / "tokenizer.json", shards_dir.parent / "tokenizer.json",
+                 shards_dir.parent / "tokenizer" / "tokenizer.json"):
+        if cand.is_file() and (cand == recorded or hashlib.sha256(cand.read_bytes()).hexdigest()[:12] == digest):
+            return cand
+    return None
+
+
 def load_or_train(
     cfg: TokenizerConfig, texts: Iterable[str] | None, out_dir: Path
 ) -> tuple[Tokenizer, TokenizerInfo]:

@@ -38,6 +38,7 @@ import typer
 from core.cli import user_errors
 from core.errors import ConfigError
 from core.shards import read_manifest
+from core.tokenizer import locate_tokenizer
 from training import distributed
 from training.checkpoint import (
     checkpoint_step,
@@ -147,7 +148,11 @@ def _train_loop(cfg, shards, metrics_path, log, stop_after, resume, par) -> Trai
     )
     metrics: list[dict[str, Any]] = []
     done_here, last_ckpt = 0, None
-    tok_file = read_manifest(stages[-1].shards).tokenizer.path  # the shards' tokenizer, copied into checkpoints
+    tok_info = read_manifest(stages[-1].shards).tokenizer
+    tok_file = locate_tokenizer(tok_info, Path(stages[-1].shards))  # copied into checkpoints
+    if tok_file is None and rank == 0:
+        log(f"warning: the shards' tokenizer {tok_info.path} ({tok_info.id}) is not there nor beside the shards: "
+            "checkpoints will carry no tokenizer.json")
     model.train()
     try:
         while step < total and (stop_after is None or done_here < stop_after):
@@ -229,7 +234,7 @@ def _train_loop(cfg, shards, metrics_path, log, stop_after, resume, par) -> Trai
 
 
 def _save(ckpt_dir: Path, step: int, model, opt, loader_state, cfg: TrainerConfig, par=None,
-          tokenizer: str | None = None) -> Path:
+          tokenizer: Path | None = None) -> Path:
     extra = {"loader": loader_state, "config": cfg.model_dump(mode="json")}
     if par is not None:
         path = save_dcp(ckpt_dir, step, model, opt, extra, par)

@@ -34,3 +34,24 @@ def test_reserved_special_tokens_are_in_the_trained_vocabulary(tmp_path):
     add_special_tokens(tok)
     assert tok.get_vocab_size() == size and {t: tok.token_to_id(t) for t in SPECIAL_TOKENS} == ids
     assert tok.encode("<|user|>hi", add_special_tokens=False).ids[0] == ids["<|user|>"]
+
+
+def test_a_manifests_tokenizer_is_found_beside_moved_shards_only_with_its_digest(tmp_path):
+    """Shards uploaded from a staging directory keep the staging path of their tokenizer; the copy beside
+    them is found, and a different tokenizer there is not taken for it."""
+    import shutil
+
+    from core.tokenizer import locate_tokenizer
+
+    texts = ["the quick brown fox jumps over the lazy dog"] * 50
+    _, info = load_or_train(TokenizerConfig(vocab_size=300, min_frequency=1), texts, tmp_path / "staging" / "tokenizer")
+    assert locate_tokenizer(info, tmp_path / "staging" / "shards") == tmp_path / "staging" / "tokenizer" / "tokenizer.json"
+    shards = tmp_path / "downloaded" / "shards"
+    shards.mkdir(parents=True)
+    (tmp_path / "downloaded" / "tokenizer").mkdir()
+    shutil.copy(info.path, tmp_path / "downloaded" / "tokenizer" / "tokenizer.json")
+    shutil.rmtree(tmp_path / "staging")
+    assert locate_tokenizer(info, shards) == tmp_path / "downloaded" / "tokenizer" / "tokenizer.json"
+    other_texts = ["completely different words in another corpus altogether"] * 50
+    load_or_train(TokenizerConfig(vocab_size=320, min_frequency=1), other_texts, tmp_path / "downloaded" / "tokenizer")
+    assert locate_tokenizer(info, shards) is None

@@ -22,7 +22,9 @@ with the previous run's ratio next to each row when ``DIR/previous/`` holds one.
 README shows (each row with its date, commit and load; a row is marked stale when its script changed
 after the commit it was measured at, when it has no provenance, or when it is older than 30 days;
 scripts without a result are listed as not run) and, with ``--readme``, writes it between the
-README's ``<!-- bench-table -->`` markers.
+README's ``<!-- bench-table -->`` markers. ``--only SCRIPT`` (repeatable) replaces just those scripts'
+rows in the README's table and keeps the others as they are: out/bench is not versioned, so a machine
+that re-ran one benchmark holds only that one's JSON, and the other rows keep their own provenance.
 """
 
 from __future__ import annotations
@@ -270,6 +272,26 @@ def update_readme(readme: Path, table_md: str) -> bool:
     return True
 
 
+def splice_rows(table_md: str, script: str, rows_md: list[str]) -> str:
+    """``table_md`` (the README's table) with ``script``'s rows (its line and the ``|  |`` lines under
+    it) replaced by ``rows_md``, or appended where it has none."""
+    lines = table_md.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith(f"| `{script}.py` |")), None)
+    if start is None:
+        return "\n".join(lines + rows_md)
+    end = start + 1
+    while end < len(lines) and lines[end].startswith("|  |"):
+        end += 1
+    return "\n".join(lines[:start] + rows_md + lines[end:])
+
+
+def readme_table(readme: Path) -> str:
+    text = readme.read_text(encoding="utf-8")
+    if MARK_START not in text or MARK_END not in text:
+        return ""
+    return text.split(MARK_START, 1)[1].split(MARK_END, 1)[0].strip("\n")
+
+
 def _scripts() -> list[str]:
     return sorted(p.stem for p in Path(__file__).resolve().parent.glob("*.py")
                   if not p.stem.startswith("_") and p.stem != "run_all")
@@ -285,9 +307,29 @@ def main(argv: list[str] | None = None) -> int:
     if "--readme" in args:
         i = args.index("--readme")
         readme, args = Path(args[i + 1]), args[:i] + args[i + 2:]
+    only: list[str] = []
+    while "--only" in args:
+        i = args.index("--only")
+        only, args = only + [args[i + 1].removesuffix(".py")], args[:i] + args[i + 2:]
     args = [a for a in args if a != "--markdown"]
     out_dir = Path(args[0]) if args else OUT_DIR
     rows = collect(out_dir)
+    if md and only:
+        if readme is None:
+            print("error: --only needs --readme (it replaces rows of the README's table)", file=sys.stderr)
+            return 2
+        table_md = readme_table(readme)
+        for script in only:
+            mine = [r for r in rows if r["_file"] == script]
+            if not mine:
+                print(f"error: no {script}.json in {out_dir}", file=sys.stderr)
+                return 2
+            table_md = splice_rows(table_md, script, markdown(mine, [script]).splitlines()[2:])
+        print(table_md)
+        if not update_readme(readme, table_md):
+            print(f"error: {readme} has no {MARK_START} ... {MARK_END} markers", file=sys.stderr)
+            return 2
+        return 0
     if md:
         table_md = markdown(rows, _scripts())
         print(table_md)

@@ -132,3 +132,23 @@ def test_scripts_importing_report_find_the_samples_from_any_directory(tmp_path):
     res = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     assert res.returncode == 0, res.stderr[-500:]
+
+
+def test_only_replaces_one_scripts_rows_and_keeps_the_others(tmp_path, capsys):
+    first, second = tmp_path / "first", tmp_path / "second"
+    _report.write("benchmarks/minhash.py", Result("sig", 8.0, 2.0, "MB/s", goal=4.0), {}, out_dir=first)
+    _report.write("benchmarks/sampler.py", Result("tok", 3.0, 1.0, "tok/s"), {},
+                  [Result("sub", 6.0, 2.0, "tok/s")], out_dir=first)
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n{_report.MARK_START}\nold\n{_report.MARK_END}\nafter\n")
+    assert _report.main(["--markdown", str(first), "--readme", str(readme)]) == 0
+    # another machine re-ran only the sampler, with one secondary row fewer
+    _report.write("benchmarks/sampler.py", Result("tok", 9.0, 1.0, "tok/s"), {}, out_dir=second)
+    assert _report.main(["--markdown", str(second), "--readme", str(readme), "--only", "sampler.py"]) == 0
+    table = _report.readme_table(readme)
+    assert "| `minhash.py` | sig |" in table and "**4**" in table  # kept as it was
+    assert "**9**" in table and "**3**" not in table and "| sub |" not in table  # the sampler's rows replaced
+    assert "| `engines.py` |" in table and readme.read_text().endswith(f"{_report.MARK_END}\nafter\n")
+    assert _report.main(["--markdown", str(second), "--readme", str(readme), "--only", "minhash"]) == 2
+    assert _report.main(["--markdown", str(second), "--only", "sampler"]) == 2
+    assert "no minhash.json" in capsys.readouterr().err

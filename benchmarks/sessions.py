@@ -14,8 +14,9 @@
   environment steps/s and sessions/hour, against the same episodes with sessions opened on demand
   and SWE rewards from the harness's sandbox run (``Evaluator.run``: the previous verify).
 - **Async vs sync RL on real episodes** (``--rl``): configs/rl_agentic_tiny.yaml (multi-turn swe +
-  terminal sessions, the tiny model: its turns end at random lengths, the episodes last 1-8 turns in
-  real containers) trained ``--updates`` updates in each mode; trainer idle ratio and wall time.
+  terminal sessions, graded in real containers) trained ``--updates`` updates in each mode; trainer idle
+  ratio and wall time. The random tiny model has never called a tool, so its episodes end after one turn:
+  multi-turn length comes only with a policy that calls tools.
 - **SIGKILL**: a swe session task service holding an episode's session (its warm verifier and a warm
   session beside it) is SIGKILLed: its containers are counted, then the next service's reaper's.
 

@@ -39,6 +39,9 @@ What was tried (2026-12-02; 2 cores shared with another job, load 2.3-4.9; FastW
 - Where FastWARC's time goes: its gzip decompression alone is ~82% of its read of the test
   archives and of the volume WARCs. On the volume WARCs the ratio was 3.2-4.2x over 20 runs (all
   settings), warcio's CPU over FastWARC's decompression alone 3.7-5.0x (6 runs): no framing makes 5x reliable there.
+- ISA-L (PyPI ``isal`` 1.9.1, not a dependency; a one-off trial at load ~1, 2026-12-02, not rerun by this
+  script): its igzip decompressed the volume WARCs in 0.48 CPU-s against FastWARC's own 0.65, but FastWARC
+  reading igzip's output as a Python stream took 0.80 CPU-s against 0.81 from the file itself, so no gain.
 - What is left moves with the load: warcio's best pass over the test archives took 41-59 CPU-ms
   from run to run, FastWARC's 8.2-8.9 (pinned), so a busier machine shows a higher ratio.
 - Before this version warcio used ``content_stream()``, which also tries to undo the HTTP

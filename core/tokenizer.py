@@ -70,6 +70,8 @@ def locate_tokenizer(info: TokenizerInfo, shards_dir: Path) -> Path | None:
     shards (``SHARDS/``, ``SHARDS/..``, ``SHARDS/../tokenizer/``) whose digest is the recorded id's.
     Shards copied or downloaded elsewhere (an output uploaded from a staging directory) keep an absolute
     path that no longer exists; the digest makes sure the file found is the one they were encoded with."""
+    if not info.path:  # shards of a vocabulary with no tokenizer file (the RL toy tasks)
+        return None
     digest = info.id.rsplit("-", 1)[-1]
     recorded = Path(info.path)
     for cand in (recorded, shards_dir / "tokenizer.json", shards_dir.parent / "tokenizer.json",

@@ -150,7 +150,7 @@ def _train_loop(cfg, shards, metrics_path, log, stop_after, resume, par) -> Trai
     done_here, last_ckpt = 0, None
     tok_info = read_manifest(stages[-1].shards).tokenizer
     tok_file = locate_tokenizer(tok_info, Path(stages[-1].shards))  # copied into checkpoints
-    if tok_file is None and rank == 0:
+    if tok_file is None and tok_info.path and rank == 0:
         log(f"warning: the shards' tokenizer {tok_info.path} ({tok_info.id}) is not there nor beside the shards: "
             "checkpoints will carry no tokenizer.json")
     model.train()

@@ -55,3 +55,5 @@ def test_a_manifests_tokenizer_is_found_beside_moved_shards_only_with_its_digest
     other_texts = ["completely different words in another corpus altogether"] * 50
     load_or_train(TokenizerConfig(vocab_size=320, min_frequency=1), other_texts, tmp_path / "downloaded" / "tokenizer")
     assert locate_tokenizer(info, shards) is None
+    # a manifest recording no tokenizer file (the RL toy vocabulary) has none to find
+    assert locate_tokenizer(info.model_copy(update={"path": None}), shards) is None

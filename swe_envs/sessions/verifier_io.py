@@ -96,7 +96,7 @@ def exchange(container, tar: bytes, timeout_s: float, max_bytes: int) -> tuple[d
 
 def _read_until_end(sock: socket.socket, max_bytes: int, deadline: float) -> bytes:
     """The container's stdout (frames of Docker's multiplexed stream) up to the end marker."""
-    out, pending = bytearray(), b""
+    out, pending, seen = bytearray(), b"", 0  # seen: how far ``out`` was searched for the end marker
     while True:
         if time.monotonic() > deadline:
             raise TimeoutError("the verifier did not finish in time")
@@ -111,12 +111,14 @@ def _read_until_end(sock: socket.socket, max_bytes: int, deadline: float) -> byt
             if kind == 1:  # stdout; stderr is not attached
                 out += pending[8:8 + n]
             pending = pending[8 + n:]
-        if out.startswith(FILES) or b"\n" + FILES in out:
+        if FILES in out[:4096]:  # BOOT's first words, when it says them
             raise Fallback("the image cannot unpack a task from stdin")
         if len(out) > max_bytes:
             raise Fallback("the verifier's output is over its cap")
-        if END + b"\n" in out:
+        # only the new bytes (and a marker's length before them): a log of many MB arrives in many chunks
+        if out.find(END + b"\n", max(0, seen - len(END) - 1)) >= 0:
             return bytes(out)
+        seen = len(out)
 
 
 def _parse(out: bytes) -> tuple[dict[str, str], int]:

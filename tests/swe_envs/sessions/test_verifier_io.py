@@ -109,3 +109,24 @@ def test_a_run_past_its_time_limit_is_reported_as_timed_out():
         assert not res.error and res.runs and res.runs[0].timed_out and "started" in res.runs[0].log, res
     finally:
         v.shutdown()
+
+
+@pytest.mark.docker
+def test_a_log_of_megabytes_comes_back_whole_on_the_stdin_path():
+    """Many MB arrive in many chunks: all of it is read, and the end marker is searched in the new bytes only."""
+    from swe_envs.docker_setup import ensure_docker
+    from tests.swe_envs.terminal.tiny_tasks import BASE
+
+    ensure_docker(BASE)
+    _, v = _verifiers()
+    cmd = "seq 1 1000000; echo done"  # 6.9 MB
+    try:
+        _ready(v, BASE, cmd)
+        t0 = time.monotonic()
+        res = v.run(BASE, cmd, [])
+        assert time.monotonic() - t0 < 60
+        log = res.runs[0].log
+        assert not res.error and res.runs[0].rc == 0 and not res.runs[0].output_limited, res.error
+        assert log.startswith("1\n2\n") and log.endswith("999999\n1000000\ndone\n") and log.count("\n") == 1_000_001
+    finally:
+        v.shutdown()

@@ -98,18 +98,8 @@ def test_pack_reads_a_documents_prefix_and_uploads_its_shards(s3, docs_dir, tmp_
     url = _upload(fs, bucket, docs, prefix="run/documents")
     args = ("--seq-len", "64", "--vocab-size", "600")
     _ok(cli("pack", "--documents", str(docs), "--output", str(tmp_path / "local"), *args))
-    _ok(
-        cli(
-            "pack",
-            "--documents",
-            url,
-            "--output",
-            f"s3://{bucket}/shards",
-            *args,
-            "--staging",
-            str(tmp_path / "staging"),
-        )
-    )
+    to_s3 = ("pack", "--documents", url, "--output", f"s3://{bucket}/shards", *args, "--staging", str(tmp_path / "staging"))
+    _ok(cli(*to_s3))
     fetched = _fetch(fs, bucket, "shards", tmp_path / "fetched")
     want = json.loads((tmp_path / "local" / "manifest.json").read_text())
     got = json.loads((fetched / "manifest.json").read_text())
@@ -118,18 +108,7 @@ def test_pack_reads_a_documents_prefix_and_uploads_its_shards(s3, docs_dir, tmp_
     assert got["tokenizer"]["id"] == want["tokenizer"]["id"]
     assert sorted(p.name for p in fetched.iterdir()) == ["manifest.json", "shard-00000.arrow", "tokenizer"]
     # a pack output is a job output: packed again in place, not refused as someone else's objects
-    _ok(
-        cli(
-            "pack",
-            "--documents",
-            url,
-            "--output",
-            f"s3://{bucket}/shards",
-            *args,
-            "--staging",
-            str(tmp_path / "staging"),
-        )
-    )
+    _ok(cli(*to_s3))
 
 
 @pytest.fixture(scope="module")

@@ -152,24 +152,35 @@ def fit_to_context(
     return out
 
 
+def conversations(ds, report: ReadReport) -> Iterator[tuple[list[dict], list]]:
+    """(normalized messages, tools) of each record of dataset ``ds`` that is admitted; every other line
+    counted in ``report`` as a conversation and a reject with its reason."""
+    for _no, record in read_records(Path(ds.path)):
+        report.conversations += 1
+        if isinstance(record, Reject):  # not UTF-8 JSON
+            report.rejects[record.reason] += 1
+            continue
+        if ds.min_reward is not None:  # a record without a reward (a bare message list too) fails it
+            reward = record.get("reward") if isinstance(record, dict) else None
+            if not isinstance(reward, (int, float)) or reward < ds.min_reward:
+                report.rejects["below_min_reward"] += 1
+                continue
+        try:
+            msgs, tools = conversation_of(record)
+            msgs = normalize(msgs)
+        except Reject as err:
+            report.rejects[err.reason] += 1
+            continue
+        yield msgs, tools
+
+
 def tokenized_samples(cfg: DataConfig, tok, report: ReadReport) -> dict[str, list[tuple[list[int], list[int]]]]:
     """Samples per category, every line accounted for in ``report``."""
     cfg.check()
     by_cat: dict[str, list] = {}
     for ds in cfg.datasets:
-        for _no, record in read_records(Path(ds.path)):
-            report.conversations += 1
-            if isinstance(record, Reject):  # not UTF-8 JSON
-                report.rejects[record.reason] += 1
-                continue
-            if ds.min_reward is not None:  # a record without a reward (a bare message list too) fails it
-                reward = record.get("reward") if isinstance(record, dict) else None
-                if not isinstance(reward, (int, float)) or reward < ds.min_reward:
-                    report.rejects["below_min_reward"] += 1
-                    continue
+        for msgs, tools in conversations(ds, report):
             try:
-                msgs, tools = conversation_of(record)
-                msgs = normalize(msgs)
                 samples = fit_to_context(msgs, tools, cfg.mode, tok, cfg.max_context, report.rejects, report.trimmed)  # type: ignore[arg-type]
             except Reject as err:
                 report.rejects[err.reason] += 1

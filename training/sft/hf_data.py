@@ -23,7 +23,6 @@ generation config stops on the template's stop tokens.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from core.errors import InputError
 from training.chat_template import (
@@ -31,13 +30,11 @@ from training.chat_template import (
     STOP_TOKENS,
     Mode,
     Reject,
-    conversation_of,
     encode,
     glm5_jinja,
-    normalize,
     render,
 )
-from training.sft.data import ReadReport, read_records, tokenized_samples
+from training.sft.data import ReadReport, conversations, tokenized_samples
 
 Samples = dict[str, list[tuple[list[int], list[int]]]]
 
@@ -94,19 +91,9 @@ def own_template_samples(data, tok, report: ReadReport) -> Samples:
     """Samples per category; every record ends as a sample or a counted reject."""
     by_cat: Samples = {}
     for ds in data.datasets:
-        for _no, record in read_records(Path(ds.path)):
-            report.conversations += 1
-            if isinstance(record, Reject):
-                report.rejects[record.reason] += 1
-                continue
-            if ds.min_reward is not None:
-                reward = record.get("reward") if isinstance(record, dict) else None
-                if not isinstance(reward, (int, float)) or reward < ds.min_reward:
-                    report.rejects["below_min_reward"] += 1
-                    continue
+        for msgs, tools in conversations(ds, report):
             try:
-                msgs, tools = conversation_of(record)
-                ids, mask = encode_hf(normalize(msgs), tools or [], tok)
+                ids, mask = encode_hf(msgs, tools or [], tok)
             except Reject as err:
                 report.rejects[err.reason] += 1
                 continue

@@ -128,11 +128,9 @@ def _parse(out: bytes) -> tuple[dict[str, str], int]:
         if line.startswith(b"rc "):
             value = line[3:].strip()
             rc = int(value) if value.lstrip(b"-").isdigit() else -1
-        elif b" " in line:
+        elif b" " in line:  # "NAME BASE64" (an empty file: "NAME ")
             name, data = line.split(b" ", 1)
             files[name.decode("utf-8", "replace")] = base64.b64decode(data).decode("utf-8", "replace")
-        elif line:  # a file with no bytes: its name alone
-            files[line.decode("utf-8", "replace")] = ""
     return files, rc
 
 

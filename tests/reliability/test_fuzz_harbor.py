@@ -32,7 +32,7 @@ def _seed_tasks() -> tuple[list[str], list[Path]]:
 
     if not any(SEEDS.glob("*.tgz")):
         return [], []
-    tb = sorted(p.parent for p in extract_seeds(cache_dir() / "terminal-seeds").rglob("task.yaml"))
+    tb = sorted(p.parent for p in extract_seeds(SEEDS, cache_dir() / "terminal-seeds").rglob("task.yaml"))
     harbor = Path(tempfile.mkdtemp(prefix="harbor-seeds-"))
     tomls = []
     for src in tb[:20]:

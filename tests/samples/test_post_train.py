@@ -14,8 +14,8 @@ import pytest
 from core.cache import cache_dir
 from core.cached_samples import CORPUS_HTML
 from samples.corpus import fetch_package
-from samples.post_train import build_post_train, faq_pairs, seed_records
-from training.chat_template import conversation_of, normalize
+from samples.post_train import build_post_train, faq_pairs, reasoning_records, seed_records
+from training.chat_template import conversation_of, normalize, render
 
 SEEDS = Path(__file__).resolve().parents[3] / "shared" / "terminal-seeds"
 
@@ -72,7 +72,7 @@ def test_seed_tasks_become_one_bash_tool_call_and_bad_tasks_are_counted(tmp_path
 
 
 @pytest.mark.skipif(not SEEDS.is_dir(), reason="no ../shared/terminal-seeds beside the checkout")
-def test_build_writes_three_files_and_a_manifest_from_real_seeds(tmp_path, monkeypatch):
+def test_build_writes_four_files_and_a_manifest_from_real_seeds(tmp_path, monkeypatch):
     monkeypatch.setattr("samples.post_train.fetch_package", lambda *a, **k: None)
     cache = tmp_path / "cache"
     (cache / CORPUS_HTML).parent.mkdir(parents=True)
@@ -81,6 +81,27 @@ def test_build_writes_three_files_and_a_manifest_from_real_seeds(tmp_path, monke
     paths = build_post_train(cache, SEEDS, arithmetic=16, log=lambda m: None)
     manifest = json.loads((cache / "post_train" / "manifest.json").read_text())
     counts = {k: sum(1 for _ in open(p)) for k, p in paths.items()}
-    assert counts == manifest["records"] and counts["arithmetic"] == 16
+    assert counts == manifest["records"] and counts["arithmetic"] == counts["reasoning"] == 16
     assert counts["chat"] > 150 and counts["tool_calls"] == 320  # every real seed task has both files
     assert all(conversation_of(json.loads(line)) for line in open(paths["tool_calls"]))
+
+
+def test_reasoning_records_are_right_and_the_three_thinking_modes_render_them_differently():
+    rows = reasoning_records(40, seed=3)
+    turns = [sum(m["role"] == "user" for m in r["messages"]) for r in rows]
+    assert min(turns) == 1 and max(turns) == 3
+    for r in rows:  # every worked step and answer is the true value of the chain
+        msgs = r["messages"]
+        for user, reply in zip(msgs[::2], msgs[1::2], strict=True):
+            assert ("reasoning_content" in reply) == (user.get("thinking") is not False)
+            if "reasoning_content" in reply:
+                lhs, rhs = reply["reasoning_content"].rstrip(".").split(" = ")
+                assert eval(lhs) == int(rhs) == int(reply["content"])  # noqa: S307 (our own digits and an operator)
+    multi = next(r for r in rows if any(m.get("thinking") is False for m in r["messages"])
+                 and sum("reasoning_content" in m for m in r["messages"]) >= 2)
+    msgs, tools = conversation_of(multi)
+    texts = {mode: [s.text for s in render(msgs, mode, tools)] for mode in ("interleaved", "preserved", "turn")}
+    assert len(texts["preserved"]) == 1 < len(texts["interleaved"]) == len(texts["turn"])
+    assert texts["interleaved"] != texts["turn"]  # an off turn's empty block is prompt, not a trained <think></think>
+    # the whole conversation: preserved keeps every worked step, interleaved only the last turn's
+    assert texts["preserved"][0].count(" = ") > texts["interleaved"][-1].count(" = ") >= 1

@@ -48,9 +48,12 @@ def rollout(
                 t.add_observation(obs)
                 nxt.append(i)
         live = nxt
-    for t in trajs:
+    # a task that grades in environments (code: one container per reply) grades many at once
+    batch = getattr(task, "rewards", None)
+    rewards = batch([(problem[t.id], t.turns) for t in trajs]) if batch else [task.reward(problem[t.id], t.turns) for t in trajs]
+    for t, r in zip(trajs, rewards, strict=True):
         p = problem[t.id]
-        t.reward = task.reward(p, t.turns)
+        t.reward = r
         if getattr(p, "messages", None):  # a text task: the unified message list, as the orchestrator keeps it
             t.messages = [*p.messages, *(task.codec.chat_reply(turn) for turn in t.turns)]
     return trajs

@@ -84,11 +84,23 @@ class StageRunner:
             self.source = cfg.model
             codec = load_codec(cfg.model.path)
         self.tasks = build_tasks(cfg.tasks, codec)
+        # a task with its own held-out split (code) evaluates on it; generated tasks draw a fixed set
         self.eval_sets = {
-            name: task.problems(cfg.eval.prompts, np.random.default_rng([cfg.eval.seed, i]))
+            name: getattr(task, "heldout_problems", task.problems)(cfg.eval.prompts, np.random.default_rng([cfg.eval.seed, i]))
             for i, (name, task) in enumerate(self.tasks.items())
         }
         self.update_cfg = cfg.update.model_copy(update={"temperature": cfg.rollout.temperature})
+
+    def close(self) -> None:
+        """Release what tasks hold (the code task's session pool and its containers)."""
+        for task in self.tasks.values():
+            getattr(task, "close", lambda: None)()
+
+    def __enter__(self) -> StageRunner:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     # -- state -----------------------------------------------------------------------------
     def load_state(self) -> dict[str, Any]:
@@ -279,7 +291,8 @@ def main(
     override: list[str] = typer.Option([], "--set", help="override a config key, e.g. --set rollout.group_size=4"),
 ) -> None:
     cfg = load_stages_config(config, override)
-    state = StageRunner(cfg, out).run(stop_after)
+    with StageRunner(cfg, out) as runner:
+        state = runner.run(stop_after)
     atomic_write_text(out / "curves.json", json.dumps(curves_of(state), indent=1))
     typer.echo(f"{len(state['completed'])}/{len(cfg.stages)} stages done; curves: {out / 'curves.json'}")
 

@@ -51,6 +51,7 @@ class TextProblem:
     messages: list[dict]
     answer: int
     prompt: list[int] = field(default_factory=list)  # the messages rendered by the policy's codec
+    ref: str = ""  # the environment task a problem stands for (``training.rl.tasks.code``)
 
 
 def given_answer(text: str) -> int | None:

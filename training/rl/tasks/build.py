@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from core.errors import ConfigError
 from training.rl.tasks.arithmetic import ArithmeticTask, ArithmeticTaskConfig
+from training.rl.tasks.code import CodeTask, CodeTaskConfig
 from training.rl.tasks.toy import ToyTask, ToyTaskConfig
 
-TaskConfig = ToyTaskConfig | ArithmeticTaskConfig
-Task = ToyTask | ArithmeticTask
+TaskConfig = ToyTaskConfig | ArithmeticTaskConfig | CodeTaskConfig
+Task = ToyTask | ArithmeticTask | CodeTask
 
 
 def is_text(cfg: TaskConfig) -> bool:
-    return isinstance(cfg, ArithmeticTaskConfig)
+    return isinstance(cfg, ArithmeticTaskConfig | CodeTaskConfig)
 
 
 def build_tasks(cfgs: dict[str, TaskConfig], codec=None) -> dict[str, Task]:
@@ -29,10 +30,10 @@ def build_tasks(cfgs: dict[str, TaskConfig], codec=None) -> dict[str, Task]:
             if codec is None:
                 raise ConfigError(f"tasks.{name}: a text task needs a policy with a tokenizer "
                                   "(model: {hf: PATH} or {checkpoint: PATH} with a tokenizer.json)")
-            out[name] = ArithmeticTask(name, c, codec)
+            out[name] = CodeTask(name, c, codec) if isinstance(c, CodeTaskConfig) else ArithmeticTask(name, c, codec)
         elif codec is not None:
             raise ConfigError(f"tasks.{name}: toy tasks speak their own 23-token vocabulary; with a "
-                              "tokenizer's model use a text task (kind: arithmetic)")
+                              "tokenizer's model use a text task (kind: arithmetic or code)")
         else:
             out[name] = ToyTask(name, c)
     return out

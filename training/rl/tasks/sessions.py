@@ -31,6 +31,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -166,6 +167,21 @@ class SessionTasks:
             while len(self.graded) > 4096:
                 self.graded.popitem(last=False)
         return result
+
+    def grade_files(self, name: str, files: dict[str, str]) -> tuple[float, dict]:
+        """A single-shot answer: ``files`` (container path -> text) written by the editor tool in a
+        fresh session of ``name``, then its verifier; the session is closed on every path."""
+        key = f"files-{uuid.uuid4().hex}"
+        ep = self._episode(name, key, open_new=True)
+        try:
+            for path, text in files.items():
+                obs = ep.session.step("str_replace_editor", {"command": "create", "path": path, "file_text": text})
+                if obs.error:
+                    raise RewardUnavailable(f"{name}: could not write {path}: {obs.text}")
+            self._verify(ep)
+            return ep.rewards[-1], ep.verdicts[-1]
+        finally:
+            self.close(key)
 
     def close(self, episode: str) -> bool:
         with self.lock:

@@ -88,7 +88,7 @@ def test_terminal_service_takes_harbor_and_terminal_bench_tasks(tmp_path, capsys
 
     if not any(SEEDS.glob("*.tgz")):
         pytest.skip(f"the Terminal-Bench seed archives are not at {SEEDS}")
-    seeds = extract_seeds(cache_dir() / "terminal-seeds")
+    seeds = extract_seeds(SEEDS, cache_dir() / "terminal-seeds")
     tree = tmp_path / "tasks"
     shutil.copytree(seeds / "evoeval" / "0", tree / "evoeval" / "0")
     shutil.copytree(seeds / "aider_polyglot" / "polyglot_python_beer-song", tree / "polyglot_python_beer-song")

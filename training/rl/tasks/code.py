@@ -55,9 +55,12 @@ class CodeTask:
     max_turns = 1
 
     def __init__(self, name: str, cfg: CodeTaskConfig, codec=None, sessions=None):
-        from training.rl.tasks.sessions import terminal_sessions
+        from training.rl.tasks.sessions import data_path, terminal_sessions
 
         self.name, self.cfg, self.codec = name, cfg, codec
+        if sessions is None and not data_path(cfg.tasks).is_dir():
+            raise ConfigError(f"tasks.{name}.tasks: no task tree at {data_path(cfg.tasks)} (the EvoEval seeds are "
+                              "extracted there by `make data-terminal` or benchmarks/grpo_code.py)")
         self.stop_ids = list(codec.stop_ids) if codec is not None else []
         self.sessions = sessions or terminal_sessions(cfg.tasks, cfg.config, max_sessions=cfg.max_sessions)
         names = list(self.sessions.names)

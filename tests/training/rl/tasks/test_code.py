@@ -23,6 +23,14 @@ def test_the_reply_file_is_its_first_fenced_block_or_the_whole_reply():
     assert code_of("def g(): pass") == "def g(): pass\n"
 
 
+def test_a_missing_task_tree_is_a_config_error_that_says_how_to_get_it(tmp_path):
+    from core.errors import ConfigError
+    from training.rl.tasks.code import CodeTask, CodeTaskConfig
+
+    with pytest.raises(ConfigError, match="make data-terminal"):
+        CodeTask("code", CodeTaskConfig(kind="code", tasks=str(tmp_path / "nowhere")))
+
+
 @pytest.fixture(scope="module")
 def evoeval(tmp_path_factory) -> Path:
     from core.cache import cache_dir

@@ -43,11 +43,12 @@ def run_seed(out: Path, seed: int, steps: int | None, task_overrides: dict, log)
     with StageRunner(cfg, out, log=log) as runner:
         state = runner.run()
         heldout = runner.tasks["code"].heldout_names
-    points = [p for p in state["completed"][0]["curve"] if "reward" in p]
+    curve = state["completed"][0]["curve"]
+    points = [p for p in curve if "reward" in p]  # the held-out evaluations (start and end)
     first, last = points[0], points[-1]
     shutil.rmtree(out / "stages", ignore_errors=True)  # the checkpoint (~0.5 GB): the figures are the product
     return {"accuracy_before": first["accuracy"]["code"], "accuracy_after": last["accuracy"]["code"],
-            "train_reward": [p.get("train_reward") for p in points[1:]], "steps": last["step"],
+            "train_reward": [p["train_reward"] for p in curve if "train_reward" in p], "steps": last["step"],
             "heldout_tasks": heldout, "seconds": state["completed"][0]["seconds"]}  # fmt: skip
 
 

@@ -131,8 +131,7 @@ TERMINAL_SEEDS ?= ../shared/terminal-seeds
 TERMINAL_WORKERS ?= 2
 data-terminal: setup
 	$(PY) -m swe_envs setup-docker
-	seeds="$$($(PY) -m core.cache)/terminal-seeds" && mkdir -p "$$seeds" \
-	  && for f in $(TERMINAL_SEEDS)/*.tgz; do tar -xzf $$f -C "$$seeds"; done \
+	seeds="$$($(PY) -m swe_envs.terminal.seeds $(TERMINAL_SEEDS))" \
 	  && $(PY) -m swe_envs terminal convert --input "$$seeds" --output out/terminal/harbor --overwrite
 	$(PY) -m swe_envs terminal check --tasks out/terminal/harbor --output out/terminal/check \
 	  --workers $(TERMINAL_WORKERS) --config configs/terminal.yaml --resume

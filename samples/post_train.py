@@ -124,7 +124,7 @@ FOLLOW_UPS = {"+": "Now add {b}.", "-": "Now subtract {b}.", "*": "Now multiply 
 
 def reasoning_records(n: int, seed: int, max_turns: int = 3) -> list[dict]:
     """``n`` conversations of 1..``max_turns`` user turns, each answered with its worked step."""
-    from training.rl.tasks.arithmetic import INSTRUCTION
+    from training.rl.tasks.arithmetic import APPLY, INSTRUCTION
 
     rng = np.random.default_rng(seed)
     out = []
@@ -136,7 +136,7 @@ def reasoning_records(n: int, seed: int, max_turns: int = 3) -> list[dict]:
         for _ in range(int(rng.integers(0, max_turns))):
             op = "+-*"[int(rng.integers(3))]
             b = int(rng.integers(1, 10))
-            new = {"+": value + b, "-": value - b, "*": value * b}[op]
+            new = APPLY[op](value, b)
             user = {"role": "user", "content": FOLLOW_UPS[op].format(b=b)}
             reply = {"role": "assistant", "content": str(new)}
             if rng.random() < 1 / 3:

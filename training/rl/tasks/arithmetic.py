@@ -16,6 +16,7 @@ that teaches the answer format before RL.
 
 from __future__ import annotations
 
+import operator
 import re
 from dataclasses import dataclass, field
 from typing import Literal
@@ -35,6 +36,7 @@ WORDS = {
     "*": "{n} buys {a} bags with {b} {t}s in each. How many {t}s is that?",
 }
 INSTRUCTION = "Answer with the number only."
+APPLY = {"+": operator.add, "-": operator.sub, "*": operator.mul}
 
 
 class ArithmeticTaskConfig(StrictModel):
@@ -82,7 +84,7 @@ class ArithmeticTask:
         a, b = (int(x) for x in rng.integers(0, self.cfg.max_operand + 1, size=2))
         if op == "-" and b > a:  # no negative counts in a word problem
             a, b = b, a
-        answer = {"+": a + b, "-": a - b, "*": a * b}[op]
+        answer = APPLY[op](a, b)
         if rng.random() < self.cfg.words:
             text = WORDS[op].format(n=NAMES[int(rng.integers(len(NAMES)))], t=THINGS[int(rng.integers(len(THINGS)))],
                                     a=a, b=b)

@@ -17,6 +17,7 @@ tasks and the training tasks the RL stage samples from — a held-out task is ne
 from __future__ import annotations
 
 import re
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from typing import Literal
 
@@ -62,7 +63,10 @@ class CodeTask:
             raise ConfigError(f"tasks.{name}.tasks: no task tree at {data_path(cfg.tasks)} (the EvoEval seeds are "
                               "extracted there by `make data-terminal` or benchmarks/grpo_code.py)")
         self.stop_ids = list(codec.stop_ids) if codec is not None else []
-        self.sessions = sessions or terminal_sessions(cfg.tasks, cfg.config, max_sessions=cfg.max_sessions)
+        # the converted tasks and each verify's output: a work directory of this task's own, removed by close()
+        self._work = tempfile.TemporaryDirectory(prefix="code-task-", ignore_cleanup_errors=True)
+        self.sessions = sessions or terminal_sessions(cfg.tasks, cfg.config, out=self._work.name,
+                                                      max_sessions=cfg.max_sessions)
         names = list(self.sessions.names)
         if len(names) <= cfg.heldout:
             raise ConfigError(f"tasks.{name}: {len(names)} tasks under {cfg.tasks}, not more than heldout={cfg.heldout}")
@@ -106,3 +110,4 @@ class CodeTask:
 
     def close(self) -> None:
         self.sessions.shutdown()
+        self._work.cleanup()

@@ -79,6 +79,7 @@ def test_replies_are_graded_by_the_tasks_own_tests_in_their_containers(evoeval):
         assert task.grade(p, "I would loop over the operations.") == 0.0
     finally:
         task.close()
+    assert not Path(task._work.name).exists()  # converted tasks and verify outputs removed with the task
     left = docker_client().containers.list(all=True, filters={"label": f"{LABEL}={owner()}"})
     assert not [c for c in left if "session" in json.dumps(c.labels)]  # every reply's session closed
 

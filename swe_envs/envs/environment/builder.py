@@ -28,14 +28,17 @@ from swe_envs.config import SweEnvsConfig
 from swe_envs.envs import languages
 from swe_envs.envs.environment import llm_recipe, own_runners, parser_fallback
 from swe_envs.envs.environment.network_needs import network_needed
+from swe_envs.envs.languages import python as python_lang
 from swe_envs.envs.parsers import parse_log
 from swe_envs.envs.rules import RULES_VERSION, era, rule_fix
+from swe_envs.envs.rules import python as rules_python
 from swe_envs.envs.rules.system_tools import missing_tools
 from swe_envs.images import Images, env_dockerfile, instance_dockerfile, sha, slug
 from swe_envs.paths import is_test_path
 from swe_envs.repos import Snapshot
 from swe_envs.sandbox import Sandbox
 
+LEFT_OUT_LABEL = "swe_envs.left_out"  # image label: the test modules the verified suite command leaves out
 
 @dataclass
 class Attempt:
@@ -63,6 +66,8 @@ class Environment:
     custom_command: bool = False  # configured per repository, not derived from the language
     # the repository's own test runner (swe_envs.envs.environment.own_runners kind) where pytest collected nothing
     own_runner: str = ""
+    # Python 2 test modules the suite's command leaves out (``--ignore``): they stopped pytest's collection
+    left_out: list[str] = field(default_factory=list)
     recipe: list[str] = field(default_factory=list)
     attempts: list[Attempt] = field(default_factory=list)
     reason: str = ""
@@ -177,6 +182,9 @@ class EnvBuilder:
         kind = labels.get(own_runners.LABEL, "")
         if kind and not env.custom_command:  # verified with the repository's own runner
             self._use_own_runner(env, snap, kind)
+        left_out = json.loads(labels.get(LEFT_OUT_LABEL) or "[]")
+        if left_out and not env.custom_command and not kind:
+            env.left_out, env.test_command = left_out, python_lang.leave_out(env.test_command, left_out)
         if labels.get(parser_fallback.LABEL):  # verified with an LLM-written parser
             env.llm_parser = parser_fallback.restore(labels[parser_fallback.LABEL], env.repo, self.parsers_dir).record()
             env.runner = f"file:{env.llm_parser['path']}"
@@ -244,6 +252,15 @@ class EnvBuilder:
             if fixed is not None:
                 (recipe, rule), source = fixed, "rule"
                 continue
+            # Python 2 test modules stopped the collection: the rest of the suite, same recipe
+            left_out = rules_python.py2_test_modules(failure) if stage == "collect" and env.language == "python" \
+                and env.runner.startswith("pytest") and not env.custom_command and not env.own_runner else []
+            if left_out and not set(left_out) & set(env.left_out):
+                env.left_out += left_out
+                env.test_command = python_lang.leave_out(env.test_command, left_out)
+                collect_command = python_lang.leave_out(collect_command, left_out)
+                source, rule = "rule", "Python 2 test modules left out"
+                continue
             # no rule fixes what pytest could not collect: the repository's own runner, same recipe
             kind = own_runners.find(snap) if stage == "collect" and env.runner.startswith("pytest") and \
                 not env.custom_command and not env.own_runner else None
@@ -284,7 +301,8 @@ class EnvBuilder:
         built = self.images.build(candidate, dockerfile, snap.archive(),
                                   labels={"swe_envs.repo": env.repo, "swe_envs.commit": env.commit,
                                           "swe_envs.version": version, "swe_envs.recipe": json.dumps(recipe),
-                                          own_runners.LABEL: env.own_runner})
+                                          own_runners.LABEL: env.own_runner,
+                                          LEFT_OUT_LABEL: json.dumps(env.left_out) if env.left_out else ""})
         if not built.ok:
             path = self._save_log(env, f"round{rnd}-build", dockerfile + "\n" + built.log)
             env.attempts.append(Attempt(rnd, source, recipe, "build", False, built.error, built.seconds, path, rule))

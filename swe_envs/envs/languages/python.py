@@ -90,14 +90,22 @@ def plan(snap: Snapshot, selected: list[str]) -> TestPlan:
              and not ignored_by_conftest(snap, p)]
     names = [p.rsplit("/", 1)[-1] for p in snap.files if p.endswith(".py")]
     if not files and not any(n.startswith("test_") or n.endswith("_test.py") for n in names):
-        # tests only in files pytest does not collect by default (itsdangerous 0.24's tests.py): named
-        files = [p for p in snap.files if p.rsplit("/", 1)[-1] in ("tests.py", "test.py")]
+        # tests only in files pytest does not collect by default, as nose's pattern found them
+        # (itsdangerous 0.24's tests.py, tqdm 4.45's tests/tests_*.py): named
+        files = [p for p in snap.files if p.endswith(".py") and (
+            p.rsplit("/", 1)[-1] in ("tests.py", "test.py") or p.rsplit("/", 1)[-1].startswith("tests_"))]
     cmd = "python -m pytest -rA -v -p no:cacheprovider --tb=short --color=no"
     installed = any(snap.has(n) for n in ("pyproject.toml", "setup.py", "setup.cfg"))
     if not installed and any(f.startswith("src/") and f.endswith(".py") for f in snap.files):
         cmd = "PYTHONPATH=/testbed/src${PYTHONPATH:+:$PYTHONPATH} " + cmd  # src layout, nothing installs it
     # test ids as SWE-bench's harness writes them, so F2P/P2P compare with its datasets
     return TestPlan(f"{cmd} {quote(files)}".strip(), "pytest-swebench")
+
+
+def leave_out(command: str, modules: list[str]) -> str:
+    """The pytest command without ``modules`` (a Python 2 test module that stops the collection:
+    ``rules.python.py2_test_modules``); ``--ignore`` is pytest's own way, the tree stays as it is."""
+    return " ".join([command, *(f"--ignore={quote([m])}" for m in modules)])
 
 
 _COLLECT_IGNORE = re.compile(r"^collect_ignore\s*=\s*\[([^\]]*)\]", re.M)

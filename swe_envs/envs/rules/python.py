@@ -287,6 +287,58 @@ def _era_test_runner(recipe: list[str], log: str, interpreter: str | None) -> li
     return _before_freeze(recipe, f"{UV_PIP} --exclude-newer {day}T23:59:59Z --upgrade-package pytest pytest")
 
 
+# pytest >= 4 refuses a setup.cfg ``[pytest]`` section (six 1.10.0's); a pytest.ini of the same
+# options is read first (pytest.ini precedes setup.cfg), and the tracked files stay as they are
+_SETUP_CFG_SECTION = "[pytest] section in setup.cfg files is no longer supported"
+PYTEST_INI = ("[ -e pytest.ini ] || { echo '[pytest]'; sed -n '/^\\[pytest\\]/,/^\\[/{/^\\[/!p}' setup.cfg; } "
+              "> pytest.ini")
+
+
+def _setup_cfg_pytest_section(recipe: list[str], log: str) -> list[str] | None:
+    if _SETUP_CFG_SECTION not in log or PYTEST_INI in recipe:
+        return None
+    return _before_freeze(recipe, PYTEST_INI)
+
+
+# pytest >= 7.2 ships a ``py`` shim of py.path and py.error alone; suites of the py.test days use
+# ``py.test.mark``, ``py.std``, ``py.builtin`` (six 1.10.0). The pylib itself, tooling like pytest
+# (unpinned: its ``py.test`` is the installed pytest), takes the shim's place (a package precedes a module)
+_PYLIB = re.compile(r"module 'py' has no attribute '\w+'")
+
+
+def _pylib(recipe: list[str], log: str) -> list[str] | None:
+    if not _PYLIB.search(log) or any(re.search(r"\spy(\s|$)", line) for line in recipe):
+        return None
+    return _before_freeze(recipe, f"{UV_PIP} py")
+
+
+_COLLECT_ERROR = re.compile(r"^_+ ERROR collecting (\S+\.py) _+$", re.M)
+_COLLECTED = re.compile(r"collected (\d+) items? / (\d+) errors?")
+_PY2_SYNTAX = re.compile(r"Missing parentheses in call to '(?:print|exec)'|leading zeros in decimal integer literals|"
+                         r"^E?\s*except\s+[\w.]+\s*,\s*\w+\s*:|^E?\s*raise\s+[\w.]+\s*,|"
+                         r"^E?\s*print\s+[\"'\w]", re.M)  # the source line as pytest shows it (E-prefixed)
+
+
+def py2_test_modules(log: str) -> list[str]:
+    """Test modules whose collection error is Python 2 code on Python 3 (simplejson 3.8.0's
+    test_iterable.py imports ``StringIO``): what a ``--ignore`` leaves out so the rest of the suite
+    runs. Empty unless every collection error is such a module and pytest collected other tests:
+    any other error is a broken environment, for the other rules to fix."""
+    counts = _COLLECTED.search(log)
+    heads = list(_COLLECT_ERROR.finditer(log))
+    if not counts or int(counts.group(1)) == 0 or len(heads) != int(counts.group(2)):
+        return []
+    modules = []
+    for i, head in enumerate(heads):
+        end = heads[i + 1].start() if i + 1 < len(heads) else log.find("short test summary info", head.end())
+        block = log[head.end(): end if end > 0 else len(log)]
+        names = _PY_MISSING.findall(block)
+        if not (_PY2_SYNTAX.search(block) or (names and all(n in PY2_STDLIB for n in names))):
+            return []
+        modules.append(head.group(1))
+    return modules
+
+
 def python_rules(recipe: list[str], log: str, interpreter: str | None = None,
                  era: str | None = None) -> tuple[list[str], str] | None:
     """(revised recipe, rule name) or None; interpreter: the toolchain's Python version (tooling of its era);
@@ -295,6 +347,8 @@ def python_rules(recipe: list[str], log: str, interpreter: str | None = None,
     if fixed is not None:
         return fixed, "test runner of the interpreter's era"
     for name, rule in (("docs requirements left out", _drop_docs_requirements),
+                       ("pytest.ini from setup.cfg's [pytest]", _setup_cfg_pytest_section),
+                       ("the py library for py.test", _pylib),
                        ("compiler", _compiler), ("setuptools-scm version", _scm_version),
                        ("PEP 660 backend", _editable_backend), ("setuptools of the Python 2 era", _older_setuptools),
                        ("missing module", lambda r, lg: _python_missing(r, lg, era)), ("no build isolation", _no_build_isolation),

@@ -114,3 +114,77 @@ def test_a_missing_module_is_pinned_to_the_era_even_when_only_pytest_is_installe
     assert fixed[-2] == f"{UV}{TOOLS} PyYAML"
     # no era anywhere (exclude_newer off): the newest
     assert rule_fix("python", recipe, log)[0][-2] == "uv pip install --python /opt/venv/bin/python PyYAML"
+
+
+def test_a_setup_cfg_pytest_section_becomes_a_pytest_ini_and_the_tree_stays():
+    """six 1.10.0's setup.cfg has ``[pytest]``, which every pytest that runs on Python 3.9 refuses."""
+    log = ("  File \"/opt/venv/lib/python3.9/site-packages/_pytest/outcomes.py\", line 177, in fail\n"
+           "    raise Failed(msg=reason, pytrace=pytrace)\nFailed: [pytest] section in setup.cfg files is no longer "
+           "supported, change to [tool:pytest] instead.")
+    fixed, rule = rule_fix("python", RECIPE, log)
+    assert rule == "pytest.ini from setup.cfg's [pytest]" and fixed[-1] == RECIPE[-1]  # before the freeze
+    assert fixed[-2].endswith("> pytest.ini") and "setup.cfg" in fixed[-2]
+    assert rule_fix("python", fixed, log) is None  # applied once
+
+
+def test_the_pytest_ini_line_copies_the_section_and_keeps_an_existing_one(tmp_path):
+    import subprocess
+
+    from swe_envs.envs.rules.python import PYTEST_INI
+
+    (tmp_path / "setup.cfg").write_text("[wheel]\nuniversal = 1\n\n[pytest]\nminversion=2.2.0\naddopts = -x\n"
+                                        "\n[flake8]\nmax-line-length = 100\n")
+    subprocess.run(["sh", "-c", PYTEST_INI], cwd=tmp_path, check=True)
+    assert (tmp_path / "pytest.ini").read_text().split() == ["[pytest]", "minversion=2.2.0", "addopts", "=", "-x"]
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")  # a repository's own pytest.ini wins
+    subprocess.run(["sh", "-c", PYTEST_INI], cwd=tmp_path, check=True)
+    assert (tmp_path / "pytest.ini").read_text() == "[pytest]\n"
+
+
+SIMPLEJSON_COLLECT = """collecting ... collected 120 items / 1 error
+
+==================================== ERRORS ====================================
+______________ ERROR collecting simplejson/tests/test_iterable.py ______________
+ImportError while importing test module '/testbed/simplejson/tests/test_iterable.py'.
+Traceback:
+/usr/lib/python3.9/importlib/__init__.py:127: in import_module
+    return _bootstrap._gcd_import(name[level:], package, level)
+simplejson/tests/test_iterable.py:2: in <module>
+    from StringIO import StringIO
+E   ModuleNotFoundError: No module named 'StringIO'
+=========================== short test summary info ============================
+ERROR simplejson/tests/test_iterable.py
+!!!!!!!!!!!!!!!!!!!! Interrupted: 1 error during collection !!!!!!!!!!!!!!!!!!!!
+"""
+
+
+def test_python2_test_modules_that_stop_the_collection_are_named_only_when_all_errors_are_python2():
+    from swe_envs.envs.rules.python import py2_test_modules
+
+    assert py2_test_modules(SIMPLEJSON_COLLECT) == ["simplejson/tests/test_iterable.py"]
+    syntax = ("collected 30 items / 1 error\n___ ERROR collecting tests/test_old.py ___\n"
+              "E     File \"/testbed/tests/test_old.py\", line 9\nE       except ValueError, e:\n"
+              "E                       ^\nE   SyntaxError: invalid syntax\n=== short test summary info ===\n")
+    assert py2_test_modules(syntax) == ["tests/test_old.py"]
+    # a second error that is not Python 2 code: a broken environment, nothing left out
+    other = SIMPLEJSON_COLLECT.replace("collected 120 items / 1 error", "collected 120 items / 2 errors").replace(
+        "=========================== short test summary info",
+        "______ ERROR collecting tests/test_b.py ______\nE   ModuleNotFoundError: No module named 'yaml'\n"
+        "=========================== short test summary info")
+    assert py2_test_modules(other) == []
+    # nothing else collected: leaving the module out leaves no suite
+    assert py2_test_modules(SIMPLEJSON_COLLECT.replace("collected 120 items", "collected 0 items")) == []
+
+
+def test_a_left_out_module_is_pytests_own_ignore():
+    from swe_envs.envs.languages.python import leave_out
+
+    cmd = "python -m pytest -rA -v"
+    assert leave_out(cmd, ["a/test_x.py", "b c/test_y.py"]) == f"{cmd} --ignore=a/test_x.py --ignore='b c/test_y.py'"
+
+
+def test_a_suite_of_the_py_test_days_gets_the_py_library():
+    log = "test_six.py:95: in <module>\n    @py.test.mark.parametrize(\"item_name\",\nE   AttributeError: module 'py' has no attribute 'test'"
+    fixed, rule = rule_fix("python", RECIPE, log)
+    assert rule == "the py library for py.test" and fixed[-2] == "uv pip install --python /opt/venv/bin/python py"
+    assert rule_fix("python", fixed, log) is None

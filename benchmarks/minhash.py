@@ -50,7 +50,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mb", type=float, default=8.0, help="MB of text to sign (the sample's novels hold ~9)")
     ap.add_argument("--no-spark", action="store_true")
-    ap.add_argument("--spark-copies", type=int, default=4, help="copies of the text in the Spark corpus")
+    # 16 copies (~110 MB): at 4 (~30 MB) the whole dedup took 3 s, Spark's per-job overheads dominated
+    # and the local[2]/local[1] rounds scattered from 0.97 to 1.73 (2026-12-03)
+    ap.add_argument("--spark-copies", type=int, default=16, help="copies of the text in the Spark corpus")
     args = ap.parse_args()
     corpus = obtain_sample(SampleConfig())
     books = [json.loads(x)["text"] for x in corpus.books_jsonl.read_text().splitlines()]

@@ -40,6 +40,7 @@ from swe_envs.sandbox import Sandbox
 
 LEFT_OUT_LABEL = "swe_envs.left_out"  # image label: the test modules the verified suite command leaves out
 
+
 @dataclass
 class Attempt:
     round: int

@@ -19,6 +19,8 @@ def extract_seeds(archives: str | Path, dest: Path | None = None) -> Path:
     extracted once and other ones again. Member paths are checked (tar's ``data`` filter)."""
     dest = dest or cache_dir() / SEEDS_DIR
     tgzs = sorted(Path(archives).glob("*.tgz"))
+    if not tgzs:  # a wrong directory is an error, never an empty seed tree marked as extracted
+        raise FileNotFoundError(f"no Terminal-Bench seed archives (*.tgz) in {Path(archives).resolve()}")
     stamp = json.dumps([[p.name, p.stat().st_size] for p in tgzs])
     marker = dest / ".extracted"
     if not marker.is_file() or marker.read_text() != stamp:
@@ -30,7 +32,11 @@ def extract_seeds(archives: str | Path, dest: Path | None = None) -> Path:
     return dest
 
 
-if __name__ == "__main__":  # `python -m swe_envs.terminal.seeds DIR`: what make data-terminal runs
-    import sys
+if __name__ == "__main__":  # `python -m swe_envs.terminal.seeds [DIR]`: what make data-terminal runs
+    import argparse
 
-    print(extract_seeds(sys.argv[1] if len(sys.argv) > 1 else "../shared/terminal-seeds"))
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("archives", nargs="?", type=Path, default=Path(__file__).resolve().parents[3] / "shared" /
+                    "terminal-seeds", help="directory of the seed *.tgz archives (default: ../shared/terminal-seeds "
+                    "beside the checkout)")
+    print(extract_seeds(ap.parse_args().archives))

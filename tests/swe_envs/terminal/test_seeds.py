@@ -41,3 +41,9 @@ def test_a_member_outside_the_destination_is_refused(tmp_path):
     with pytest.raises(tarfile.OutsideDestinationError):
         extract_seeds(src, tmp_path / "out")
     assert not (tmp_path / "escape.txt").exists()
+
+
+def test_a_directory_without_archives_is_an_error_not_an_empty_tree(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no Terminal-Bench seed archives"):
+        extract_seeds(tmp_path / "nowhere", tmp_path / "dest")
+    assert not (tmp_path / "dest" / ".extracted").exists()

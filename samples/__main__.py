@@ -138,6 +138,19 @@ def web_volume(
     _emit({"warcs": volume.folder, "manifest": volume.folder / MANIFEST}, print_)
 
 
+@app.command("release-pairs")
+@user_errors
+@_os_errors
+def release_pairs(
+    cache: Path = typer.Option(None, help=CACHE_HELP),
+    print_: str = typer.Option(None, "--print", help=PRINT_HELP + ": instances, repos"),
+) -> None:
+    """SWE instances from two consecutive releases of 16 real Python projects (sdists from the package index)."""
+    from samples.swe_envs.release_pairs import build_release_pairs
+
+    _emit(build_release_pairs(cache_dir(cache) / "release-pairs", log=_log), print_)
+
+
 @app.command()
 @user_errors
 @_os_errors

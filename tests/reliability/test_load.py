@@ -1,13 +1,15 @@
-"""Load: the web job on ~12,900 distinct real pages, and the validation of 55 environments in one
-run, each through its own command line, with peak memory and disk measured (``make load``).
+"""Load: the web job on ~12,900 distinct real pages, and the validation of 36 distinct real
+repositories in one run, each through its own command line, with peak memory and disk measured
+(``make load``).
 
 Web: the HTML documentation of nine Debian packages (Python, PostgreSQL, Django, Sphinx, Git,
 Node.js, Boost, Qt 5, libstdc++; ``python -m samples web-volume``), every page distinct by content,
 in 8 WARC files with real HTTP headers — run as ``benchmarks/web_volume.py`` runs it (the job's
-defaults; ``LOAD_WEB_MASTER=local[2]`` for Spark). Validation: 55 real two-commit Python
-repositories (``samples/swe_envs/lang_repos``: a bug, its test, its fix), each its own
-repo-version, so 55 images are built (their base layers come from the engine's cache) and 110
-test runs happen in containers.
+defaults; ``LOAD_WEB_MASTER=local[2]`` for Spark). Validation: one ``swe_envs validate`` run
+over the 20 SWE-bench Verified instances of ../shared/swe-real (flask and pytest at 20 commits of
+11 versions, from their git bundles; ``LOAD_SWE_REAL`` elsewhere) and 16 instances made from two
+consecutive releases of 16 other real Python projects (``python -m samples release-pairs``: code,
+tests and dates upstream's), so 36 distinct repositories of 2013-2023, built with the shipped defaults.
 
 Measured (``benchmarks/_proctree.py``): peak RSS of the job's whole process tree (the driver,
 datatrove workers, the served LLM; containers run inside the engine and are bounded by
@@ -35,9 +37,9 @@ from tests.reliability.ledger import LEDGER, LONG
 
 pytestmark = pytest.mark.skipif(not LONG, reason="load runs are part of `make load` (minutes of CPU and Docker)")
 WEB_MASTER = os.environ.get("LOAD_WEB_MASTER", "local")  # or local[2]: the same run on Spark
-ENVIRONMENTS = int(os.environ.get("LOAD_ENVIRONMENTS", "55"))
+SWE_REAL = Path(os.environ.get("LOAD_SWE_REAL", ROOT.parent / "shared" / "swe-real"))
 WEB = "load: web, distinct real pages"
-VALIDATE = f"load: validate {ENVIRONMENTS} environments"
+VALIDATE = "load: validate distinct real repositories"
 
 
 def measured_run(args: list[str], out: Path, timeout: float) -> dict:
@@ -107,19 +109,39 @@ def _docker_df() -> dict[str, int]:
     return sizes
 
 
-@pytest.mark.area(VALIDATE)
-@pytest.mark.timeout(7200)
-def test_validating_55_environments_in_one_run(docker_engine, tmp_path):
-    from samples.swe_envs.lang_repos import load, make_repo
+def real_instances(tmp: Path) -> tuple[Path, Path, list[dict]]:
+    """The load run's instances: the 20 SWE-bench Verified instances of ../shared/swe-real (flask,
+    pytest; their git bundles) and one instance per release pair of 16 other real Python projects
+    (``python -m samples release-pairs``), in one JSONL, with one --repos folder holding both."""
+    from core.cache import cache_dir
+    from samples.swe_envs.release_pairs import build_release_pairs
 
-    spec = load("python")
-    instances = [make_repo(tmp_path / "repos", spec, f"load-python-{i:02d}") for i in range(ENVIRONMENTS)]
-    (tmp_path / "instances.jsonl").write_text("".join(json.dumps(i) + "\n" for i in instances))
+    if not (SWE_REAL / "swebench_verified_pytest_flask.jsonl").is_file():
+        pytest.skip(f"no SWE-bench instances at {SWE_REAL}: the load run validates real repositories only")
+    pairs = build_release_pairs(cache_dir() / "release-pairs", log=print)
+    rows = [json.loads(x) for x in (SWE_REAL / "swebench_verified_pytest_flask.jsonl").read_text().splitlines() if x]
+    rows += [json.loads(x) for x in pairs["instances"].read_text().splitlines() if x]
+    repos = tmp / "repos"
+    repos.mkdir()
+    for bundle in SWE_REAL.glob("*.bundle"):
+        (repos / bundle.name).symlink_to(bundle.resolve())
+    (repos / "pypi").symlink_to((pairs["repos"] / "pypi").resolve())
+    (tmp / "instances.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return tmp / "instances.jsonl", repos, rows
+
+
+@pytest.mark.area(VALIDATE)
+@pytest.mark.timeout(10800)
+def test_validating_real_repositories_in_one_run(docker_engine, tmp_path):
+    instances_file, repos, instances = real_instances(tmp_path)
+    # distinct repositories: each SWE-bench instance is its repository at its own commit; each
+    # release pair is a project of its own
+    assert len({(i["repo"], i["base_commit"]) for i in instances}) == len(instances) >= 30
     out = tmp_path / "validate"
     before = _docker_df()
-    args = ["-m", "swe_envs", "validate", "--instances", str(tmp_path / "instances.jsonl"),
-            "--repos", str(tmp_path / "repos"), "--output", str(out)]
-    fig = measured_run(args, out, timeout=7000)
+    args = ["-m", "swe_envs", "validate", "--instances", str(instances_file), "--repos", str(repos),
+            "--output", str(out)]
+    fig = measured_run(args, out, timeout=10000)
     after = _docker_df()
     validated = [json.loads(x) for x in (out / "validated.jsonl").read_text().splitlines() if x.strip()]
     failures = [json.loads(x) for x in (out / "failures.jsonl").read_text().splitlines() if x.strip()]
@@ -134,11 +156,21 @@ def test_validating_55_environments_in_one_run(docker_engine, tmp_path):
     images = {e.get("image") for e in envs}
     left = [i for i in subprocess.run(["docker", "ps", "-a", "--format", "{{.Image}}"], capture_output=True,
                                       text=True, timeout=300).stdout.split() if i in images]
+    # SWE-bench's gold lists reproduced exactly (both), as benchmarks/swe_real.py counts them
+    lists = ("FAIL_TO_PASS", "PASS_TO_PASS")
+    gold = {i["instance_id"]: [sorted(json.loads(i[k])) for k in lists] for i in instances
+            if json.loads(i["FAIL_TO_PASS"] or "[]")}
+    exact = sum(1 for r in validated if gold.get(r["instance_id"]) == [sorted(json.loads(r[k])) for k in lists])
+    reasons = {}
+    for f in failures:
+        key = str(f.get("stage") or f.get("reason", ""))[:60]
+        reasons[key] = reasons.get(key, 0) + 1
     LEDGER.add(VALIDATE, tried=len(instances), lost=lost)
-    LEDGER.figure(VALIDATE, environments=len(envs), validated=len(validated),
-                  failed=len(failures), env_layers_mib=round(layers / 2**20), engine_growth_mib_upper=engine,
-                  containers_left=len(left), **fig)
-    print(f"validate: {len(instances)} instances, {len(envs)} environments, {fig}, layers {layers}, engine {engine}")
+    LEDGER.figure(VALIDATE, repositories=len(instances), environments=len(envs), validated=len(validated),
+                  failed=len(failures), failure_stages=reasons, swebench_f2p_exact=exact,
+                  env_layers_mib=round(layers / 2**20), engine_growth_mib_upper=engine, containers_left=len(left),
+                  **fig)
+    print(f"validate: {len(instances)} instances, {len(envs)} environments, {len(validated)} validated, "
+          f"{len(failures)} failed {reasons}, {fig}, layers {layers}, engine {engine}")
     assert lost == 0 and not left
     assert all(r.get("reason") for r in failures), failures[:3]
-    assert len(envs) == ENVIRONMENTS

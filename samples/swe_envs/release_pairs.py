@@ -107,14 +107,15 @@ def make_instance(name: str, old: str, new: str, sdists: Path, trees: Path, repo
     }
 
 
-def build_release_pairs(root: Path, pairs: list[tuple[str, str, str]] = PAIRS,
-                        log: Callable[[str], None] = print) -> dict[str, Path]:
-    """``root/instances.jsonl`` (one instance per pair) and ``root/repos``; sdists cached in ``root/sdists``.
-    A pair whose release cannot be fetched is an error naming it (the list is fixed, not sampled)."""
+def build_release_pairs(root: Path, pairs: list[tuple[str, str, str]] = PAIRS, log: Callable[[str], None] = print,
+                        sdists: Path | None = None) -> dict[str, Path]:
+    """``root/instances.jsonl`` (one instance per pair) and ``root/repos``; sdists cached in ``sdists``
+    (default ``root/sdists``). A release that cannot be fetched is an error naming it (the list is
+    fixed, not sampled)."""
     rows = []
     for i, (name, old, new) in enumerate(pairs, 1):
         log(f"release pair {i}/{len(pairs)}: {name} {old} -> {new}")
-        rows.append(make_instance(name, old, new, root / "sdists", root / "trees", root / "repos"))
+        rows.append(make_instance(name, old, new, sdists or root / "sdists", root / "trees", root / "repos"))
     out = root / "instances.jsonl"
     tmp = out.with_suffix(".tmp")
     tmp.write_text("".join(json.dumps(r) + "\n" for r in rows))

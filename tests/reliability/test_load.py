@@ -94,7 +94,7 @@ def test_web_job_on_distinct_real_pages(tmp_path):
     assert manifest["pages"] >= 10_000
 
 
-# -- 55 environments -------------------------------------------------------------------------------
+# -- validation: distinct real repositories ------------------------------------------------------
 
 def _docker_df() -> dict[str, int]:
     """Bytes the engine holds per kind (images, containers, build cache), from ``docker system df``."""
@@ -161,13 +161,14 @@ def test_validating_real_repositories_in_one_run(docker_engine, tmp_path):
     gold = {i["instance_id"]: [sorted(json.loads(i[k])) for k in lists] for i in instances
             if json.loads(i["FAIL_TO_PASS"] or "[]")}
     exact = sum(1 for r in validated if gold.get(r["instance_id"]) == [sorted(json.loads(r[k])) for k in lists])
-    reasons = {}
+    reasons: dict[str, int] = {}
     for f in failures:
         key = str(f.get("stage") or f.get("reason", ""))[:60]
         reasons[key] = reasons.get(key, 0) + 1
+    why = {f["instance_id"]: f"{f.get('stage')}: {str(f.get('reason'))[:160]}" for f in failures}
     LEDGER.add(VALIDATE, tried=len(instances), lost=lost)
     LEDGER.figure(VALIDATE, repositories=len(instances), environments=len(envs), validated=len(validated),
-                  failed=len(failures), failure_stages=reasons, swebench_f2p_exact=exact,
+                  failed=len(failures), failure_stages=reasons, failures=why, swebench_gold_exact=exact,
                   env_layers_mib=round(layers / 2**20), engine_growth_mib_upper=engine, containers_left=len(left),
                   **fig)
     print(f"validate: {len(instances)} instances, {len(envs)} environments, {len(validated)} validated, "

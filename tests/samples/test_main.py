@@ -10,7 +10,7 @@ import pytest
 from core.cache import cache_dir
 
 ROOT = Path(__file__).resolve().parents[2]
-COMMANDS = ("corpus", "models", "swe-mine", "web-archives", "web-volume", "agentic", "demo")
+COMMANDS = ("corpus", "models", "swe-mine", "web-archives", "web-volume", "release-pairs", "agentic", "demo")
 
 
 def samples(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:

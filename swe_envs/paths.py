@@ -35,6 +35,7 @@ TEST_FILE_PATTERNS = (
     r"(^|/)test_[^/]+\.pyi?$",
     r"_tests?\.pyi?$",
     r"(^|/)conftest\.py$",
+    r"(^|/)tests\.py$",  # a package's test module (Django apps, MarkupSafe 1.0, itsdangerous 0.24)
     r"_test\.go$",
     r"\.(test|spec)\.[cm]?[jt]sx?$",
     r"(Test|Tests|IT|Spec)\.(java|kt|kts|scala|groovy)$",

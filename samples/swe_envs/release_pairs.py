@@ -1,9 +1,9 @@
 """Real upstream changes as SWE instances: two consecutive releases of a Python project.
 
 A project's sdist at release A is the base commit; its sdist at the next release B is the fix. The
-difference is split as SWE-bench splits a pull request: the files under the project's tests (a
-``test``/``tests``/``testing`` folder, ``test_*.py``, ``*_test.py``, ``tests.py``, ``conftest.py``) are the
-test patch, every other text file is the gold patch; packaging metadata that only the sdist tool
+difference is split as SWE-bench splits a pull request: the files under the project's tests
+(``swe_envs.paths.is_test_path``, the rule mining and validation use) are the test patch, every
+other text file is the gold patch; packaging metadata that only the sdist tool
 writes (PKG-INFO, ``*.egg-info``) is left out of both, and so are binary files (a diff cannot
 carry them). The instance's date is B's upload time (its era), its problem statement names the
 release. Nothing here was written for these tests: code, tests and dates are upstream's.
@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from samples.swe_envs.pypi_sdists import fetch_sdist, unpack
+from swe_envs.paths import is_test_path
 
 # (project, release A, release B): bug-fix or minor releases, none of them a project of
 # ../shared/swe-real (pytest, flask), chosen before the first run (2026-12-03)
@@ -39,12 +40,7 @@ PAIRS = [
     ("toolz", "0.9.0", "0.10.0"),
 ]
 
-_TEST_PATH = re.compile(r"(^|/)(tests?|testing)/|(^|/)(test_[^/]*|tests?|conftest)\.py$|_tests?\.py$")
 _METADATA = re.compile(r"(^|/)PKG-INFO$|\.egg-info(/|$)")
-
-
-def is_test_path(path: str) -> bool:
-    return bool(_TEST_PATH.search(path))
 
 
 def _git(repo: Path, *args: str, date: str = "2000-01-01T00:00:00Z") -> str:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from swe_envs.config import SweEnvsConfig
-from swe_envs.diff import patch_paths
+from swe_envs.diff import parse_diff, patch_paths
 from swe_envs.envs import languages
 from swe_envs.envs.environment import own_runners
 from swe_envs.envs.environment.builder import Environment
@@ -65,6 +65,26 @@ def check_run(run: RunLog, parsed: ParseResult) -> str | None:
     if run.rc != 0 and not bad:
         return f"exit code {run.rc} but no failing test parsed"
     return None
+
+
+def touched_tests(test_patch: str) -> list[str]:
+    """The test files a test patch writes (SWE-bench's test directives); one it deletes is no test
+    to run (pytest stops at a missing path: MarkupSafe 1.0 moved ``markupsafe/tests.py`` to ``tests.py``)."""
+    return [f.path for f in parse_diff(test_patch) if f.status != "deleted" and is_test_path(f.path)]
+
+
+_COLLECT_ERROR = re.compile(r"^_+ ERROR collecting (\S+) _+$", re.M)
+
+
+def new_tests_uncollectable(runner: str, run: RunLog, parsed: ParseResult, inst: dict[str, Any]) -> bool:
+    """A pytest before-run stopped at collection (exit code 2, nothing run) only by test files the
+    test patch writes: the new tests import names only the fix adds (toolz 0.10.0's ``compose_left``).
+    SWE-bench grades such a run as every test failing (a test missing from the log failed); the
+    after-run, which must pass every guard, shows the environment itself works."""
+    if not runner.startswith("pytest") or (parsed.guard or parsed).statuses or run.rc != 2 or run.timed_out:
+        return False
+    broken = set(_COLLECT_ERROR.findall(run.log))
+    return bool(broken) and broken <= set(patch_paths(inst.get("test_patch") or ""))
 
 
 @dataclass
@@ -194,7 +214,7 @@ class Validator:
     def command(self, inst: dict[str, Any], env: Environment, repo_path: Path) -> str:
         """The environment's test command; SWE-bench's test directives (touched test files) where safe."""
         if self.select_touched and not env.custom_command:
-            touched = [p for p in patch_paths(inst.get("test_patch") or "") if is_test_path(p)]
+            touched = touched_tests(inst.get("test_patch") or "")
             if touched and env.own_runner:  # the repository's own runner, its own way of naming files
                 return own_runners.plan(env.own_runner, Snapshot(repo_path, inst["base_commit"]), touched).command
             if touched:
@@ -226,6 +246,8 @@ class Validator:
             why = check_run(run, parsed)
             if why and name == "before" and self.before_may_fail_to_build and not parsed.statuses and run.rc != 0:
                 continue  # nothing compiled before the fix: every test counts as failing
+            if why and name == "before" and new_tests_uncollectable(env.runner, run, parsed, inst):
+                continue  # the new tests import what only the fix adds: every test counts as failing
             if why:
                 self._save_logs(inst["instance_id"], phase)
                 raise InstanceFailure(name, f"run {i}: {why}")

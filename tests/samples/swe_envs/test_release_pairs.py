@@ -6,7 +6,8 @@ import json
 import subprocess
 
 from core.cache import cache_dir
-from samples.swe_envs.release_pairs import PAIRS, build_release_pairs, is_test_path, make_instance
+from samples.swe_envs.release_pairs import PAIRS, build_release_pairs, make_instance
+from swe_envs.paths import is_test_path
 
 CACHE = cache_dir() / "release-pairs"
 

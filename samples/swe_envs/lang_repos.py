@@ -12,12 +12,12 @@ expected test lists.
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from core.config import StrictModel, load_config
 from core.errors import InputError
+from samples.swe_mine.gitrepo import git
 
 SOURCES = Path(__file__).resolve().parent / "calc"
 
@@ -68,9 +68,7 @@ ALL = {r.language: r for r in (PY, JS, JAVA, GO, RUST, C, CPP, PHP, RUBY)}
 
 
 def _git(repo: Path, *args: str, date: str = "2024-01-01T00:00:00Z") -> str:
-    env = {"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@x", "PATH": "/usr/bin:/bin"}
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env).stdout
+    return git(repo, *args, when=date, author="t")
 
 
 def _write(repo: Path, files: dict[str, str]) -> None:

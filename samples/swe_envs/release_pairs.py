@@ -17,14 +17,13 @@ any mined instance.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 from samples.swe_envs.pypi_sdists import fetch_sdist, unpack
+from samples.swe_mine.gitrepo import git
 from swe_envs.paths import is_test_path
 
 # (project, release A, release B): bug-fix or minor releases, none of them a project of
@@ -44,11 +43,7 @@ _METADATA = re.compile(r"(^|/)PKG-INFO$|\.egg-info(/|$)")
 
 
 def _git(repo: Path, *args: str, date: str = "2000-01-01T00:00:00Z") -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "upstream", "GIT_AUTHOR_EMAIL": "upstream@localhost",
-           "GIT_COMMITTER_NAME": "upstream", "GIT_COMMITTER_EMAIL": "upstream@localhost",
-           "GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
-                          env=env).stdout
+    return git(repo, *args, when=date, author="upstream")
 
 
 def _replace_tree(repo: Path, tree: Path) -> None:

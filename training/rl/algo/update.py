@@ -4,9 +4,10 @@ on-policy distillation.
 Any policy (``training.policy``: our GLM model, or a transformers causal LM), with its own
 optimizer (Muon/MuonSplit/AdamW, as pre-training), gradient clipping and after-step hook (GLM's
 aux-loss-free expert-bias update); what differs from pre-training is the loss. Per
-update: logprobs of the old policy (this model before the update, no grad) and, when
-configured, of the reference policy; then ``epochs`` passes over ``minibatches`` slices,
-each a forward with grad, the clipped token-level loss, backward, clip, optimizer step.
+update: logprobs of the old policy (this model before the update, no grad; taken from the
+update's own forward when there is one pass over one minibatch) and, when configured, of the
+reference policy; then ``epochs`` passes over ``minibatches`` slices, each a forward with grad,
+the clipped token-level loss, backward, clip, optimizer step.
 """
 
 from __future__ import annotations
@@ -81,14 +82,15 @@ def policy_update(
     sg[log pi_teacher - log pi_old] (``training.rl.algo.distill``)."""
     model = as_policy(model)
     b = batch_tensors(trajs)
-    logp_old = logprobs_of(model, b, cfg.temperature)
-    logp_ref = logprobs_of(ref_model, b, cfg.temperature) if ref_model is not None else None
-    if teacher_logp is not None:
-        adv = distill_coef * (teacher_logp - logp_old) * b["mask"]
-    elif advantages is not None:
-        adv = advantages
-    else:
+    if teacher_logp is None and advantages is None:
         raise ValueError("policy_update needs advantages or teacher logprobs")
+    # One pass over one batch is on-policy: the old policy is this model before its only step, so
+    # the grad forward's own detached logprobs are log pi_old and the separate no-grad forward is
+    # skipped (a third of the update's forward work; TRL's GRPOTrainer does the same when
+    # num_iterations is 1). Several epochs or minibatches step in between: those need it first.
+    one_pass = cfg.epochs == 1 and cfg.minibatches == 1
+    logp_old = None if one_pass else logprobs_of(model, b, cfg.temperature)
+    logp_ref = logprobs_of(ref_model, b, cfg.temperature) if ref_model is not None else None
     model.train()
     n = len(trajs)
     stats: dict[str, float] = {}
@@ -97,10 +99,17 @@ def policy_update(
             sel = chunk.tolist()
             sub = {"tokens": b["tokens"][sel], "doc_lens": [b["doc_lens"][i] for i in sel]}
             logp = token_logprobs(model, sub["tokens"], sub["doc_lens"], cfg.temperature)
+            if one_pass:
+                logp_old = logp.detach()
+            old = logp_old if one_pass else logp_old[sel]
+            if teacher_logp is not None:  # sg[log pi_teacher - log pi_old] per token
+                adv = distill_coef * (teacher_logp[sel] - old) * b["mask"][sel]
+            else:
+                adv = advantages[sel]
             out = policy_loss(
                 logp,
-                logp_old[sel],
-                adv[sel],
+                old,
+                adv,
                 b["mask"][sel],
                 cfg.loss,
                 logp_rollout=b["rollout_logp"][sel],

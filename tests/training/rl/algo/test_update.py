@@ -77,3 +77,39 @@ def test_distillation_update_moves_the_student_toward_its_teacher():
     assert stats["teacher_minus_student"] == pytest.approx(want, abs=1e-5)
     delta = ((logprobs_of(m, b, 1.0) - before) * b["mask"]).sum(1)
     assert delta[sign > 0].mean() > 0 > delta[sign < 0].mean()
+
+
+def test_one_pass_update_reuses_its_own_forward_as_the_old_policy():
+    """epochs == minibatches == 1: log pi_old comes from the update's own forward (one forward, not
+    two), and the step is exactly the one computed with a separate no-grad forward first."""
+    from training.rl.algo.losses import policy_loss
+
+    torch.manual_seed(4)
+    a = GLMModel(tiny_model(vocab_size=len(VOCAB), mtp_num_layers=None, num_layers=2))
+    b_model = GLMModel(a.cfg)
+    b_model.load_state_dict(a.state_dict())
+    task = ToyTask("plus", ToyTaskConfig(kind="shift", digits=1))
+    trajs = rollout(a, task, task.problems(6, np.random.default_rng(7)), 2,
+                    SamplingParams(temperature=1.0, max_tokens=2, stop_token_ids=[EOS]), torch.Generator().manual_seed(7))  # fmt: skip
+    for i, t in enumerate(trajs):
+        t.reward = float(i % 2)
+    cfg = UpdateConfig()
+    adv = rl_advantages(trajs, 2, cfg.loss)
+    calls = []
+    a.register_forward_hook(lambda *_: calls.append(1))
+    opt_a = build_optimizer(a, OptimizerConfig(name="adamw", lr=1e-2, weight_decay=0.0))
+    policy_update(a, opt_a, trajs, adv, cfg)
+    assert len(calls) == 1
+    # the same step by hand, the old policy's logprobs from their own no-grad forward
+    bt = batch_tensors(trajs)
+    old = logprobs_of(b_model, bt, cfg.temperature)
+    opt_b = build_optimizer(b_model, OptimizerConfig(name="adamw", lr=1e-2, weight_decay=0.0))
+    b_model.train()
+    logp = token_logprobs(b_model, bt["tokens"], bt["doc_lens"], cfg.temperature)
+    out = policy_loss(logp, old, adv, bt["mask"], cfg.loss, logp_rollout=bt["rollout_logp"])
+    opt_b.zero_grad()
+    out.loss.backward()
+    torch.nn.utils.clip_grad_norm_(b_model.parameters(), cfg.grad_clip)
+    opt_b.step()
+    for (name, pa), pb in zip(a.named_parameters(), b_model.parameters(), strict=True):
+        assert torch.allclose(pa, pb, atol=1e-6), name

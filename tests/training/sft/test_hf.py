@@ -95,3 +95,51 @@ def test_cli_from_another_directory_with_the_default_config(tiny_hf, tmp_path, m
     assert res.exit_code == 0, res.output
     assert "trained 2 steps" in res.output
     assert AutoModelForCausalLM.from_pretrained(str(tmp_path / "o" / "hf")).config.vocab_size > 0
+
+
+def _tiny(kind: str, **extra):
+    import transformers
+
+    torch.manual_seed(0)
+    cfg = getattr(transformers, f"{kind}Config")(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                                 num_attention_heads=4, num_key_value_heads=2, head_dim=8, **extra)  # fmt: skip
+    return getattr(transformers, f"{kind}ForCausalLM")(cfg).eval()
+
+
+def _full_ce(model, ids, mask, attn):
+    logits = model(input_ids=ids, attention_mask=attn).logits
+    targets = ids[:, 1:].clone()
+    targets[mask[:, 1:] == 0] = -100
+    return torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, 64).float(), targets.reshape(-1), ignore_index=-100)
+
+
+def test_sft_loss_runs_the_head_only_where_tokens_are_trained():
+    """The loss (and its gradient) equal the full forward's masked cross-entropy, on right-padded rows
+    whose prompts are not trained; the head sees only the trained positions."""
+    from training.sft.hf import batch_of, head_split, sft_loss
+
+    model = _tiny("Llama")
+    rows = [([5, 6, 7, 8, 9, 10], [0, 0, 0, 1, 1, 1]), ([11, 12, 13, 14], [0, 0, 1, 1])]
+    ids, mask, attn = batch_of(rows, pad_id=0)
+    assert head_split(model) is not None
+    seen = []
+    hook = model.get_output_embeddings().register_forward_hook(lambda m, i, o: seen.append(o.shape[:-1]))
+    loss = sft_loss(model, ids, mask, attn)
+    hook.remove()
+    assert seen == [torch.Size([5])]  # 3 + 2 trained next tokens, not 2 rows x 5 positions
+    want = _full_ce(model, ids, mask, attn)
+    assert float(loss) == pytest.approx(float(want), abs=1e-6)
+    g = torch.autograd.grad(loss, model.model.layers[0].mlp.up_proj.weight)[0]
+    g_want = torch.autograd.grad(_full_ce(model, ids, mask, attn), model.model.layers[0].mlp.up_proj.weight)[0]
+    assert torch.allclose(g, g_want, atol=1e-6)
+
+
+def test_sft_loss_keeps_the_full_forward_where_logits_are_changed_after_the_head():
+    """Gemma 2 soft-caps its logits after the head: head(decoder(x)) is not its logits, so the
+    split is refused and the loss is the full forward's."""
+    from training.sft.hf import batch_of, head_split, sft_loss
+
+    model = _tiny("Gemma2", final_logit_softcapping=0.5)
+    assert head_split(model) is None
+    ids, mask, attn = batch_of([([5, 6, 7, 8], [0, 0, 1, 1])], pad_id=0)
+    assert float(sft_loss(model, ids, mask, attn)) == pytest.approx(float(_full_ce(model, ids, mask, attn)), abs=1e-6)

@@ -67,6 +67,11 @@ class Policy:
     def __call__(self, tokens: torch.Tensor, doc_lens: list[torch.Tensor]) -> torch.Tensor:
         raise NotImplementedError
 
+    def logits_at(self, tokens: torch.Tensor, doc_lens: list[torch.Tensor], where: torch.Tensor) -> torch.Tensor:
+        """[N, V]: the logits at the N positions where ``where`` ([B, L] bool) is set. A policy whose
+        head can run on those positions alone overrides this (the losses need a few of them)."""
+        return self(tokens, doc_lens)[where]
+
     def decode(self, tokens: torch.Tensor, cache: Any, positions: torch.Tensor, key_mask: torch.Tensor):
         raise NotImplementedError
 

@@ -89,6 +89,31 @@ def _stop_ids(tok, gen) -> list[int]:
     return sorted(ids)
 
 
+def head_split(model) -> tuple[Any, Any] | None:
+    """(decoder, LM head) when the model's logits are exactly ``head(decoder(x).last_hidden_state)``
+    — checked once per model on a short input, so a model that scales or caps its logits after the
+    head (Gemma's soft-capping, Cohere's logit scale) keeps the full forward; None then."""
+    if not hasattr(model, "_sft_head_split"):
+        split = None
+        decoder, head = getattr(model, "get_decoder", lambda: None)(), model.get_output_embeddings()
+        if decoder is not None and head is not None:
+            ids = torch.arange(8).remainder(model.config.vocab_size)[None]
+            was = model.training
+            model.eval()
+            try:
+                with torch.no_grad():
+                    full = model(input_ids=ids).logits.float()
+                    mine = head(decoder(input_ids=ids).last_hidden_state).float()
+                if full.shape == mine.shape and torch.allclose(full, mine, atol=1e-4, rtol=1e-4):
+                    split = (decoder, head)
+            except Exception:  # any other calling convention: the full forward
+                split = None
+            finally:
+                model.train(was)
+        model._sft_head_split = split
+    return model._sft_head_split
+
+
 class HFPolicy(Policy):
     kind = "hf"
 
@@ -117,10 +142,22 @@ class HFPolicy(Policy):
     def vocab_size(self) -> int:
         return self.module.get_input_embeddings().weight.shape[0]
 
-    def __call__(self, tokens: torch.Tensor, doc_lens: list[torch.Tensor]) -> torch.Tensor:
+    @staticmethod
+    def _attention_mask(tokens: torch.Tensor, doc_lens: list[torch.Tensor]) -> torch.Tensor:
         lens = torch.tensor([int(d[0]) for d in doc_lens], device=tokens.device)
-        attn = (torch.arange(tokens.shape[1], device=tokens.device)[None, :] < lens[:, None]).long()
-        return self.module(input_ids=tokens, attention_mask=attn, use_cache=False).logits
+        return (torch.arange(tokens.shape[1], device=tokens.device)[None, :] < lens[:, None]).long()
+
+    def __call__(self, tokens: torch.Tensor, doc_lens: list[torch.Tensor]) -> torch.Tensor:
+        return self.module(input_ids=tokens, attention_mask=self._attention_mask(tokens, doc_lens), use_cache=False).logits
+
+    def logits_at(self, tokens: torch.Tensor, doc_lens: list[torch.Tensor], where: torch.Tensor) -> torch.Tensor:
+        """The LM head only at ``where`` (``head_split``), else the full forward's rows."""
+        split = head_split(self.module)
+        attn = self._attention_mask(tokens, doc_lens)
+        if split is None:
+            return self.module(input_ids=tokens, attention_mask=attn, use_cache=False).logits[where]
+        decoder, head = split
+        return head(decoder(input_ids=tokens, attention_mask=attn, use_cache=False).last_hidden_state[where])
 
     def decode(self, tokens, cache, positions, key_mask):
         if cache is None:

@@ -45,7 +45,7 @@ from core.io import atomic_write_text
 from training.checkpoint import load_optimizer_state
 from training.metrics_log import MetricsSink, read_log_rows
 from training.optim.schedules import lr_at
-from training.policy.hf import hf_optimizer
+from training.policy.hf import head_split, hf_optimizer
 from training.sft.data import ReadReport, category_weights, mix
 from training.sft.hf_checkpoint import fingerprint, finished, latest, publish_final, save_step
 from training.sft.hf_data import (
@@ -88,31 +88,6 @@ def batch_of(samples: list[tuple[list[int], list[int]]], pad_id: int):
         mask[r, : len(m)] = torch.tensor(m)
         attn[r, : len(t)] = 1
     return ids, mask, attn
-
-
-def head_split(model) -> tuple[Any, Any] | None:
-    """(decoder, LM head) when the model's logits are exactly ``head(decoder(x).last_hidden_state)``
-    — checked once per model on a short input, so a model that scales or caps its logits after the
-    head (Gemma's soft-capping, Cohere's logit scale) keeps the full forward; None then."""
-    if not hasattr(model, "_sft_head_split"):
-        split = None
-        decoder, head = getattr(model, "get_decoder", lambda: None)(), model.get_output_embeddings()
-        if decoder is not None and head is not None:
-            ids = torch.arange(8).remainder(model.config.vocab_size)[None]
-            was = model.training
-            model.eval()
-            try:
-                with torch.no_grad():
-                    full = model(input_ids=ids).logits.float()
-                    mine = head(decoder(input_ids=ids).last_hidden_state).float()
-                if full.shape == mine.shape and torch.allclose(full, mine, atol=1e-4, rtol=1e-4):
-                    split = (decoder, head)
-            except Exception:  # any other calling convention: the full forward
-                split = None
-            finally:
-                model.train(was)
-        model._sft_head_split = split
-    return model._sft_head_split
 
 
 def sft_loss(model, ids, mask, attn) -> torch.Tensor:

@@ -52,6 +52,6 @@ class TeacherSet:
             by_model.setdefault(id(self.for_task(t.task)), []).append(i)
         for idx in by_model.values():
             teacher = self.for_task(trajs[idx[0]].task)
-            sub = {"tokens": b["tokens"][idx], "doc_lens": [b["doc_lens"][i] for i in idx]}
+            sub = {"tokens": b["tokens"][idx], "doc_lens": [b["doc_lens"][i] for i in idx], "mask": b["mask"][idx]}
             out[idx] = logprobs_of(teacher, sub, temperature)
         return out

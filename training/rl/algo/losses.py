@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from pydantic import Field
 
 from core.config import StrictModel
@@ -68,11 +69,26 @@ def pad_rows(rows: list[list[int]], pad: int = 0) -> tuple[torch.Tensor, list[to
 
 
 def token_logprobs(
-    model: Policy, tokens: torch.Tensor, doc_lens: list[torch.Tensor], temperature: float = 1.0
+    model: Policy,
+    tokens: torch.Tensor,
+    doc_lens: list[torch.Tensor],
+    temperature: float = 1.0,
+    mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """[B, L]: log pi(token t | tokens < t) under logits / temperature; position 0 is 0.
     The same quantity the sampler returns, computed by a full (training-path) forward of any
-    policy (or a bare ``GLMModel``: both take right-padded rows and their ``doc_lens``)."""
+    policy (or a bare ``GLMModel``: both take right-padded rows and their ``doc_lens``).
+    With ``mask`` ([B, L], the loss mask) a policy computes only the masked tokens' logprobs (its
+    ``logits_at``: the LM head and the softmax on those rows — a few new tokens after a long prompt
+    are a small share of the positions); the others are 0, as every loss masks them."""
+    if mask is not None and hasattr(model, "logits_at"):
+        trained = mask[:, 1:] > 0  # logits at position t score token t + 1
+        logits = model.logits_at(tokens, doc_lens, F.pad(trained, (0, 1))).float()
+        if temperature > 0:
+            logits = logits / temperature
+        lp = logits.log_softmax(-1).gather(-1, tokens[:, 1:][trained][:, None].long())[:, 0]
+        logp = lp.new_zeros(trained.shape).masked_scatter(trained, lp)
+        return torch.cat((logp.new_zeros(tokens.shape[0], 1), logp), 1)
     logits = model(tokens, doc_lens).float()
     if temperature > 0:
         logits = logits / temperature

@@ -62,7 +62,7 @@ def logprobs_of(model: Policy, b: dict[str, Any], temperature: float) -> torch.T
     was = model.training
     model.eval()
     try:
-        return token_logprobs(model, b["tokens"], b["doc_lens"], temperature)
+        return token_logprobs(model, b["tokens"], b["doc_lens"], temperature, b.get("mask"))
     finally:
         model.train(was)
 
@@ -98,7 +98,7 @@ def policy_update(
         for chunk in torch.arange(n).chunk(cfg.minibatches):
             sel = chunk.tolist()
             sub = {"tokens": b["tokens"][sel], "doc_lens": [b["doc_lens"][i] for i in sel]}
-            logp = token_logprobs(model, sub["tokens"], sub["doc_lens"], cfg.temperature)
+            logp = token_logprobs(model, sub["tokens"], sub["doc_lens"], cfg.temperature, b["mask"][sel])
             if one_pass:
                 logp_old = logp.detach()
             old = logp_old if one_pass else logp_old[sel]

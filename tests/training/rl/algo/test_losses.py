@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from training.rl.algo.losses import PolicyLossConfig, group_advantages, policy_loss
+from training.rl.algo.losses import PolicyLossConfig, group_advantages, policy_loss, token_logprobs
 
 
 def test_group_advantages_normalise_within_each_group():
@@ -103,3 +103,27 @@ def test_per_token_advantages_for_distillation():
     out.loss.backward()
     assert logp.grad[0, 1] < 0 < logp.grad[0, 2]  # descent raises token 1, lowers token 2
     assert logp.grad[0, 0] == 0
+
+
+def test_masked_token_logprobs_run_the_head_only_on_the_loss_mask(tiny_hf):
+    """With the loss mask, an HF policy's head sees only the masked tokens' positions; their logprobs
+    (and gradients) are the full forward's, every other position is 0."""
+    from training.policy import load_policy
+    from training.policy.hf import head_split
+
+    policy = load_policy(tiny_hf)
+    assert head_split(policy.module) is not None  # checked once per model, before the hook
+    tokens = torch.tensor([[5, 6, 7, 8, 9, 10], [11, 12, 13, 14, 0, 0]])
+    doc_lens = [torch.tensor([6]), torch.tensor([4])]
+    mask = torch.tensor([[0, 0, 0, 1, 1, 1], [0, 0, 1, 1, 0, 0]], dtype=torch.float32)
+    seen = []
+    hook = policy.module.get_output_embeddings().register_forward_hook(lambda m, i, o: seen.append(o.shape[:-1]))
+    part = token_logprobs(policy, tokens, doc_lens, 0.7, mask)
+    hook.remove()
+    assert seen == [torch.Size([5])]  # 3 + 2 masked tokens, not 2 rows x 6 positions
+    full = token_logprobs(policy, tokens, doc_lens, 0.7)
+    assert torch.allclose(part * mask, full * mask, atol=1e-5) and bool((part[mask == 0] == 0).all())
+    w = policy.module.model.layers[0].mlp.up_proj.weight
+    g = torch.autograd.grad((part * mask).sum(), w)[0]
+    g_full = torch.autograd.grad((token_logprobs(policy, tokens, doc_lens, 0.7) * mask).sum(), w)[0]
+    assert torch.allclose(g, g_full, atol=1e-5)

@@ -93,14 +93,14 @@ def head_split(model) -> tuple[Any, Any] | None:
     """(decoder, LM head) when the model's logits are exactly ``head(decoder(x).last_hidden_state)``
     — checked once per model on a short input, so a model that scales or caps its logits after the
     head (Gemma's soft-capping, Cohere's logit scale) keeps the full forward; None then."""
-    if not hasattr(model, "_sft_head_split"):
+    if not hasattr(model, "_head_split"):
         split = None
         decoder, head = getattr(model, "get_decoder", lambda: None)(), model.get_output_embeddings()
         if decoder is not None and head is not None:
-            ids = torch.arange(8).remainder(model.config.vocab_size)[None]
             was = model.training
             model.eval()
             try:
+                ids = torch.arange(8, device=head.weight.device).remainder(model.config.vocab_size)[None]
                 with torch.no_grad():
                     full = model(input_ids=ids).logits.float()
                     mine = head(decoder(input_ids=ids).last_hidden_state).float()
@@ -110,8 +110,8 @@ def head_split(model) -> tuple[Any, Any] | None:
                 split = None
             finally:
                 model.train(was)
-        model._sft_head_split = split
-    return model._sft_head_split
+        model._head_split = split
+    return model._head_split
 
 
 class HFPolicy(Policy):

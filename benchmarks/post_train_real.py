@@ -13,15 +13,14 @@ the product's own entry points and configs:
 3. **On-policy distillation** (``configs/rl_opd_smollm2.yaml``) from the SFT checkpoint, one run per
    seed (``--opd-seeds``): an RL stage on multiplication at a high learning rate, which lowers
    held-out reward SFT gave (its own task's, the word problems', or both: cross-stage forgetting),
-   then distillation of both tasks with the
-   SFT checkpoint as teacher; ``recovered_fraction`` = what distillation brought back / what RL
-   lost, summed over the tasks RL lowered (null, with a note, if it lowered none); the headline is the
-   mean over the runs, with the spread.
+   then distillation of both tasks with the SFT checkpoint as teacher; ``recovered_fraction`` = what
+   distillation brought back / what RL lost, summed over the tasks RL lowered (null, with a note, if
+   it lowered none); the headline is the mean over the runs, with the spread.
 
 Writes ``OUT/summary.json`` (``sft.heldout_loss_before/after``, ``grpo.accuracy_before/after`` per
 seed, ``opd.recovered_fraction`` (the mean) and ``opd.runs``) and ``out/bench/post_train_real.json``
-(headline: GRPO's mean held-out accuracy after vs before). Each part keeps its output under ``OUT/``; a rerun reuses what
-is complete (``--fresh`` starts over). `make post-train-real` runs it (~30-40 min on 2 cores).
+(headline: GRPO's mean held-out accuracy after vs before). Each part keeps its output under
+``OUT/``; a rerun reuses what is complete (``--fresh`` starts over). `make post-train-real` runs it (~30-40 min on 2 cores).
 """
 
 from __future__ import annotations

@@ -114,6 +114,16 @@ def head_split(model) -> tuple[Any, Any] | None:
     return model._head_split
 
 
+def logits_at(model, ids: torch.Tensor, attn: torch.Tensor, where: torch.Tensor) -> torch.Tensor:
+    """[N, V]: a transformers causal LM's logits at the N positions ``where`` ([B, L] bool) is set —
+    the LM head on those positions alone where ``head_split`` allows, else the full forward's rows."""
+    split = head_split(model)
+    if split is None:
+        return model(input_ids=ids, attention_mask=attn, use_cache=False).logits[where]
+    decoder, head = split
+    return head(decoder(input_ids=ids, attention_mask=attn, use_cache=False).last_hidden_state[where])
+
+
 class HFPolicy(Policy):
     kind = "hf"
 
@@ -151,13 +161,7 @@ class HFPolicy(Policy):
         return self.module(input_ids=tokens, attention_mask=self._attention_mask(tokens, doc_lens), use_cache=False).logits
 
     def logits_at(self, tokens: torch.Tensor, doc_lens: list[torch.Tensor], where: torch.Tensor) -> torch.Tensor:
-        """The LM head only at ``where`` (``head_split``), else the full forward's rows."""
-        split = head_split(self.module)
-        attn = self._attention_mask(tokens, doc_lens)
-        if split is None:
-            return self.module(input_ids=tokens, attention_mask=attn, use_cache=False).logits[where]
-        decoder, head = split
-        return head(decoder(input_ids=tokens, attention_mask=attn, use_cache=False).last_hidden_state[where])
+        return logits_at(self.module, tokens, self._attention_mask(tokens, doc_lens), where)
 
     def decode(self, tokens, cache, positions, key_mask):
         if cache is None:

@@ -45,7 +45,7 @@ from core.io import atomic_write_text
 from training.checkpoint import load_optimizer_state
 from training.metrics_log import MetricsSink, read_log_rows
 from training.optim.schedules import lr_at
-from training.policy.hf import head_split, hf_optimizer
+from training.policy.hf import hf_optimizer, logits_at
 from training.sft.data import ReadReport, category_weights, mix
 from training.sft.hf_checkpoint import fingerprint, finished, latest, publish_final, save_step
 from training.sft.hf_data import (
@@ -93,17 +93,10 @@ def batch_of(samples: list[tuple[list[int], list[int]]], pad_id: int):
 def sft_loss(model, ids, mask, attn) -> torch.Tensor:
     """Token-mean cross-entropy of t -> t+1 where token t+1 is trained (``_shifted_ce``'s rule).
     The LM head and the cross-entropy run only at those positions (prompts and padding are most of a
-    chat batch, and a 49K-row head is a fifth of a small model's forward) where ``head_split``
-    allows; the full forward otherwise."""
-    trained = mask[:, 1:] > 0
-    targets = ids[:, 1:][trained]
-    split = head_split(model)
-    if split is None:
-        logits = model(input_ids=ids, attention_mask=attn).logits[:, :-1][trained]
-    else:
-        decoder, head = split
-        logits = head(decoder(input_ids=ids, attention_mask=attn).last_hidden_state[:, :-1][trained])
-    return F.cross_entropy(logits.float(), targets)
+    chat batch, and a 49K-row head is a fifth of a small model's forward): ``training.policy.hf.logits_at``."""
+    trained = mask[:, 1:] > 0  # logits at position t score token t + 1
+    logits = logits_at(model, ids, attn, F.pad(trained, (0, 1)))
+    return F.cross_entropy(logits.float(), ids[:, 1:][trained])
 
 
 @torch.no_grad()

@@ -116,7 +116,8 @@ def _full_ce(model, ids, mask, attn):
 def test_sft_loss_runs_the_head_only_where_tokens_are_trained():
     """The loss (and its gradient) equal the full forward's masked cross-entropy, on right-padded rows
     whose prompts are not trained; the head sees only the trained positions."""
-    from training.sft.hf import batch_of, head_split, sft_loss
+    from training.policy.hf import head_split
+    from training.sft.hf import batch_of, sft_loss
 
     model = _tiny("Llama")
     rows = [([5, 6, 7, 8, 9, 10], [0, 0, 0, 1, 1, 1]), ([11, 12, 13, 14], [0, 0, 1, 1])]
@@ -137,7 +138,8 @@ def test_sft_loss_runs_the_head_only_where_tokens_are_trained():
 def test_sft_loss_keeps_the_full_forward_where_logits_are_changed_after_the_head():
     """Gemma 2 soft-caps its logits after the head: head(decoder(x)) is not its logits, so the
     split is refused and the loss is the full forward's."""
-    from training.sft.hf import batch_of, head_split, sft_loss
+    from training.policy.hf import head_split
+    from training.sft.hf import batch_of, sft_loss
 
     model = _tiny("Gemma2", final_logit_softcapping=0.5)
     assert head_split(model) is None

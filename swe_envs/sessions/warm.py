@@ -160,14 +160,13 @@ class Verifiers:
         threading.Thread(target=start, daemon=True, name="verifier-prime").start()
 
     def take(self, image: str, network: str, command: str):
-        """A ready container (started ahead), or one started now; another is primed for the next."""
+        """A ready container (started ahead), or one started now. The caller primes the next one once
+        its verify is done (``run``): started beside the verify, its container and zygote took the
+        CPU the verify's tests needed on a small host."""
         with self._lock:
             ready = self.ready.get((image, network, command), [])
             c = ready.pop(0) if ready else None
-        if c is None:
-            c = self._start(image, network, command)
-        self.prime(image, network, command)
-        return c
+        return c if c is not None else self._start(image, network, command)
 
     def run(self, image: str, command: str, patches: list[tuple[str, str]], network: str = "none",
             timeout_s: float | None = None) -> SandboxResult:
@@ -181,17 +180,17 @@ class Verifiers:
             res.error = f"docker: {err}"
             return res
         guard = DiskGuard(self.client.api, self.cfg.disk_mb)
-        command = test_sh(command) if zygote_launch(command) else command
+        script = test_sh(command) if zygote_launch(command) else command
         wall_s = timeout_s + 10 + self.cfg.container_margin_s
         try:
             guard.watch(c.id)
             try:  # the task on stdin, the results back on stdout (verifier_io)
-                files, rc = exchange(c, task_tar(self._task(command, patches, timeout_s, TASK_DIR)), wall_s,
+                files, rc = exchange(c, task_tar(self._task(script, patches, timeout_s, TASK_DIR)), wall_s,
                                      3 * self.cfg.max_log_mb * 2**20)
                 res.container_rc = rc
                 self._read(files, res)
             except Fallback:  # copied in and read back through the archive API, as before
-                c.put_archive("/", task_tar(self._task(command, patches, timeout_s, "/task"), prefix="task/"))
+                c.put_archive("/", task_tar(self._task(script, patches, timeout_s, "/task"), prefix="task/"))
                 self._wait(c, res, wall_s)
                 if not res.killed and not guard.exceeded:
                     self._read(_read_dir(c, "/tmp/swe-out", self.cfg.max_log_mb * 2**20), res)
@@ -207,8 +206,9 @@ class Verifiers:
             res.error = f"docker: {err}"
         finally:
             guard.stop()
-            # its results are read: removing it is off the verify's path
+            # its results are read: removing it and starting the next one are off the verify's path
             threading.Thread(target=_remove, args=(c,), daemon=True, name="verifier-remove").start()
+            self.prime(image, network, command)
         res.seconds = time.monotonic() - t0
         return res
 

@@ -5,6 +5,7 @@ instance end to end: gold 1, nop 0, tests rewritten by the agent 0, a broken fix
 from __future__ import annotations
 
 import json
+import threading
 import time
 
 import pytest
@@ -67,7 +68,7 @@ def test_a_warm_verifier_runs_the_sandbox_script_once_and_is_replaced():
     ensure_docker(BASE)
     client = docker_client()
     v = Verifiers(client, SandboxConfig(), log=lambda m: None)
-    cmd = "echo hello from $(id -u); env | grep -c SWE_ZYGOTE; ls /tmp/swe-task; exit 3"
+    cmd = "echo hello from $(id -u); env | grep -c SWE_ZYGOTE; ls /tmp/swe-task; sleep 1; exit 3"
     mine = lambda: [c for c in client.containers.list(all=True, filters={"label": VERIFIER_LABEL})  # noqa: E731
                     if c.id in {x.id for xs in v.ready.values() for x in xs}]
     try:
@@ -76,12 +77,24 @@ def test_a_warm_verifier_runs_the_sandbox_script_once_and_is_replaced():
         while not v.ready.get((BASE, "none", cmd)):
             assert time.monotonic() - t0 < 120
             time.sleep(0.2)
+        seen: list[int] = []  # containers ready or starting for this key while the verify runs (>= 1 s)
+
+        def watch() -> None:
+            time.sleep(0.3)  # the ready one is taken first
+            for _ in range(6):
+                seen.append(len(v.ready.get((BASE, "none", cmd), [])) + v.starting.get((BASE, "none", cmd), 0))
+                time.sleep(0.1)
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
         res = v.run(BASE, cmd, [])
+        watcher.join()
         assert not res.error and res.runs[0].rc == 3, res
+        assert seen == [0] * 6  # the next one is not started beside the verify in flight
         assert "hello from 10001" in res.runs[0].log and "\n0\n" in res.runs[0].log  # the zygote's vars are gone
         assert "ready" in res.runs[0].log and "run.sh" in res.runs[0].log
         t0 = time.monotonic()
-        while not v.ready.get((BASE, "none", cmd)):  # the next one, started when this one was taken
+        while not v.ready.get((BASE, "none", cmd)):  # the next one, started once this one's verify was done
             assert time.monotonic() - t0 < 120
             time.sleep(0.2)
         assert len(mine()) == 1

@@ -152,7 +152,8 @@ class StageRunner:
                 if spec.kind == "sft":
                     ckpt, curve = self.run_sft(idx, spec)
                 else:
-                    ckpt, curve = self.run_rl(idx, spec, start, state["teachers"])
+                    prior = state["completed"][-1]["curve"][-1] if state["completed"] else None
+                    ckpt, curve = self.run_rl(idx, spec, start, state["teachers"], prior)
                 state["completed"].append(
                     {"name": spec.name, "kind": spec.kind, "checkpoint": str(ckpt), "curve": curve,
                      "seconds": round(time.monotonic() - t0, 1)}
@@ -174,7 +175,11 @@ class StageRunner:
         point["reward"], point["accuracy"] = self.evaluate(model)
         return point
 
-    def run_rl(self, idx: int, spec: StageSpec, start: str | None, teachers: dict[str, str]) -> tuple[Path, list]:
+    def run_rl(self, idx: int, spec: StageSpec, start: str | None, teachers: dict[str, str],
+               prior: dict[str, Any] | None = None) -> tuple[Path, list]:
+        """``prior``: the previous stage's last curve point. Its evaluation is of the very weights this
+        stage starts from (saved in full precision, greedy decoding, the same held-out sets and seed), so
+        it is this stage's step 0 rather than a second identical evaluation."""
         cfg = self.cfg
         model = self._model_from(start)
         lr = spec.lr or cfg.optimizer.lr
@@ -195,8 +200,12 @@ class StageRunner:
         rng = np.random.default_rng([cfg.seed, idx])
         # distillation samples once per prompt: as many prompts as RL has samples per step
         per_task = _split(cfg.rollout.prompts_per_step * (cfg.rollout.group_size if distill else 1), spec.tasks)
-        curve = [self._eval_point(model, {"step": 0})]
-        self.log(f"  step 0  eval {curve[0]['reward']}")
+        if prior and "reward" in prior:
+            curve = [{"step": 0, "reward": prior["reward"], "accuracy": prior["accuracy"]}]
+            self.log(f"  step 0  eval {curve[0]['reward']} (the previous stage's last evaluation)")
+        else:
+            curve = [self._eval_point(model, {"step": 0})]
+            self.log(f"  step 0  eval {curve[0]['reward']}")
         for step in range(spec.steps):
             for g in opt.param_groups:
                 g["lr"] = lr_at(step, spec.steps, cfg.schedule, lr)

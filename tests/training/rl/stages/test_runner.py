@@ -5,12 +5,14 @@ steps per stage): learning itself is measured by `make rl-demo`."""
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 
 import pytest
 from safetensors.torch import load_file
 
 from core.errors import ConfigError
 from tests.training.rl.stages.conftest import tiny_stages
+from training.policy import load_policy
 from training.rl.stages.runner import StageRunner
 
 
@@ -29,6 +31,30 @@ def test_stages_run_in_order_and_register_teachers(full_run):
     assert set(rl_points[-1]["reward"]) == {"plus", "lookup"}
     assert "teacher_minus_student" in state["completed"][3]["curve"][-1]  # per-token OPD advantage logged
     assert json.loads((out / "pipeline.json").read_text())["completed"][-1]["name"] == "distill"
+
+
+def test_a_stage_starts_from_the_previous_stages_last_evaluation_which_is_its_checkpoints(full_run, tmp_path):
+    """Step 0 of each later stage is not evaluated again: it is the previous stage's last point, and
+    that equals a fresh evaluation of the checkpoint the stage starts from (SFT's in-memory model
+    and the RL stages' saved ones alike)."""
+    _, state = full_run
+    runner = StageRunner(tiny_stages(), tmp_path, log=lambda _m: None)
+    for prev, stage in pairwise(state["completed"]):
+        last, first = prev["curve"][-1], stage["curve"][0]
+        assert first == {"step": 0, "reward": last["reward"], "accuracy": last["accuracy"]}
+        assert runner.evaluate(load_policy(prev["checkpoint"])) == (last["reward"], last["accuracy"]), prev["name"]
+
+    class Counting(StageRunner):
+        calls = 0
+
+        def evaluate(self, model):
+            Counting.calls += 1
+            return super().evaluate(model)
+
+    two = tiny_stages(stages=[{"name": "a", "kind": "rl", "steps": 1, "tasks": {"plus": 1}},
+                              {"name": "b", "kind": "rl", "steps": 1, "tasks": {"plus": 1}}])
+    Counting(two, tmp_path / "two", log=lambda _m: None).run()
+    assert Counting.calls == 3  # a: start and end; b: its end only
 
 
 def test_resume_at_a_stage_boundary_is_bit_exact(full_run, tmp_path):

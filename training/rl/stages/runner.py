@@ -14,7 +14,8 @@ the teacher of those task types; ``teachers:`` registers checkpoints from before
 the SFT checkpoint it starts from). ``OUT/pipeline.json`` records completed stages, their
 checkpoints, the teacher registry and the reward curves, written atomically after each stage.
 
-Resume is at stage boundaries and bit-exact: a stage's result depends only on its starting
+Resume is at stage boundaries and bit-exact (and refused where a completed stage was run with other
+settings than the config's, recorded per stage): a stage's result depends only on its starting
 checkpoint, its config and its seeds (sampling uses a generator seeded by (seed, stage
 index); prompts come from a NumPy generator seeded the same way), and even an uninterrupted
 run reloads each stage's start from the checkpoint on disk — so a run stopped after stage k
@@ -112,7 +113,19 @@ class StageRunner:
                     f"{path}: completed stage {done['name']!r} is not the config's stage {spec.name!r} "
                     "(use a new --out for changed stages)"
                 )
+            # a stage kept under its name but run with other settings is not this config's stage
+            # (states from before the settings were recorded are taken by name)
+            changed = sorted(k for k, v in self.settings(spec).items() if k in done.get("settings", {})
+                             and done["settings"][k] != v)
+            if changed:
+                raise ConfigError(f"{path}: completed stage {spec.name!r} was run with other {', '.join(changed)} "
+                                  "than the config's (use a new --out for changed stages)")
         return state
+
+    def settings(self, spec: StageSpec) -> dict[str, Any]:
+        """What a stage's result depends on besides its start: its own spec and the shared settings."""
+        shared = self.cfg.model_dump(mode="json", exclude={"stages", "threads"})
+        return {"stage": spec.model_dump(mode="json"), **shared}
 
     def save_state(self, state: dict[str, Any]) -> None:
         self.out.mkdir(parents=True, exist_ok=True)
@@ -156,7 +169,7 @@ class StageRunner:
                     ckpt, curve = self.run_rl(idx, spec, start, state["teachers"], prior)
                 state["completed"].append(
                     {"name": spec.name, "kind": spec.kind, "checkpoint": str(ckpt), "curve": curve,
-                     "seconds": round(time.monotonic() - t0, 1)}
+                     "seconds": round(time.monotonic() - t0, 1), "settings": self.settings(spec)}
                 )  # fmt: skip
                 for task in spec.teacher_for:
                     state["teachers"][task] = str(ckpt)

@@ -78,6 +78,26 @@ def test_a_changed_pipeline_is_refused_on_resume(full_run):
         StageRunner(cfg, out).run()
 
 
+def test_a_stage_kept_under_its_name_with_other_settings_is_refused_on_resume(full_run, tmp_path):
+    """Changing a completed stage's steps, or a setting every stage shares, under the same names would
+    have resumed from stale results; a state from before settings were recorded is taken by name."""
+    out, state = full_run
+    longer = tiny_stages()
+    longer.stages[1].steps = 3
+    with pytest.raises(ConfigError, match=r"'rl' was run with other stage"):
+        StageRunner(longer, out).load_state()
+    more = tiny_stages(eval={"prompts": 5, "every": 1})
+    with pytest.raises(ConfigError, match=r"'sft' was run with other eval"):
+        StageRunner(more, out).load_state()
+    assert StageRunner(tiny_stages(threads=2), out).load_state()["completed"]  # threads change no result
+    old = json.loads((out / "pipeline.json").read_text())
+    for d in old["completed"]:
+        d.pop("settings")
+    legacy = tmp_path
+    (legacy / "pipeline.json").write_text(json.dumps(old))
+    assert len(StageRunner(longer, legacy).load_state()["completed"]) == 4
+
+
 def test_distillation_without_a_teacher_is_a_config_error(tmp_path):
     cfg = tiny_stages(stages=[{"name": "d", "kind": "distill", "steps": 1, "tasks": {"plus": 1}}])
     with pytest.raises(ConfigError, match="no teacher registered"):

@@ -7,6 +7,13 @@ SFT, reasoning RL, agentic RL, general RL). The per-token advantage is
 model-generated tokens), and the update is the same clipped token-level policy loss — the
 reverse-KL gradient of slime's on-policy distillation. Where the student already matches its
 teacher the advantage is zero, so skills the later stages did not touch are left alone.
+
+``kl_update`` is the dense alternative (a stage's ``distill_loss: reverse_kl | forward_kl``): at every
+state the student visited, the exact KL between the student's and the teacher's whole next-token
+distributions (reverse: KL(student || teacher), mode-seeking as the sampled estimate is in
+expectation; forward: KL(teacher || student), GKD's supervised variant on the student's own samples).
+It needs the teacher's full distributions at those positions, not one logprob per token, and has no
+sampling noise in the per-state gradient: the sampled estimate sees one token of 49K per state.
 """
 
 from __future__ import annotations
@@ -16,8 +23,9 @@ from pathlib import Path
 import torch
 
 from core.errors import ConfigError, UserError
-from training.policy import Policy, load_policy
-from training.rl.algo.update import batch_tensors, logprobs_of
+from training.policy import Policy, as_policy, load_policy
+from training.rl.algo.losses import masked_log_softmax
+from training.rl.algo.update import UpdateConfig, batch_tensors, logprobs_of
 from training.rl.trajectory import Trajectory
 
 
@@ -55,3 +63,76 @@ class TeacherSet:
             sub = {"tokens": b["tokens"][idx], "doc_lens": [b["doc_lens"][i] for i in idx], "mask": b["mask"][idx]}
             out[idx] = logprobs_of(teacher, sub, temperature)
         return out
+
+    @torch.no_grad()
+    def distributions(self, trajs: list[Trajectory], temperature: float) -> torch.Tensor:
+        """[N, V] each teacher's whole next-token log-distribution before each of the batch's N
+        loss-masked tokens (row-major over ``batch_tensors(trajs)["mask"][:, 1:]``, as
+        ``masked_log_softmax``), each trajectory under its own task's teacher."""
+        b = batch_tensors(trajs)
+        trained = b["mask"][:, 1:] > 0
+        where = torch.full(trained.shape, -1, dtype=torch.long)
+        where[trained] = torch.arange(int(trained.sum()))
+        out: torch.Tensor | None = None
+        by_model: dict[int, list[int]] = {}
+        for i, t in enumerate(trajs):
+            by_model.setdefault(id(self.for_task(t.task)), []).append(i)
+        for idx in by_model.values():
+            teacher = self.for_task(trajs[idx[0]].task)
+            was = teacher.training
+            teacher.eval()
+            try:
+                lp = masked_log_softmax(teacher, b["tokens"][idx], [b["doc_lens"][i] for i in idx], b["mask"][idx],
+                                        temperature)
+            finally:
+                teacher.train(was)
+            if out is None:
+                out = lp.new_zeros(int(trained.sum()), lp.shape[-1])
+            out[where[idx][trained[idx]]] = lp
+        return out
+
+
+def kl_update(
+    model: Policy,
+    opt: torch.optim.Optimizer,
+    trajs: list[Trajectory],
+    teacher_lp: torch.Tensor,
+    cfg: UpdateConfig,
+    direction: str = "reverse",
+) -> dict[str, float]:
+    """One dense distillation update: the mean over the loss-masked tokens of the KL between the
+    student's and the teacher's next-token distributions there (``teacher_lp``: ``TeacherSet.distributions``),
+    ``epochs`` passes over ``minibatches`` slices of trajectories, clipped and stepped as RL is."""
+    if direction not in ("reverse", "forward"):
+        raise ConfigError(f"distillation KL direction: reverse or forward, got {direction!r}")
+    model = as_policy(model)
+    b = batch_tensors(trajs)
+    trained = b["mask"][:, 1:] > 0
+    where = torch.full(trained.shape, -1, dtype=torch.long)
+    where[trained] = torch.arange(int(trained.sum()))
+    model.train()
+    stats: dict[str, float] = {}
+    for _ in range(cfg.epochs):
+        for chunk in torch.arange(len(trajs)).chunk(cfg.minibatches):
+            sel = chunk.tolist()
+            rows = where[sel][trained[sel]]
+            if not len(rows):
+                continue
+            lp = masked_log_softmax(model, b["tokens"][sel], [b["doc_lens"][i] for i in sel], b["mask"][sel],
+                                    cfg.temperature)
+            t = teacher_lp[rows]
+            if direction == "reverse":  # sum_v p_s (log p_s - log p_t)
+                kl = (lp.exp() * (lp - t)).sum(-1)
+            else:  # sum_v p_t (log p_t - log p_s)
+                kl = (t.exp() * (t - lp)).sum(-1)
+            loss = kl.mean()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+            opt.step()
+            model.after_step()
+            tok = b["tokens"][sel][:, 1:][trained[sel]][:, None].long()
+            stats = {"loss": float(loss.detach()), "kl": float(kl.detach().mean()), "grad_norm": float(grad_norm),
+                     # the sampled tokens' log-ratio, the same statistic the sampled-token update logs
+                     "teacher_minus_student": float((t.gather(-1, tok) - lp.detach().gather(-1, tok)).mean())}
+    return stats

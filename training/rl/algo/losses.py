@@ -82,11 +82,9 @@ def token_logprobs(
     ``logits_at``: the LM head and the softmax on those rows — a few new tokens after a long prompt
     are a small share of the positions); the others are 0, as every loss masks them."""
     if mask is not None and hasattr(model, "logits_at"):
-        trained = mask[:, 1:] > 0  # logits at position t score token t + 1
-        logits = model.logits_at(tokens, doc_lens, F.pad(trained, (0, 1))).float()
-        if temperature > 0:
-            logits = logits / temperature
-        lp = logits.log_softmax(-1).gather(-1, tokens[:, 1:][trained][:, None].long())[:, 0]
+        trained = mask[:, 1:] > 0
+        lp = masked_log_softmax(model, tokens, doc_lens, mask, temperature)
+        lp = lp.gather(-1, tokens[:, 1:][trained][:, None].long())[:, 0]
         logp = lp.new_zeros(trained.shape).masked_scatter(trained, lp)
         return torch.cat((logp.new_zeros(tokens.shape[0], 1), logp), 1)
     logits = model(tokens, doc_lens).float()
@@ -94,6 +92,21 @@ def token_logprobs(
         logits = logits / temperature
     logp = logits[:, :-1].log_softmax(-1).gather(-1, tokens[:, 1:, None].long())[..., 0]
     return torch.cat((logp.new_zeros(tokens.shape[0], 1), logp), 1)
+
+
+def masked_log_softmax(
+    model: Policy, tokens: torch.Tensor, doc_lens: list[torch.Tensor], mask: torch.Tensor, temperature: float = 1.0
+) -> torch.Tensor:
+    """[N, V]: the whole next-token distribution (log, at ``temperature``) before each of the N
+    masked tokens, in row-major order of ``mask[:, 1:]`` (position t's logits score token t + 1)."""
+    trained = mask[:, 1:] > 0
+    if hasattr(model, "logits_at"):
+        logits = model.logits_at(tokens, doc_lens, F.pad(trained, (0, 1))).float()
+    else:
+        logits = model(tokens, doc_lens).float()[:, :-1][trained]
+    if temperature > 0:
+        logits = logits / temperature
+    return logits.log_softmax(-1)
 
 
 def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

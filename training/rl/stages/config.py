@@ -58,6 +58,9 @@ class StageSpec(StrictModel):
     # distill: task type -> the stage whose registered teacher to use (default: the registry)
     teachers: dict[str, str] = {}
     group_size: int | None = Field(default=None, gt=0)  # default rollout.group_size (distill: 1)
+    # distill: the sampled tokens' teacher-student log-ratio as a per-token advantage (slime's), or the
+    # exact KL between the whole next-token distributions at the student's states (training.rl.algo.distill)
+    distill_loss: Literal["sampled_token", "reverse_kl", "forward_kl"] = "sampled_token"
 
     @model_validator(mode="after")
     def _check(self) -> StageSpec:
@@ -66,6 +69,8 @@ class StageSpec(StrictModel):
         unknown = set(self.teachers) - set(self.tasks)
         if unknown:
             raise ValueError(f"teachers: unknown tasks {sorted(unknown)}")
+        if self.distill_loss != "sampled_token" and self.kind != "distill":
+            raise ValueError(f"stage {self.name}: distill_loss is for distill stages")
         return self
 
 

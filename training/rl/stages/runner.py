@@ -48,7 +48,7 @@ from training.model.config import ModelConfig
 from training.optim.schedules import lr_at
 from training.policy import Policy, PolicySource, as_policy, build_policy, load_codec, load_policy
 from training.rl import CONFIGS
-from training.rl.algo.distill import TeacherSet
+from training.rl.algo.distill import TeacherSet, kl_update
 from training.rl.algo.update import policy_update, rl_advantages
 from training.rl.stages.config import StagesConfig, StageSpec
 from training.rl.stages.episodes import rollout
@@ -227,7 +227,10 @@ class StageRunner:
                 task = self.tasks[name]
                 params = self.params(task, cfg.rollout.temperature, cfg.rollout.top_p)
                 trajs += rollout(model, task, task.problems(n, rng), group, params, gen, weight_version=step)
-            if distill:
+            if distill and spec.distill_loss != "sampled_token":
+                full = teacher_set.distributions(trajs, self.update_cfg.temperature)
+                stats = kl_update(model, opt, trajs, full, self.update_cfg, spec.distill_loss.split("_")[0])
+            elif distill:
                 teacher_logp = teacher_set.logprobs(trajs, self.update_cfg.temperature)
                 stats = policy_update(model, opt, trajs, None, self.update_cfg, ref, teacher_logp=teacher_logp)
             else:

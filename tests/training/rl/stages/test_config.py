@@ -14,6 +14,10 @@ def test_config_errors_name_the_problem():
                               {"name": "sft", "kind": "sft", "steps": 1, "tasks": {"plus": 1}}])  # fmt: skip
     with pytest.raises(ConfigError, match="unknown tasks"):
         tiny_stages(stages=[{"name": "rl", "kind": "rl", "steps": 1, "tasks": {"nope": 1}}])
+    with pytest.raises(ConfigError, match="distill_loss is for distill stages"):
+        tiny_stages(stages=[{"name": "rl", "kind": "rl", "steps": 1, "tasks": {"plus": 1}, "distill_loss": "reverse_kl"}])
+    with pytest.raises(ConfigError, match="distill_loss"):
+        tiny_stages(stages=[{"name": "d", "kind": "distill", "steps": 1, "tasks": {"plus": 1}, "distill_loss": "kl"}])
     with pytest.raises(ConfigError, match="one response per prompt"):
         tiny_stages(stages=[{"name": "d", "kind": "distill", "steps": 1, "tasks": {"plus": 1}, "group_size": 4}])
 

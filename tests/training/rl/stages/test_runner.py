@@ -117,3 +117,16 @@ def test_an_sft_stage_can_teach_and_distillation_starts_from_zero_advantage(tmp_
     assert state["teachers"] == {"plus": state["completed"][0]["checkpoint"]}
     last = state["completed"][1]["curve"][-1]
     assert last["teacher_minus_student"] == 0.0 and last["loss"] == 0.0
+
+
+@pytest.mark.parametrize("loss", ["reverse_kl", "forward_kl"])
+def test_a_dense_distillation_stage_runs_on_the_whole_distributions(tmp_path, loss):
+    """``distill_loss: reverse_kl | forward_kl``: the stage distils with the exact KL at the student's
+    states (logged as ``kl``); right after its teacher's stage the KL is zero."""
+    cfg = tiny_stages(
+        tasks={"plus": {"kind": "shift", "digits": 1}},
+        stages=[{"name": "sft", "kind": "sft", "steps": 2, "tasks": {"plus": 1}, "teacher_for": ["plus"]},
+                {"name": "distill", "kind": "distill", "steps": 1, "tasks": {"plus": 1}, "distill_loss": loss}],
+    )  # fmt: skip
+    last = StageRunner(cfg, tmp_path, log=lambda _m: None).run()["completed"][1]["curve"][-1]
+    assert abs(last["kl"]) < 1e-6 and abs(last["teacher_minus_student"]) < 1e-6 and "reward" in last

@@ -29,25 +29,33 @@ def test_sft_grpo_distillation_summary(tiny_smollm2, tmp_path):
     o = s["opd"]
     assert o["seeds"] == [0, 1] and set(o["runs"]) == {"0", "1"}
     assert (out / "opd/seed-1/pipeline.json").is_file()
-    fractions = []
-    for r in o["runs"].values():
-        assert set(r["after_sft"]) == set(r["after_rl"]) == set(r["after_distill"]) == {"mul", "words"}
-        assert len(r["seconds"]) == 2 and set(r["lowered_by_rl"]) <= {"mul", "words"}
-        lost = sum(r["after_sft"][t] - r["after_rl"][t] for t in r["lowered_by_rl"])
-        back = sum(r["after_distill"][t] - r["after_rl"][t] for t in r["lowered_by_rl"])
-        if r["lowered_by_rl"]:
-            assert lost > 0 and r["recovered_fraction"] == pytest.approx(back / lost, abs=1e-3)
-            fractions.append(r["recovered_fraction"])
+    for key, higher in (("answer_nll", False), ("reward", True)):
+        fractions = []
+        for r in o["runs"].values():
+            m = r[key]
+            assert set(m["after_sft"]) == set(m["after_rl"]) == set(m["after_distill"]) == {"mul", "words"}
+            assert set(m["worsened_by_rl"]) <= {"mul", "words"}
+            sign = 1 if higher else -1
+            lost = sum(sign * (m["after_sft"][t] - m["after_rl"][t]) for t in m["worsened_by_rl"])
+            back = sum(sign * (m["after_distill"][t] - m["after_rl"][t]) for t in m["worsened_by_rl"])
+            if m["worsened_by_rl"]:
+                assert lost > 0 and m["recovered_fraction"] == pytest.approx(back / lost, abs=1e-3)
+                fractions.append(m["recovered_fraction"])
+            else:
+                assert m["recovered_fraction"] is None and "nothing to recover" in m["note"]
+            if key == "answer_nll":  # the headline per run is the held-out SFT metric's
+                assert r["recovered_fraction"] == m["recovered_fraction"] and len(r["seconds"]) == 2
+                assert all(v > 0 for v in m["after_sft"].values())  # a mean NLL per answer token
+        prefix = "" if key == "answer_nll" else "reward_"
+        assert o[f"runs_with_a_{'' if key == 'answer_nll' else 'reward_'}drop"] == len(fractions)
+        if fractions:
+            assert o[f"{prefix}recovered_fraction"] == pytest.approx(sum(fractions) / len(fractions), abs=1e-3)
+            assert o[f"{prefix}recovered_fraction_min_max"] == [min(fractions), max(fractions)]
         else:
-            assert r["recovered_fraction"] is None and "nothing to recover" in r["note"]
+            assert o[f"{prefix}recovered_fraction"] is None
     # both runs start from the same SFT checkpoint and evaluate on the same held-out sets
-    assert o["runs"]["0"]["after_sft"] == o["runs"]["1"]["after_sft"]
-    assert o["runs_with_a_drop"] == len(fractions)
-    if fractions:
-        assert o["recovered_fraction"] == pytest.approx(sum(fractions) / len(fractions), abs=1e-3)
-        assert o["recovered_fraction_min_max"] == [min(fractions), max(fractions)]
-    else:
-        assert o["recovered_fraction"] is None
+    assert o["runs"]["0"]["answer_nll"]["after_sft"] == o["runs"]["1"]["answer_nll"]["after_sft"]
+    assert o["runs"]["0"]["reward"]["after_sft"] == o["runs"]["1"]["reward"]["after_sft"]
     bench_json = json.loads((tmp_path / "bench" / "post_train_real.json").read_text())
     assert bench_json["name"] == "post_train_real" and bench_json["also"][0]["name"] == "post_train_real_sft_loss"
     # a rerun reuses the finished parts (nothing retrained: the same summary)

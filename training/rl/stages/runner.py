@@ -49,7 +49,7 @@ from training.optim.schedules import lr_at
 from training.policy import Policy, PolicySource, as_policy, build_policy, load_codec, load_policy
 from training.rl import CONFIGS
 from training.rl.algo.distill import TeacherSet, kl_update
-from training.rl.algo.update import policy_update, rl_advantages
+from training.rl.algo.update import batch_tensors, logprobs_of, policy_update, rl_advantages
 from training.rl.stages.config import StagesConfig, StageSpec
 from training.rl.stages.episodes import rollout
 from training.rl.tasks.build import Task, build_tasks
@@ -145,6 +145,25 @@ class StageRunner:
             reward[name], accuracy[name] = round(float(np.mean(r)), 4), round(float(np.mean([x == 1.0 for x in r])), 4)
         return reward, accuracy
 
+    def answer_nll(self, model: Policy, rows_per_pass: int = 64) -> dict[str, float]:
+        """Per task with reference answers (``reference_reply``): the held-out set's mean negative
+        log-likelihood per token of the reference answer after the prompt, teacher-forced — SFT's own
+        loss on the task's held-out answers, with no greedy argmax between the weights and the figure."""
+        out = {}
+        for name, task in self.tasks.items():
+            ref = getattr(task, "reference_reply", None)
+            if ref is None:
+                continue
+            trajs = [Trajectory(str(i), name, str(i), list(p.prompt), (r := ref(p)), [1] * len(r), [0.0] * len(r))
+                     for i, p in enumerate(self.eval_sets[name])]  # fmt: skip
+            total, count = 0.0, 0
+            for i in range(0, len(trajs), rows_per_pass):
+                b = batch_tensors(trajs[i : i + rows_per_pass])
+                total -= float((logprobs_of(model, b, 1.0) * b["mask"]).sum())
+                count += int(b["mask"].sum())
+            out[name] = round(total / max(count, 1), 4)
+        return out
+
     # -- run ---------------------------------------------------------------------------------------
     def run(self, stop_after: int | None = None) -> dict[str, Any]:
         """Run the stages not yet completed (at most ``stop_after`` of them in this call)."""
@@ -186,6 +205,9 @@ class StageRunner:
 
     def _eval_point(self, model: Policy, point: dict[str, Any]) -> dict[str, Any]:
         point["reward"], point["accuracy"] = self.evaluate(model)
+        nll = self.answer_nll(model)
+        if nll:
+            point["answer_nll"] = nll
         return point
 
     def run_rl(self, idx: int, spec: StageSpec, start: str | None, teachers: dict[str, str],
@@ -214,7 +236,7 @@ class StageRunner:
         # distillation samples once per prompt: as many prompts as RL has samples per step
         per_task = _split(cfg.rollout.prompts_per_step * (cfg.rollout.group_size if distill else 1), spec.tasks)
         if prior and "reward" in prior:
-            curve = [{"step": 0, "reward": prior["reward"], "accuracy": prior["accuracy"]}]
+            curve = [{"step": 0, **{k: prior[k] for k in ("reward", "accuracy", "answer_nll") if k in prior}}]
             self.log(f"  step 0  eval {curve[0]['reward']} (the previous stage's last evaluation)")
         else:
             curve = [self._eval_point(model, {"step": 0})]

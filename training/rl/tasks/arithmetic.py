@@ -111,6 +111,10 @@ class ArithmeticTask:
     def reward(self, problem: TextProblem, turns: list[list[int]]) -> float:
         return grade(self.reply(turns), problem.answer, self.cfg.partial_credit)
 
+    def reference_reply(self, problem: TextProblem) -> list[int]:
+        """The reference answer's tokens, as SFT's reply starts (the chat template's end of turn aside)."""
+        return self.codec.encode(str(problem.answer))
+
     def conversations(self, n: int, rng: np.random.Generator) -> list[dict]:
         """``n`` problems with their reference answers as chat records (SFT data)."""
         return [{"messages": [*p.messages, {"role": "assistant", "content": str(p.answer)}]}

@@ -150,3 +150,27 @@ def test_arithmetic_grading():
     for p in task.problems(20, np.random.default_rng(1)):
         a, b = (int(x) for x in re.findall(r"\d+", p.messages[0]["content"]))
         assert p.answer in (a - b, a * b) and p.answer >= 0  # word problems never go negative
+
+
+def test_answer_nll_is_the_reference_answers_loss_under_transformers_itself(tiny_hf, tmp_path):
+    """The stages' held-out answer loss: per task, the mean NLL per token of the held-out reference
+    answers after their prompts — here equal to what transformers' own forward gives for the chat
+    template's rendering of each problem followed by its answer."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    runner = StageRunner(_stages(tiny_hf, tiny_hf), tmp_path, log=lambda _m: None)
+    got = runner.answer_nll(load_policy(tiny_hf), rows_per_pass=3)  # passes of 3 rows: the sum over passes
+    tok = AutoTokenizer.from_pretrained(str(tiny_hf))
+    hf = AutoModelForCausalLM.from_pretrained(str(tiny_hf)).eval()
+    total, count = 0.0, 0
+    for p in runner.eval_sets["arith"]:
+        prompt = tok.apply_chat_template(p.messages, tokenize=False, add_generation_prompt=True)
+        prompt_ids = tok(prompt, add_special_tokens=False)["input_ids"]
+        answer_ids = tok(str(p.answer), add_special_tokens=False)["input_ids"]
+        ids = torch.tensor([prompt_ids + answer_ids])
+        with torch.no_grad():
+            lp = hf(ids).logits[0, :-1].float().log_softmax(-1)
+        for k, t in enumerate(answer_ids):
+            total -= float(lp[len(prompt_ids) - 1 + k, t])
+            count += 1
+    assert set(got) == {"arith"} and got["arith"] == pytest.approx(total / count, abs=1e-3)

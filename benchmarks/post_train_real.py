@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT))  # run as a script or imported by the tests alike
 
 from benchmarks._report import Result, write  # noqa: E402
 from core.config import load_yaml, validate_config  # noqa: E402
+from core.errors import UserError  # noqa: E402
 from core.io import atomic_write_text  # noqa: E402
 from training.policy import PolicySource  # noqa: E402
 from training.rl.stages.config import StagesConfig  # noqa: E402
@@ -121,6 +122,9 @@ def opd_run(out: Path, start: str, seed: int, steps: int | None, log) -> dict:
     overrides = {"teachers": {"mul": start, "words": start}}
     state = stages("rl_opd_smollm2.yaml", out, start, seed, overrides, steps, log)
     sft, rl, opd = _point(state, 0, 0), _point(state, 0, -1), _point(state, 1, -1)
+    if not all("answer_nll" in p for p in (sft, rl, opd)):
+        raise UserError(f"{out}: a run from before the stages measured the answer loss; "
+                        "remove that folder (or run with --fresh) to measure it again")
     loss = _recovery(sft["answer_nll"], rl["answer_nll"], opd["answer_nll"], higher_is_better=False)
     reward = _recovery(sft["reward"], rl["reward"], opd["reward"], higher_is_better=True)
     return {
@@ -216,4 +220,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except UserError as err:
+        sys.exit(f"error: {err}")

@@ -10,6 +10,7 @@ import json
 import pytest
 
 from benchmarks import post_train_real as bench
+from core.errors import UserError
 
 
 def test_sft_grpo_distillation_summary(tiny_smollm2, tmp_path):
@@ -62,3 +63,11 @@ def test_sft_grpo_distillation_summary(tiny_smollm2, tmp_path):
     bench.main(["--out", str(out), "--seeds", "2", "--opd-seeds", "2", "--sft-steps", "2", "--rl-steps", "1"])
     again = json.loads((out / "summary.json").read_text())
     assert {k: again[k] for k in ("sft", "grpo", "opd")} == {k: s[k] for k in ("sft", "grpo", "opd")}
+    # a distillation run kept from before the answer loss was measured is named, not a KeyError
+    state = json.loads((out / "opd/seed-1/pipeline.json").read_text())
+    for stage in state["completed"]:
+        for point in stage["curve"]:
+            point.pop("answer_nll", None)
+    (out / "opd/seed-1/pipeline.json").write_text(json.dumps(state))
+    with pytest.raises(UserError, match="opd/seed-1: a run from before the stages measured the answer loss"):
+        bench.main(["--out", str(out), "--seeds", "2", "--opd-seeds", "2", "--sft-steps", "2", "--rl-steps", "1"])

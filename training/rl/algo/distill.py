@@ -50,16 +50,19 @@ class TeacherSet:
             raise ConfigError(f"no teacher registered for task type {task!r} (have {sorted(self.checkpoints)})")
         return self._models[self.checkpoints[task]]
 
+    def groups(self, trajs: list[Trajectory]) -> list[tuple[Policy, list[int]]]:
+        """(teacher, the rows it scores) per teacher, so each teacher runs once per batch."""
+        by_model: dict[int, tuple[Policy, list[int]]] = {}
+        for i, t in enumerate(trajs):
+            teacher = self.for_task(t.task)
+            by_model.setdefault(id(teacher), (teacher, []))[1].append(i)
+        return list(by_model.values())
+
     def logprobs(self, trajs: list[Trajectory], temperature: float) -> torch.Tensor:
-        """[B, L] teacher logprobs of each trajectory's tokens, each under its own task's
-        teacher (trajectories grouped by teacher so each teacher runs once)."""
+        """[B, L] teacher logprobs of each trajectory's tokens, each under its own task's teacher."""
         b = batch_tensors(trajs)
         out = torch.zeros_like(b["mask"])
-        by_model: dict[int, list[int]] = {}
-        for i, t in enumerate(trajs):
-            by_model.setdefault(id(self.for_task(t.task)), []).append(i)
-        for idx in by_model.values():
-            teacher = self.for_task(trajs[idx[0]].task)
+        for teacher, idx in self.groups(trajs):
             sub = {"tokens": b["tokens"][idx], "doc_lens": [b["doc_lens"][i] for i in idx], "mask": b["mask"][idx]}
             out[idx] = logprobs_of(teacher, sub, temperature)
         return out
@@ -68,28 +71,26 @@ class TeacherSet:
     def distributions(self, trajs: list[Trajectory], temperature: float) -> torch.Tensor:
         """[N, V] each teacher's whole next-token log-distribution before each of the batch's N
         loss-masked tokens (row-major over ``batch_tensors(trajs)["mask"][:, 1:]``, as
-        ``masked_log_softmax``), each trajectory under its own task's teacher."""
+        ``masked_log_softmax``), each trajectory under its own task's teacher (frozen: eval mode)."""
         b = batch_tensors(trajs)
-        trained = b["mask"][:, 1:] > 0
-        where = torch.full(trained.shape, -1, dtype=torch.long)
-        where[trained] = torch.arange(int(trained.sum()))
+        trained, where = masked_positions(b["mask"])
         out: torch.Tensor | None = None
-        by_model: dict[int, list[int]] = {}
-        for i, t in enumerate(trajs):
-            by_model.setdefault(id(self.for_task(t.task)), []).append(i)
-        for idx in by_model.values():
-            teacher = self.for_task(trajs[idx[0]].task)
-            was = teacher.training
-            teacher.eval()
-            try:
-                lp = masked_log_softmax(teacher, b["tokens"][idx], [b["doc_lens"][i] for i in idx], b["mask"][idx],
-                                        temperature)
-            finally:
-                teacher.train(was)
+        for teacher, idx in self.groups(trajs):
+            lp = masked_log_softmax(teacher, b["tokens"][idx], [b["doc_lens"][i] for i in idx], b["mask"][idx],
+                                    temperature)
             if out is None:
                 out = lp.new_zeros(int(trained.sum()), lp.shape[-1])
             out[where[idx][trained[idx]]] = lp
         return out
+
+
+def masked_positions(mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(trained [B, L-1]: the positions whose next token the loss trains; where: each such position's
+    row in the [N, V] row-major tensors of ``masked_log_softmax``, -1 elsewhere)."""
+    trained = mask[:, 1:] > 0
+    where = torch.full(trained.shape, -1, dtype=torch.long)
+    where[trained] = torch.arange(int(trained.sum()))
+    return trained, where
 
 
 def kl_update(
@@ -107,9 +108,7 @@ def kl_update(
         raise ConfigError(f"distillation KL direction: reverse or forward, got {direction!r}")
     model = as_policy(model)
     b = batch_tensors(trajs)
-    trained = b["mask"][:, 1:] > 0
-    where = torch.full(trained.shape, -1, dtype=torch.long)
-    where[trained] = torch.arange(int(trained.sum()))
+    trained, where = masked_positions(b["mask"])
     model.train()
     stats: dict[str, float] = {}
     for _ in range(cfg.epochs):

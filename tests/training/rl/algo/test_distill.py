@@ -8,16 +8,13 @@ from core.errors import ConfigError
 from tests.training.glm_tiny import tiny_model
 
 
-def test_each_sample_is_scored_by_the_teacher_of_its_task_type(tmp_path):
-    """TeacherSet: a batch mixing task types gets, row by row, the logprobs of the checkpoint
-    registered for that row's task (two different models: a swapped lookup fails)."""
+def _teacher_checkpoints(tmp_path):
+    """(config, models, checkpoints): two different tiny GLM models saved as the teachers of the task
+    types "reasoning" and "general"."""
     import torch
 
     from training.checkpoint import save_checkpoint
     from training.model.glm import GLMModel
-    from training.rl.algo.distill import TeacherSet
-    from training.rl.algo.update import batch_tensors, logprobs_of
-    from training.rl.trajectory import Trajectory
 
     cfg = tiny_model(mtp_num_layers=None, num_layers=2, vocab_size=40)
     models, ckpts = {}, {}
@@ -26,6 +23,19 @@ def test_each_sample_is_scored_by_the_teacher_of_its_task_type(tmp_path):
         models[task] = GLMModel(cfg).eval()
         opt = torch.optim.SGD(models[task].parameters(), lr=0.0)
         ckpts[task] = save_checkpoint(tmp_path / task, 1, models[task], opt, {"config": {"model": cfg.model_dump()}})
+    return cfg, models, ckpts
+
+
+def test_each_sample_is_scored_by_the_teacher_of_its_task_type(tmp_path):
+    """TeacherSet: a batch mixing task types gets, row by row, the logprobs of the checkpoint
+    registered for that row's task (two different models: a swapped lookup fails)."""
+    import torch
+
+    from training.rl.algo.distill import TeacherSet
+    from training.rl.algo.update import batch_tensors, logprobs_of
+    from training.rl.trajectory import Trajectory
+
+    _, models, ckpts = _teacher_checkpoints(tmp_path)
     ckpts["agentic"] = ckpts["reasoning"]  # one checkpoint may teach several task types
     teachers = TeacherSet(ckpts, vocab_size=40)
     assert len(teachers._models) == 2  # loaded once per checkpoint
@@ -47,22 +57,12 @@ def test_each_sample_is_scored_by_the_teacher_of_its_task_type(tmp_path):
 
 
 def _two_teachers(tmp_path):
-    """Two different tiny GLM checkpoints teaching two task types, and a mixed batch of trajectories
-    (some with masked-out tokens inside the reply)."""
-    import torch
-
-    from training.checkpoint import save_checkpoint
-    from training.model.glm import GLMModel
+    """The two teachers of ``_teacher_checkpoints`` and a mixed batch of trajectories (some with
+    masked-out tokens inside the reply)."""
     from training.rl.algo.distill import TeacherSet
     from training.rl.trajectory import Trajectory
 
-    cfg = tiny_model(mtp_num_layers=None, num_layers=2, vocab_size=40)
-    models, ckpts = {}, {}
-    for seed, task in ((1, "reasoning"), (2, "general")):
-        torch.manual_seed(seed)
-        models[task] = GLMModel(cfg).eval()
-        opt = torch.optim.SGD(models[task].parameters(), lr=0.0)
-        ckpts[task] = save_checkpoint(tmp_path / task, 1, models[task], opt, {"config": {"model": cfg.model_dump()}})
+    cfg, models, ckpts = _teacher_checkpoints(tmp_path)
     rows = [[1, 5, 7, 9], [2, 6, 8], [3, 4, 5, 6, 7], [1, 2]]
     masks = [[1, 1, 1], [1, 1], [1, 0, 1, 1], [1]]
     tasks = ["general", "reasoning", "reasoning", "general"]

@@ -3,7 +3,7 @@
 Shapes (defaults): GLM-5's expert FFN, hidden 6144, expert FFN 2048, 256 experts, top-8, 16K
 tokens, bf16. Sections, each also recorded in the JSON written to OUT:
 
-  router        fused kernel vs ``kernels.reference.route``: ids agreement, gate error, time
+  router        fused kernel vs ``moe_kernels.reference.route``: ids agreement, gate error, time
   permute       counting-sort permute / gated unpermute vs the reference: exact equality; time
                 and effective bandwidth (bytes each must move) vs HBM peak (goal >= 60%)
   grouped_gemm  fc1 (and fc2) shape, forward and forward+backward: ours (best of a small tile
@@ -14,7 +14,7 @@ tokens, bf16. Sections, each also recorded in the JSON written to OUT:
 
 Without CUDA it writes {"status": "skipped", ...} to OUT and exits 2. ``--smoke`` runs every
 section at tiny shapes on CPU under Triton's interpreter (timings meaningless) so the script
-itself is tested (tests/kernels/test_gpu_script.py). Run: `make bench-gpu` or
+itself is tested (tests/moe_kernels/test_gpu_script.py). Run: `make bench-gpu` or
 `python benchmarks/kernels_gpu.py out/kernels_gpu.json`.
 """
 
@@ -107,7 +107,7 @@ class Bench:
 
     # -- sections -------------------------------------------------------------------------
     def router(self) -> dict:
-        from kernels import reference, router
+        from moe_kernels import reference, router
 
         a = self.a
         args = (self.logits, a.topk, "sigmoid", self.bias, None, None, 2.5)
@@ -125,7 +125,7 @@ class Bench:
         }
 
     def permute(self, peak_tbps: float | None, copy_tbps: float) -> dict:
-        from kernels import permute, reference
+        from moe_kernels import permute, reference
 
         a, x = self.a, self.x
         _, ids, _, _ = reference.route(self.logits, a.topk, "sigmoid", self.bias)
@@ -161,8 +161,8 @@ class Bench:
         }
 
     def grouped_gemm(self, which: str) -> dict:
-        from kernels import reference
-        from kernels.grouped_gemm import GPU_TILES, INTERPRETER_TILES, TileConfig, grouped_gemm
+        from moe_kernels import reference
+        from moe_kernels.grouped_gemm import GPU_TILES, INTERPRETER_TILES, TileConfig, grouped_gemm
 
         a = self.a
         _, ids, _, _ = reference.route(self.logits, a.topk, "sigmoid", self.bias)
@@ -243,7 +243,7 @@ class Bench:
         return out
 
     def moe_pipeline(self) -> dict:
-        from kernels.moe_backend import steps
+        from moe_kernels.moe_backend import steps
         from training.model import moe
 
         a = self.a
@@ -291,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
         out.write_text(json.dumps({"status": "skipped", "reason": msg}, indent=1))
         print(f"kernels_gpu: skipped, {msg}; wrote {out}", file=sys.stderr)
         return 2
-    if not cuda:  # must precede the first triton import (see kernels/runtime.py)
+    if not cuda:  # must precede the first triton import (see moe_kernels/runtime.py)
         os.environ["TRITON_INTERPRET"] = "1"
     import triton
 

@@ -1,7 +1,7 @@
 """MoE experts: two grouped GEMMs (``F.grouped_mm``) vs a loop of per-expert matmuls (goal >= 1.3x).
 
 Same routed tokens, same weights, forward + backward, E=64 experts, top-8. Baseline: the fair
-per-expert loop, ``kernels.reference.expert_ffn`` (matmuls over ``w.unbind(0)``: one stack of the
+per-expert loop, ``moe_kernels.reference.expert_ffn`` (matmuls over ``w.unbind(0)``: one stack of the
 weight gradients in backward). ``training.model.moe.loop_experts`` (``w[e]`` indexing, which pays one
 full-size zero gradient per expert in backward) is shown as a second row, not the headline.
 Writes out/bench/moe_grouped.json. Run: `python benchmarks/moe_grouped.py`.
@@ -15,7 +15,7 @@ import time
 import torch
 from _report import Result, write
 
-from kernels.reference import expert_ffn
+from moe_kernels.reference import expert_ffn
 from training.model.moe import grouped_experts, loop_experts, permute, route
 
 
@@ -67,7 +67,7 @@ def main() -> None:
         __file__,
         Result("moe experts grouped_mm", ms(t_grouped), ms(t_unbind), "ms", goal=1.3, higher_is_better=False,
                ours_label="training.model.moe.grouped_experts (F.grouped_mm)",
-               baseline_label="kernels.reference.expert_ffn (loop over w.unbind(0))"),
+               baseline_label="moe_kernels.reference.expert_ffn (loop over w.unbind(0))"),
         {"routed_rows": rows, "hidden": h, "ffn": f, "experts": E, "topk": args.topk, "repeat": args.repeat,
          "threads": torch.get_num_threads()},
         [Result("moe experts vs w[e] loop", ms(t_grouped), ms(t_loop), "ms", higher_is_better=False,

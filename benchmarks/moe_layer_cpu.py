@@ -2,7 +2,7 @@
 
 The whole ``training.model.moe.MoELayer`` (router, permute, experts, unpermute, shared expert),
 forward + backward, torch backend; only the experts step differs. Baseline: the fair per-expert
-loop, ``kernels.reference.expert_ffn`` (matmuls over ``w.unbind(0)``: one stack in backward).
+loop, ``moe_kernels.reference.expert_ffn`` (matmuls over ``w.unbind(0)``: one stack in backward).
 ``training.model.moe.loop_experts`` (``w[e]`` indexing: one full-size zero gradient per expert in
 backward) is shown as a second row. The Triton backend is not timed here: on CPU it runs in
 Triton's interpreter (benchmarks/kernels_gpu.py times it). Writes out/bench/moe_layer_cpu.json.
@@ -18,7 +18,7 @@ import time
 import torch
 from _report import Result, write
 
-from kernels import reference
+from moe_kernels import reference
 from training.model.config import ModelConfig
 from training.model.moe import MoELayer, grouped_experts, loop_experts
 
@@ -75,7 +75,7 @@ def main() -> None:
         __file__,
         Result("moe layer grouped_mm", ms(t_grouped), ms(t_unbind), "ms", goal=1.3, higher_is_better=False,
                ours_label="MoELayer, torch backend (grouped_experts)",
-               baseline_label="MoELayer with kernels.reference.expert_ffn (loop over w.unbind(0))"),
+               baseline_label="MoELayer with moe_kernels.reference.expert_ffn (loop over w.unbind(0))"),
         {"tokens": a.tokens, "hidden": a.hidden, "ffn": a.ffn, "experts": a.experts, "topk": a.topk,
          "repeat": a.repeat, "threads": torch.get_num_threads()},
         [Result("moe layer vs w[e] loop", ms(t_grouped), ms(t_loop), "ms", higher_is_better=False,

@@ -13,7 +13,7 @@ from importlib import metadata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-OWN = {"core", "filters", "synth", "swe_envs", "pipelines", "training", "kernels", "samples", "tests", "benchmarks",
+OWN = {"core", "filters", "synth", "swe_envs", "pipelines", "training", "moe_kernels", "samples", "tests", "benchmarks",
        "_report", "_debian_sources", "_proctree"}  # fmt: skip
 # imported only where they exist, behind a guard that says so: the inference engines `make gpu-check`
 # loads an export with on a GPU machine; and h3_probe, a wheel tests/training/tools/test_gpu_check.py makes
@@ -48,7 +48,7 @@ def declared_closure() -> set[str]:
 def imported_modules() -> dict[str, str]:
     """Top-level module -> one file importing it, over the product, tests and benchmarks."""
     found: dict[str, str] = {}
-    for base in ("core", "filters", "synth", "swe_envs", "pipelines", "training", "kernels", "samples", "tests", "benchmarks"):
+    for base in ("core", "filters", "synth", "swe_envs", "pipelines", "training", "moe_kernels", "samples", "tests", "benchmarks"):
         for path in (ROOT / base).rglob("*.py"):
             rel = path.relative_to(ROOT).as_posix()
             # fixtures and sample repositories are code under test that runs inside containers
@@ -78,3 +78,19 @@ def test_every_imported_third_party_module_is_installed_by_the_project():
 def test_the_check_itself_sees_the_dev_extras():
     closure = declared_closure()
     assert {"trl", "openai", "moto", "pytest"} <= closure and "torch" in closure
+
+
+def test_no_top_level_package_of_ours_shadows_an_installed_distribution():
+    """Our repository root is on sys.path wherever the product runs, so a top-level package of ours
+    with a third-party import name hides that package from everything installed: transformers 5.25
+    began to depend on Hugging Face's `kernels`, which our `kernels/` (now `moe_kernels/`) shadowed,
+    and every transformers model import failed on a fresh install."""
+    dists = metadata.packages_distributions()
+    ours = _norm(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["name"])
+    clashes = {}
+    for name in sorted(OWN):
+        others = {_norm(d) for d in dists.get(name, [])} - {ours}
+        if others:
+            clashes[name] = sorted(others)
+    assert not clashes, f"top-level names of ours that installed distributions also provide: {clashes}"
+    assert ours in {_norm(d) for d in dists.get("moe_kernels", [])}  # the check sees our own packages

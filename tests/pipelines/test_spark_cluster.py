@@ -154,7 +154,7 @@ def test_spark_submit_with_the_package_zipped_runs_the_job_on_the_cluster(cluste
     import pyspark
 
     with zipfile.ZipFile(driver_dir / "glm5_recipe.zip", "w") as zf:
-        for pkg in ("core", "filters", "pipelines", "synth", "swe_envs", "training", "kernels"):
+        for pkg in ("core", "filters", "pipelines", "synth", "swe_envs", "training", "moe_kernels"):
             for f in (ROOT / pkg).rglob("*.py"):
                 zf.write(f, f.relative_to(ROOT))
     run(driver_dir, "documents", "--input", "pages", "--output", "docs-local")

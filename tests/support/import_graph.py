@@ -15,19 +15,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PRODUCT = ("core", "filters", "kernels", "pipelines", "swe_envs", "synth", "training")
+PRODUCT = ("core", "filters", "moe_kernels", "pipelines", "swe_envs", "synth", "training")
 # which top-level packages each one may import (DESIGN.md "Layout"): data flows one way. core and kernels
 # import nothing of the product; filters/synth/swe_envs never import pipelines or training; the demo job
 # (pipelines) composes the whole recipe, training included; RL rewards come from environments and graders.
 STAGES = {"core", "filters", "synth", "swe_envs"}
 ALLOWED = {
     "core": {"core"},
-    "kernels": {"kernels"},
+    "moe_kernels": {"moe_kernels"},
     "filters": STAGES,
     "synth": STAGES,
     "swe_envs": STAGES,
-    "pipelines": STAGES | {"pipelines", "training", "kernels"},
-    "training": STAGES | {"training", "kernels"},
+    "pipelines": STAGES | {"pipelines", "training", "moe_kernels"},
+    "training": STAGES | {"training", "moe_kernels"},
 }
 MAX_LINES = 400
 

@@ -1,9 +1,9 @@
 """Our grouped GEMM as the experts of Megatron's MoE layer (``megatron.experts: grouped_gemm``).
 
 ``grouped_gemm_experts_class()`` is Megatron-core 0.16.1's ``GroupedMLP`` with its two GEMMs
-replaced by ours: ``kernels.grouped_gemm.grouped_gemm`` (Triton) where the kernel can run (a
+replaced by ours: ``moe_kernels.grouped_gemm.grouped_gemm`` (Triton) where the kernel can run (a
 CUDA tensor, or Triton's interpreter when ``TRITON_INTERPRET=1`` was set before triton was
-imported: tests), else ``kernels.reference.grouped_gemm``, its pure-torch reference with the same
+imported: tests), else ``moe_kernels.reference.grouped_gemm``, its pure-torch reference with the same
 signature (the CPU path). Everything else is Megatron's: the MoE layer, router and dispatcher
 around it, and ``GroupedMLP``'s parameters and ``sharded_state_dict`` — ``weight1`` [h, E*2f]
 holding [E, h, 2f] (fc1 rows [gate; up], transposed) and ``weight2`` [E*f, h] holding [E, f, h],
@@ -33,10 +33,10 @@ import torch.nn.functional as F
 def gemm_for(x: torch.Tensor) -> tuple[str, Callable]:
     """(name, function) of the grouped GEMM for tensors like ``x``: the Triton kernel where it runs."""
     if x.is_cuda or os.environ.get("TRITON_INTERPRET") == "1":
-        from kernels.grouped_gemm import grouped_gemm
+        from moe_kernels.grouped_gemm import grouped_gemm
 
         return "triton", grouped_gemm
-    from kernels.reference import grouped_gemm
+    from moe_kernels.reference import grouped_gemm
 
     return "reference", grouped_gemm
 

@@ -79,7 +79,7 @@ class ModelConfig(StrictModel):
     moe_layer_freq: int | list[int] = 1
     moe_first_k_dense_layers: int = Field(default=0, ge=0)  # ours: the first k layers stay dense
     # kernels with the same signatures plug in here: torch (default, any device) or triton
-    # (kernels/: CUDA, or Triton's interpreter on CPU for tests)
+    # (moe_kernels/: CUDA, or Triton's interpreter on CPU for tests)
     moe_backend: Literal["torch", "triton"] = "torch"
 
     # -- multi-token prediction ------------------------------------------------------------

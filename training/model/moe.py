@@ -1,7 +1,7 @@
 """Dropless MoE: sigmoid router with aux-loss-free expert bias, grouped-GEMM experts, shared expert.
 
 The layer is four steps with fixed signatures, so faster kernels with the same signatures
-(``moe_backend: triton`` plugs in ``kernels/``) can replace any of them:
+(``moe_backend: triton`` plugs in ``moe_kernels/``) can replace any of them:
 
     route(logits [N,E], ...)                       -> probs [N,k], indices [N,k], scores [N,E]
     permute(x [N,h], indices [N,k], E)             -> x_perm [N*k,h] (expert-major), order [N*k], tokens_per_expert [E]
@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from core.errors import ConfigError
-from kernels import reference
+from moe_kernels import reference
 from training.model.config import ModelConfig
 
 
@@ -56,7 +56,7 @@ def route(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Top-k routing: combine weights [N,k], expert ids [N,k] and all scores [N,E].
 
-    ``kernels.reference.route`` (the semantics the Triton router reproduces) without its
+    ``moe_kernels.reference.route`` (the semantics the Triton router reproduces) without its
     per-expert counts, which ``permute`` returns."""
     gates, ids, scores, _ = reference.route(logits, topk, score_function, expert_bias, num_groups, group_topk,
                                             scaling_factor)
@@ -119,7 +119,7 @@ def get_backend(name: str) -> MoEBackend:
     if name == "triton":
         # imported here: defining the Triton kernels is only needed (and only possible to
         # run) where this backend is chosen
-        from kernels.moe_backend import steps, unavailable_reason
+        from moe_kernels.moe_backend import steps, unavailable_reason
 
         if why := unavailable_reason():
             raise ConfigError(f"model.moe_backend: {why}")

@@ -2,7 +2,7 @@
 
 Two Megatron GPTModels from the same converted weights of ours, one with Megatron's own experts
 (``SequentialMLP``, what runs on CPU; its ``GroupedMLP`` needs the CUDA ``grouped_gemm`` package
-and bf16) and one with ours (Megatron's ``GroupedMLP`` on ``kernels.reference.grouped_gemm`` here,
+and bf16) and one with ours (Megatron's ``GroupedMLP`` on ``moe_kernels.reference.grouped_gemm`` here,
 the Triton kernel on CUDA): the same per-token losses, MTP included, and the same gradients for
 every parameter (the experts' compared through the same stacking as the weights). A dist
 checkpoint of ours loads into ``SequentialMLP`` tensor for tensor (``convert.py``'s path).

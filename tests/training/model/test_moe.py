@@ -161,4 +161,4 @@ def test_backend_is_named_in_the_config():
     be = get_backend("torch")
     assert be.experts is grouped_experts and be.route is route
     with pytest.raises(ConfigError, match="moe_backend"):
-        get_backend("cutlass")  # unknown; "triton" is tested in tests/kernels
+        get_backend("cutlass")  # unknown; "triton" is tested in tests/moe_kernels

@@ -11,7 +11,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from tests.kernels.conftest import DEVICE, ON_GPU, needs_kernels
+from tests.moe_kernels.conftest import DEVICE, ON_GPU, needs_kernels
 from tests.training.glm_tiny import tiny_model
 from training.model.moe import MoELayer, get_backend
 
@@ -71,7 +71,7 @@ def test_layer_forward_backward_equal_on_both_backends(name):
 
 
 def test_triton_backend_is_the_kernels():
-    from kernels import grouped_gemm, permute
+    from moe_kernels import grouped_gemm, permute
 
     be = get_backend("triton")
     assert be.experts is grouped_gemm.expert_ffn
@@ -89,7 +89,7 @@ def test_triton_backend_without_cuda_or_interpreter_is_a_config_error():
         "    MoELayer(tiny_model(moe_backend='triton'))\n"
         "except ConfigError as e:\n"
         "    print('CONFIG', e)\n"
-        "from kernels.permute import permute\n"
+        "from moe_kernels.permute import permute\n"
         "try:\n"
         "    permute(torch.zeros(2, 4), torch.zeros(2, 1, dtype=torch.long), 3)\n"
         "except RuntimeError as e:\n"

@@ -6,8 +6,8 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from kernels import reference
-from tests.kernels.conftest import DEVICE, needs_kernels
+from moe_kernels import reference
+from tests.moe_kernels.conftest import DEVICE, needs_kernels
 
 pytestmark = needs_kernels
 
@@ -31,7 +31,7 @@ def _inputs(N, E, seed=0):
 
 
 def _route_both(logits, bias, k, groups, fn, scale):
-    from kernels import router
+    from moe_kernels import router
 
     ng, gk = groups or (None, None)
     mine = router.route(logits, k, fn, bias, ng, gk, scale)
@@ -68,7 +68,7 @@ def test_router_matches_reference_forward_and_backward(case):
 
 
 def test_bias_chooses_but_never_weights():
-    from kernels import router
+    from moe_kernels import router
 
     logits = torch.tensor([[0.0, 2.0, 1.0, -1.0]], device=DEVICE)
     gates, ids, _, counts = router.route(
@@ -79,7 +79,7 @@ def test_bias_chooses_but_never_weights():
 
 
 def test_all_tokens_to_one_expert():
-    from kernels import router
+    from moe_kernels import router
 
     logits = torch.randn(40, 7, device=DEVICE)
     logits[:, 5] += 20.0
@@ -89,7 +89,7 @@ def test_all_tokens_to_one_expert():
 
 
 def test_no_tokens():
-    from kernels import router
+    from moe_kernels import router
 
     logits = torch.zeros(0, 8, device=DEVICE, requires_grad=True)
     gates, ids, scores, counts = router.route(logits, 2, "sigmoid", None)

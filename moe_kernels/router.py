@@ -16,7 +16,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.runtime import check_device
+from moe_kernels.runtime import check_device
 
 
 @triton.jit
@@ -196,7 +196,7 @@ def route(
     group_topk: int | None = None,
     scaling_factor: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Triton ``kernels.reference.route``: gates [N,k] fp32, ids [N,k], scores [N,E], tokens_per_expert [E].
+    """Triton ``moe_kernels.reference.route``: gates [N,k] fp32, ids [N,k], scores [N,E], tokens_per_expert [E].
 
     Differentiable in ``logits`` through gates and scores; the expert bias gets no gradient
     (it is moved by load counts, see ``MoELayer.update_expert_bias``)."""

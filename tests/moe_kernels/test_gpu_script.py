@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.kernels.conftest import ON_GPU
+from tests.moe_kernels.conftest import ON_GPU
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "kernels_gpu.py"

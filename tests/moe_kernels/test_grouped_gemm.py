@@ -6,8 +6,8 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from kernels import reference
-from tests.kernels.conftest import DEVICE, needs_kernels
+from moe_kernels import reference
+from tests.moe_kernels.conftest import DEVICE, needs_kernels
 from training.model.moe import loop_experts
 
 pytestmark = needs_kernels
@@ -38,7 +38,7 @@ def _problem(counts, K, N, dtype, transposed, seed=0):
 @pytest.mark.parametrize("case", COUNTS)
 @pytest.mark.parametrize("transposed", [False, True])
 def test_grouped_gemm_matches_loop_fp32(case, transposed):
-    from kernels.grouped_gemm import grouped_gemm
+    from moe_kernels.grouped_gemm import grouped_gemm
 
     x, base, w, counts, dy = _problem(COUNTS[case], K=40, N=24, dtype=torch.float32, transposed=transposed)
     y = grouped_gemm(x, w, counts)
@@ -56,7 +56,7 @@ def test_grouped_gemm_matches_loop_fp32(case, transposed):
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_grouped_gemm_half_precision_accumulates_in_fp32(dtype):
-    from kernels.grouped_gemm import grouped_gemm
+    from moe_kernels.grouped_gemm import grouped_gemm
 
     x, base, w, counts, dy = _problem(COUNTS["nine_experts"], K=96, N=48, dtype=dtype, transposed=True)
     y = grouped_gemm(x, w, counts)
@@ -73,7 +73,7 @@ def test_grouped_gemm_half_precision_accumulates_in_fp32(dtype):
 
 @pytest.mark.parametrize("case", ["empty_experts", "nine_experts"])
 def test_expert_ffn_matches_reference_and_training_loop(case):
-    from kernels.grouped_gemm import expert_ffn
+    from moe_kernels.grouped_gemm import expert_ffn
 
     g = torch.Generator().manual_seed(0)
     counts = torch.tensor(COUNTS[case], device=DEVICE)
@@ -95,7 +95,7 @@ def test_expert_ffn_matches_reference_and_training_loop(case):
 
 
 def test_grouped_gemm_rejects_mixed_dtypes():
-    from kernels.grouped_gemm import grouped_gemm
+    from moe_kernels.grouped_gemm import grouped_gemm
 
     x = torch.randn(4, 16, device=DEVICE, dtype=torch.bfloat16)
     with pytest.raises(TypeError, match="cast w"):

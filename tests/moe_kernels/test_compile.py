@@ -19,7 +19,7 @@ def test_all_kernels_compile_for_sm90(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     out = tmp_path / "compile.json"
     r = subprocess.run(
-        [sys.executable, "-m", "kernels.compile_check", "--arch", "90", "--json", str(out)],
+        [sys.executable, "-m", "moe_kernels.compile_check", "--arch", "90", "--json", str(out)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert r.returncode == 0, r.stderr[-3000:]

@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 import torch
 
-from kernels import grouped_gemm, permute, router
-from kernels.runtime import unavailable_reason
+from moe_kernels import grouped_gemm, permute, router
+from moe_kernels.runtime import unavailable_reason
 
 
 def route(

@@ -19,7 +19,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.runtime import check_device, interpreting
+from moe_kernels.runtime import check_device, interpreting
 
 
 @triton.jit
@@ -208,12 +208,12 @@ class _Unpermute(torch.autograd.Function):
 def permute(
     x: torch.Tensor, ids: torch.Tensor, num_experts: int
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Triton ``kernels.reference.permute``: x_perm [N*k, h] expert-major, order [N*k], tokens_per_expert [E]."""
+    """Triton ``moe_kernels.reference.permute``: x_perm [N*k, h] expert-major, order [N*k], tokens_per_expert [E]."""
     check_device(x)
     return _Permute.apply(x, ids, num_experts)
 
 
 def unpermute(y: torch.Tensor, order: torch.Tensor, gates: torch.Tensor) -> torch.Tensor:
-    """Triton ``kernels.reference.unpermute``: out [N, h] = sum_j gates[t, j] * (row of pick (t, j))."""
+    """Triton ``moe_kernels.reference.unpermute``: out [N, h] = sum_j gates[t, j] * (row of pick (t, j))."""
     check_device(y)
     return _Unpermute.apply(y, order, gates)

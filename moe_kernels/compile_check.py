@@ -8,7 +8,7 @@ integers divisible by 16, integers equal to 1 become constants). It catches what
 interpreter cannot: code that does not lower, tiles that do not fit shared memory, GEMMs
 that miss tensor cores or software pipelining. Must run without ``TRITON_INTERPRET``.
 
-    python -m kernels.compile_check --arch 90 [--dtype bf16] [--json out.json]
+    python -m moe_kernels.compile_check --arch 90 [--dtype bf16] [--json out.json]
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from triton.backends.nvidia.compiler import CUDABackend
 from triton.compiler import ASTSource
 from triton.runtime.jit import JITFunction
 
-from kernels import grouped_gemm, permute, router
-from kernels.runtime import interpreting
+from moe_kernels import grouped_gemm, permute, router
+from moe_kernels.runtime import interpreting
 
 MODULES = (router, permute, grouped_gemm)
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}

@@ -1,4 +1,4 @@
-"""kernels/runtime.py stands alone: it imports nothing from the package, and its probe kernel
+"""moe_kernels/runtime.py stands alone: it imports nothing from the package, and its probe kernel
 answers ``interpreting()`` exactly as the real kernels are defined, with or without the interpreter."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 CODE = """
 import sys
-import kernels.runtime as runtime
+import moe_kernels.runtime as runtime
 answer = runtime.interpreting()
-alone = sorted(m for m in sys.modules if m.startswith("kernels."))  # after the call: no lazy import either
+alone = sorted(m for m in sys.modules if m.startswith("moe_kernels."))  # after the call: no lazy import either
 from triton.runtime.interpreter import InterpretedFunction
-from kernels import permute
+from moe_kernels import permute
 print(alone, answer, isinstance(permute._gather_rows, InterpretedFunction))
 """
 
@@ -31,5 +31,5 @@ def _run(interpret: bool) -> str:
 
 
 def test_runtime_alone_and_its_probe_agrees_with_the_kernels():
-    assert _run(interpret=True) == "['kernels.runtime'] True True"
-    assert _run(interpret=False) == "['kernels.runtime'] False False"
+    assert _run(interpret=True) == "['moe_kernels.runtime'] True True"
+    assert _run(interpret=False) == "['moe_kernels.runtime'] False False"

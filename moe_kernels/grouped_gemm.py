@@ -1,6 +1,6 @@
 """Grouped GEMM: ``X_e @ W_e`` for every expert in one launch, rows per expert variable.
 
-Rows are expert-major (``kernels.permute``'s layout): expert e owns rows
+Rows are expert-major (``moe_kernels.permute``'s layout): expert e owns rows
 ``offs[e]:offs[e+1]``. The forward grid covers an upper bound on the number of row tiles,
 ``cdiv(M, BM) + E``, so no host synchronisation is needed to size it; each program finds its
 expert by counting how many experts' tile ranges end at or before its tile id (a vector
@@ -22,7 +22,7 @@ import triton
 import triton.language as tl
 from pydantic import BaseModel, ConfigDict, Field
 
-from kernels.runtime import check_device, interpreting
+from moe_kernels.runtime import check_device, interpreting
 
 
 class TileConfig(BaseModel):
@@ -184,7 +184,7 @@ class _GroupedGemm(torch.autograd.Function):
 def grouped_gemm(
     x: torch.Tensor, w: torch.Tensor, tokens_per_expert: torch.Tensor, config: TileConfig | None = None
 ) -> torch.Tensor:
-    """Triton ``kernels.reference.grouped_gemm``: x [M,K] expert-major rows, w [E,K,N] (any
+    """Triton ``moe_kernels.reference.grouped_gemm``: x [M,K] expert-major rows, w [E,K,N] (any
     strides, e.g. a transposed view), tokens_per_expert [E] summing to M -> y [M,N]."""
     check_device(x)
     if w.dtype != x.dtype:
@@ -199,7 +199,7 @@ def expert_ffn(
     w2: torch.Tensor,
     config: TileConfig | None = None,
 ) -> torch.Tensor:
-    """Triton ``kernels.reference.expert_ffn``: SwiGLU experts as two grouped GEMMs (fc1 rows
+    """Triton ``moe_kernels.reference.expert_ffn``: SwiGLU experts as two grouped GEMMs (fc1 rows
     [gate; up], Megatron's [out, in] weights used through transposed views, no copies)."""
     w1, w2 = w1.to(x.dtype), w2.to(x.dtype)  # autocast does not reach a custom kernel
     gate, up = grouped_gemm(x, w1.transpose(1, 2), tokens_per_expert, config).chunk(2, dim=-1)

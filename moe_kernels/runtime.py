@@ -3,7 +3,7 @@
 ``TRITON_INTERPRET=1`` is read by ``@triton.jit`` when a kernel is *defined*, and triton's
 own library functions (``tl.sum``, ``tl.sigmoid``...) are defined when triton is first
 imported, so it must be set before anything in the process imports triton
-(tests/kernels/conftest.py does that). Kernels defined without it are compiled for the GPU
+(tests/moe_kernels/conftest.py does that). Kernels defined without it are compiled for the GPU
 and cannot touch CPU tensors; ``check_device`` turns the otherwise cryptic Triton error into
 one line that says what to do.
 """
@@ -40,7 +40,7 @@ def unavailable_reason() -> str | None:
 
 
 def check_device(t: torch.Tensor) -> None:
-    # meta tensors pass: kernels.compile_check runs the wrappers on them to record launches
+    # meta tensors pass: moe_kernels.compile_check runs the wrappers on them to record launches
     if t.device.type not in ("cuda", "meta") and not interpreting():
         raise RuntimeError(
             f"a {t.device} tensor was given to a compiled Triton kernel: move it to CUDA, or set "

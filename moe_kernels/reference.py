@@ -2,7 +2,7 @@
 
 These are the semantics the Triton kernels must reproduce (tests compare outputs and
 gradients), and they are what autograd's ``gradcheck`` checks in float64. ``training.model.moe``'s
-torch backend routes, permutes and unpermutes with them; they live here so that ``kernels/``
+torch backend routes, permutes and unpermutes with them; they live here so that ``moe_kernels/``
 depends on torch alone, as the layering in DESIGN.md requires.
 
     route(logits [N,E], topk, ...)            -> gates [N,k], ids [N,k], scores [N,E], tokens_per_expert [E]

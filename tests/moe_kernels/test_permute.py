@@ -6,8 +6,8 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from kernels import reference
-from tests.kernels.conftest import DEVICE, needs_kernels
+from moe_kernels import reference
+from tests.moe_kernels.conftest import DEVICE, needs_kernels
 
 pytestmark = needs_kernels
 
@@ -33,7 +33,7 @@ KINDS = ["random", "empty_experts", "single_token", "one_expert", "many_experts"
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_permute_unpermute_match_reference(kind, dtype):
-    from kernels import permute
+    from moe_kernels import permute
 
     g = torch.Generator().manual_seed(0)
     ids, E = _ids(kind, g)
@@ -67,7 +67,7 @@ def test_permute_unpermute_match_reference(kind, dtype):
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_round_trip_is_exactly_the_identity(kind):
-    from kernels import permute
+    from moe_kernels import permute
 
     g = torch.Generator().manual_seed(1)
     ids, E = _ids(kind, g)
@@ -84,7 +84,7 @@ def test_round_trip_is_exactly_the_identity(kind):
 
 
 def test_expert_rows_are_contiguous_and_token_ordered():
-    from kernels import permute
+    from moe_kernels import permute
 
     ids = torch.tensor([[2, 0], [0, 1], [2, 1], [0, 2]], device=DEVICE)
     x = torch.arange(4.0, device=DEVICE)[:, None].repeat(1, 3)
@@ -96,7 +96,7 @@ def test_expert_rows_are_contiguous_and_token_ordered():
 
 
 def test_no_tokens():
-    from kernels import permute
+    from moe_kernels import permute
 
     x = torch.zeros(0, 8, device=DEVICE, requires_grad=True)
     ids = torch.zeros(0, 2, dtype=torch.int64, device=DEVICE)

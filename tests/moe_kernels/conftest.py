@@ -28,15 +28,15 @@ if not ON_GPU and "triton" not in sys.modules:
     try:
         import triton.experimental.gluon  # noqa: F401
 
-        import kernels.compile_check  # noqa: F401  (imports every kernel module)
-        import kernels.moe_backend  # noqa: F401
+        import moe_kernels.compile_check  # noqa: F401  (imports every kernel module)
+        import moe_kernels.moe_backend  # noqa: F401
     finally:
         if _previous is None:
             del os.environ["TRITON_INTERPRET"]
         else:
             os.environ["TRITON_INTERPRET"] = _previous
 
-from kernels.runtime import interpreting  # noqa: E402
+from moe_kernels.runtime import interpreting  # noqa: E402
 
 IN_PROCESS = ON_GPU or interpreting()
 needs_kernels = pytest.mark.skipif(

@@ -14,7 +14,8 @@ API (what a rollout server calls)::
 batching requests with different settings). Prompts are lists of token ids of any lengths
 (at least one token each): they are left-padded into one batch, the pads hidden by a key mask
 and RoPE positions counted per row, so every row sees exactly what it would see alone. One
-prefill over the padded prompts fills the latent caches, then one token per live row per
+prefill over the padded prompts fills the latent caches (equal prompts, such as a GRPO group's,
+are prefilled once and their cache rows repeated), then one token per live row per
 step; rows that finish leave the batch (their cache rows are dropped), so a long tail does not
 keep paying for finished rows.
 
@@ -125,18 +126,34 @@ def sample(
         model.train(was_training)
 
 
-def _sample(model: Policy, prompts, plist, generator) -> list[Completion]:
-    n = len(prompts)
-    dev = model.device  # everything lives where the model does
+def _prefill(model: Policy, prompts: list[tuple[int, ...]], dev) -> tuple[torch.Tensor, object, torch.Tensor]:
+    """One forward over the left-padded prompts: (last logits [B, V], caches, key mask [B, width])."""
     lens = torch.tensor([len(p) for p in prompts], device=dev)
     width = int(lens.max())
     pad = width - lens  # left padding per row
-    tokens = torch.zeros(n, width, dtype=torch.long, device=dev)
+    tokens = torch.zeros(len(prompts), width, dtype=torch.long, device=dev)
     for i, p in enumerate(prompts):
         tokens[i, int(pad[i]) :] = torch.tensor(p, dtype=torch.long, device=dev)
     cols = torch.arange(width, device=dev)[None, :]
     key_mask = cols >= pad[:, None]
     positions = (cols - pad[:, None]).clamp(min=0)
+    logits, caches = model.decode(tokens, None, positions=positions, key_mask=key_mask)
+    return logits[:, -1], caches, key_mask
+
+
+def _sample(model: Policy, prompts, plist, generator) -> list[Completion]:
+    n = len(prompts)
+    dev = model.device  # everything lives where the model does
+    lens = torch.tensor([len(p) for p in prompts], device=dev)
+    # GRPO asks for a group of completions of each prompt: equal prompts are prefilled once and
+    # their cache rows repeated, as a prefix cache would (a row's prefill depends on its own tokens only)
+    first: dict[tuple[int, ...], int] = {}
+    of_row = [first.setdefault(tuple(p), len(first)) for p in prompts]
+    last, caches, key_mask = _prefill(model, list(first), dev)
+    if len(first) < n:
+        rows = torch.tensor(of_row, device=dev)
+        caches = model.select(caches, rows)
+        last, key_mask = last[rows], key_mask[rows]
 
     temps = torch.tensor([p.temperature for p in plist], dtype=torch.float32, device=dev)
     top_p = torch.tensor([p.top_p for p in plist], dtype=torch.float32, device=dev)
@@ -144,10 +161,8 @@ def _sample(model: Policy, prompts, plist, generator) -> list[Completion]:
     budget = [p.max_tokens for p in plist]
     outs = [Completion() for _ in range(n)]
 
-    logits, caches = model.decode(tokens, None, positions=positions, key_mask=key_mask)
     live = torch.arange(n, device=dev)  # original row of each batch row
     next_pos = lens.clone()
-    last = logits[:, -1]
     while len(live):
         tok, lp, slp = _pick(last, temps[live], top_p[live], generator)
         keep = []

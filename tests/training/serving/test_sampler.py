@@ -103,3 +103,45 @@ def test_bad_requests_are_user_errors(model):
     with pytest.raises(UserError, match="top_p"):
         sample(model, [[1]], SamplingParams(top_p=0))
     assert model.training  # restored after the call
+
+
+def _counting(policy, calls: list[int]):
+    """The policy with its decode calls' batch sizes recorded (the real decode runs)."""
+    real = policy.decode
+
+    def decode(tokens, cache, **kw):
+        calls.append(tokens.shape[0])
+        return real(tokens, cache, **kw)
+
+    policy.decode = decode
+    return policy
+
+
+@pytest.mark.parametrize("kind", ["glm", "hf"])
+def test_equal_prompts_are_prefilled_once_and_sample_as_if_alone(kind, model, request):
+    """A GRPO group: each distinct prompt is prefilled once and its cache rows repeated; every
+    completion's logprobs still equal the training forward's, greedy rows equal the prompt alone."""
+    from training.policy import as_policy
+    from training.policy.hf import HFPolicy
+
+    policy = as_policy(model) if kind == "glm" else HFPolicy.load(request.getfixturevalue("tiny_hf"))
+    a, b = [3, 7, 9, 1, 4], [5, 8]
+    prompts = [a, a, b, a, b, b, a]
+    calls: list[int] = []
+    g = torch.Generator().manual_seed(3)
+    outs = sample(_counting(policy, calls), prompts, SamplingParams(temperature=0.9, max_tokens=6), generator=g)
+    assert calls[0] == 2 and calls[1] == len(prompts)  # one prefill row per distinct prompt, then every row
+    assert len({tuple(o.tokens) for o in outs}) > 2  # the rows of a group sampled apart
+    rows = [p + o.tokens for p, o in zip(prompts, outs, strict=True)]
+    tokens, doc_lens = pad_rows(rows)
+    with torch.no_grad():
+        logp = token_logprobs(policy, tokens, doc_lens, temperature=0.9)
+    for i, (p, o) in enumerate(zip(prompts, outs, strict=True)):
+        want = logp[i, len(p) : len(p) + len(o.tokens)]
+        torch.testing.assert_close(torch.tensor(o.logprobs), want, atol=1e-4, rtol=0)
+    greedy = SamplingParams(temperature=0, max_tokens=5)
+    group = sample(policy, [b, a, a, b], greedy)
+    for p, t in zip([b, a, a, b], group, strict=True):
+        alone = sample(policy, [p], greedy)[0]
+        assert alone.tokens == t.tokens
+        torch.testing.assert_close(torch.tensor(alone.logprobs), torch.tensor(t.logprobs), atol=1e-5, rtol=0)

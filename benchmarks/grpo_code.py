@@ -65,10 +65,9 @@ def main(argv: list[str] | None = None) -> None:
     args.out = args.out.resolve()
     if args.fresh:
         shutil.rmtree(args.out, ignore_errors=True)
+    from samples.post_train import SHARED_SEEDS as seeds_dir
     from swe_envs.docker_setup import docker_ok
     from swe_envs.terminal.seeds import extract_seeds
-
-    seeds_dir = ROOT.parent / "shared" / "terminal-seeds"
     engine, reason = docker_ok()
     if not engine or not any(seeds_dir.glob("*.tgz")):
         why = f"no Docker engine: {reason}" if not engine else f"no seed archives at {seeds_dir}"

@@ -175,13 +175,12 @@ def main(argv: list[str] | None = None) -> None:
     if args.fresh:
         shutil.rmtree(args.out, ignore_errors=True)
     args.out.mkdir(parents=True, exist_ok=True)
-    from samples.post_train import build_post_train
+    from samples.post_train import build_post_train, default_seeds
 
     def log(msg: str) -> None:
         print(msg, flush=True)
 
-    seeds_dir = ROOT.parent / "shared" / "terminal-seeds"
-    build_post_train(seeds=seeds_dir if seeds_dir.is_dir() else None, log=log)
+    build_post_train(seeds=default_seeds(), log=log)
     t0 = time.monotonic()
     sft = sft_part(args.out, args.sft_steps, log)
     start = sft["checkpoint"]

@@ -84,13 +84,12 @@ def main(argv: list[str] | None = None) -> None:
     args.out = args.out.resolve()
     if args.fresh:
         shutil.rmtree(args.out, ignore_errors=True)
-    from samples.post_train import build_post_train
+    from samples.post_train import build_post_train, default_seeds
 
     def log(msg: str) -> None:
         print(msg, flush=True)
 
-    seeds_dir = ROOT.parent / "shared" / "terminal-seeds"
-    build_post_train(seeds=seeds_dir if seeds_dir.is_dir() else None, log=log)
+    build_post_train(seeds=default_seeds(), log=log)
     rows = {m: run_mode(m, args.out / m, args.steps, log) for m in modes}
     atomic_write_text(args.out / "summary.json", json.dumps({"steps": args.steps, "modes": rows}, indent=1))
     print(json.dumps({m: {k: r[k] for k in ("heldout_loss_before", "heldout_loss_after")} for m, r in rows.items()}))

@@ -176,10 +176,9 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(args.threads)
     model_dir = PolicySource(hf="smollm2").path
     work = Path(tempfile.mkdtemp(prefix="trl-bench-"))
-    from samples.post_train import build_post_train
+    from samples.post_train import build_post_train, default_seeds
 
-    seeds = ROOT.parent / "shared" / "terminal-seeds"  # as post_train_real.py builds it: one manifest for both
-    build_post_train(seeds=seeds if seeds.is_dir() else None, log=lambda m: print(m, flush=True))  # seconds
+    build_post_train(seeds=default_seeds(), log=lambda m: print(m, flush=True))  # seconds, as post_train_real.py
 
     tok, rows, held, cfg = sft_data(model_dir, args.sft_steps, args.sft_batch, args.heldout)
     cfg.train["threads"] = args.threads

@@ -174,12 +174,9 @@ def post_train(
     print_: str = typer.Option(None, "--print", help=PRINT_HELP + ": chat, arithmetic, tool_calls"),
 ) -> None:
     """Real SFT data for a real model: the Python FAQ as chat, Terminal-Bench tasks as tool calls, arithmetic."""
-    from samples.post_train import build_post_train
+    from samples.post_train import build_post_train, default_seeds
 
-    if seeds is None:
-        default = Path(__file__).resolve().parents[2] / "shared" / "terminal-seeds"
-        seeds = default if default.is_dir() else None
-    _emit(build_post_train(cache, seeds, log=_log), print_)
+    _emit(build_post_train(cache, seeds or default_seeds(), log=_log), print_)
 
 
 @app.command()

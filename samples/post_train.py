@@ -35,6 +35,14 @@ from core.cached_samples import CORPUS_HTML, POST_TRAIN
 from core.io import atomic_write_text, write_jsonl_atomic
 from samples.corpus import fetch_package
 
+# the real Terminal-Bench seeds beside the checkout (../shared), where the tool-call records come from
+SHARED_SEEDS = Path(__file__).resolve().parents[2] / "shared" / "terminal-seeds"
+
+
+def default_seeds() -> Path | None:
+    """``SHARED_SEEDS`` when the checkout has it, else None (no tool-call records)."""
+    return SHARED_SEEDS if SHARED_SEEDS.is_dir() else None
+
 BASH_TOOL = {"type": "function", "function": {
     "name": "bash", "description": "Run a bash command in the task's container and return its output.",
     "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}}

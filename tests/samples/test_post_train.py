@@ -14,10 +14,9 @@ import pytest
 from core.cache import cache_dir
 from core.cached_samples import CORPUS_HTML
 from samples.corpus import fetch_package
+from samples.post_train import SHARED_SEEDS as SEEDS
 from samples.post_train import build_post_train, faq_pairs, reasoning_records, seed_records
 from training.chat_template import conversation_of, normalize, render
-
-SEEDS = Path(__file__).resolve().parents[3] / "shared" / "terminal-seeds"
 
 
 @pytest.fixture(scope="module")

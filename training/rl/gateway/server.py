@@ -1,7 +1,8 @@
 """``python -m training.rl gateway``: an OpenAI-compatible endpoint for external agents, recorded for training.
 
     POST /sessions {"task", "group", "group_size"}  -> {"session_id", "base_url"}
-    POST /sessions/ID/v1/chat/completions           OpenAI chat completions (tools, tool_calls, logprobs)
+    POST /sessions/ID/v1/chat/completions           OpenAI chat completions (tools, tool_calls, logprobs,
+                                                    stream: server-sent chunks)
     GET  /sessions/ID/v1/models
     POST /sessions/ID/finish {"reward", "info"}     -> {"trajectories": [...]}
     GET  /sessions/ID                               -> calls, segments, tokens
@@ -11,7 +12,11 @@ An agent framework points its OpenAI client at ``base_url`` (the session is in t
 client works unchanged). Each call is rendered with the GLM-5 chat template and generated
 token-in/token-out on a rollout server (``/generate``: sampled ids, logprobs, a weight version per
 token), and recorded (``recorder.Recording``); the reply comes back parsed into ``content``,
-``reasoning_content`` and ``tool_calls``. ``finish`` with the environment's reward turns the session
+``reasoning_content`` and ``tool_calls``. With ``stream: true`` the same reply comes as OpenAI's
+``chat.completion.chunk`` events (role, reasoning, content with its logprobs, each tool call whole,
+the finish reason, usage when ``stream_options.include_usage``, then ``[DONE]``) once it is generated:
+the rollout server's ``/generate`` returns whole completions, so the chunks carry no earlier first
+token, only the protocol agents that always stream need. ``finish`` with the environment's reward turns the session
 into training trajectories: appended to ``OUT/trajectories.jsonl`` and, with ``--orchestrator URL``,
 handed to the async trainer's buffer (``POST /trajectories``) once every session of its group has
 finished — a group of one cannot be normalised, so agents running a task several times share a group.
@@ -74,8 +79,6 @@ class Gateway:
         messages, tools = body.get("messages"), body.get("tools") or None
         if not isinstance(messages, list) or not messages:
             raise HttpError(400, "messages must be a non-empty list")
-        if body.get("stream"):
-            raise HttpError(400, "stream is not supported; send stream: false")
         if body.get("n", 1) != 1:
             raise HttpError(400, "n must be 1 (an agent session is one trajectory)")
         thinking = bool(body.get("thinking", self.thinking))
@@ -161,7 +164,10 @@ class Gateway:
             return self.open(body)
         sid, rest = (parts[1], parts[2:]) if len(parts) > 1 else ("", [])
         if method == "POST" and rest == ["v1", "chat", "completions"]:
-            return self.chat(sid, body)
+            reply = self.chat(sid, body)
+            if not body.get("stream"):
+                return reply
+            return EventStream(stream_chunks(reply, bool((body.get("stream_options") or {}).get("include_usage"))))
         if method == "GET" and rest == ["v1", "models"]:
             return {"object": "list", "data": [{"id": "policy", "object": "model"}]}
         if method == "POST" and rest == ["finish"]:
@@ -169,6 +175,33 @@ class Gateway:
         if method == "GET" and not rest:
             return self.status(sid)
         raise HttpError(404, f"no route {method} {path}")
+
+
+class EventStream(list):
+    """Chunks a handler writes as ``text/event-stream`` (``data: {...}`` each, then ``data: [DONE]``)."""
+
+
+def stream_chunks(reply: dict, include_usage: bool) -> list[dict]:
+    """A whole ``chat.completion`` as OpenAI's ``chat.completion.chunk`` sequence; the client's
+    accumulated deltas equal ``reply``'s message (tool calls are sent whole, one delta each)."""
+    (choice,) = reply["choices"]
+    msg = choice["message"]
+    head = {k: reply[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+
+    def chunk(delta: dict, finish: str | None = None, logprobs: dict | None = None) -> dict:
+        return head | {"choices": [{"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish}]}
+
+    out = [chunk({"role": "assistant", "content": ""})]
+    if msg.get("reasoning_content"):
+        out.append(chunk({"reasoning_content": msg["reasoning_content"]}))
+    if msg.get("content") or choice.get("logprobs"):
+        out.append(chunk({"content": msg.get("content") or ""}, logprobs=choice.get("logprobs")))
+    for i, call_ in enumerate(msg.get("tool_calls") or []):
+        out.append(chunk({"tool_calls": [{"index": i, **call_}]}))
+    out.append(chunk({}, choice["finish_reason"]) | {"weight_version": reply["weight_version"]})
+    if include_usage:
+        out.append(head | {"choices": [], "usage": reply["usage"]})
+    return out
 
 
 def serve(gw: Gateway, host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
@@ -186,6 +219,15 @@ def serve(gw: Gateway, host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPS
             self.end_headers()
             self.wfile.write(data)
 
+        def _events(self, chunks: EventStream) -> None:
+            data = b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in chunks) + b"data: [DONE]\n\n"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
         def _handle(self, method: str) -> None:
             try:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0)) if method == "POST" else b""
@@ -195,7 +237,11 @@ def serve(gw: Gateway, host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPS
                     raise HttpError(400, "body is not JSON") from None
                 if not isinstance(body, dict):
                     raise HttpError(400, "body must be a JSON object")
-                self._reply(200, gw.route(method, self.path, body))
+                result = gw.route(method, self.path, body)
+                if isinstance(result, EventStream):
+                    self._events(result)
+                else:
+                    self._reply(200, result)
             except HttpError as err:  # OpenAI's error shape: SDKs raise it as the matching APIError
                 self._reply(err.code, {"error": {"message": str(err), "type": "invalid_request_error", "code": err.code}})
             except Exception as err:  # noqa: BLE001 - a gateway answers, it does not die

@@ -25,7 +25,7 @@ from swe_envs.repos import Snapshot
 # Part of every verified environment's cache key (builder): an image verified under older rules,
 # parsers or collect checks is not reused once they change. Bump it with any change to what a
 # recipe installs, how a run is parsed, or what the collect check accepts.
-RULES_VERSION = "2026-12-02.5"
+RULES_VERSION = "2026-12-03.1"
 
 RULES: dict[str, Callable[[list[str], str], tuple[list[str], str] | None]] = {
     "python": python.python_rules,
@@ -55,5 +55,10 @@ def rule_fix(language: str, recipe: list[str], log: str, snap: Snapshot | None =
     if rule is None:
         return None
     if language == "python":
-        return python.python_rules(recipe, log, toolchain, era)
+        day = None
+        if snap is not None and python.FILTERED_BY_CUTOFF in log:  # only that rule reads it: git is a call
+            from swe_envs.envs.rules.era import commit_date
+
+            day = (commit_date(snap) or "")[:10] or None
+        return python.python_rules(recipe, log, toolchain, era, day)
     return rule(recipe, log, snap) if language in _WITH_SNAPSHOT else rule(recipe, log)

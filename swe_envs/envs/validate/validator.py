@@ -136,6 +136,12 @@ def gold_comparison(inst: dict[str, Any], f2p: list[str], p2p: list[str]) -> dic
     return out
 
 
+def misses_gold(gold: dict[str, Any]) -> bool:
+    """A gold test we do not reproduce: FAIL_TO_PASS differs, or a PASS_TO_PASS test is not passing
+    (an extra passing test is no failure to explain)."""
+    return not gold["FAIL_TO_PASS"]["match"] or bool(gold["PASS_TO_PASS"]["missing"])
+
+
 class Validator:
     def __init__(self, sandbox: Sandbox, runs: int, select_touched: bool, log_dir: Path | None,
                  before_may_fail_to_build: bool = False, cfg: SweEnvsConfig | None = None, builder=None):
@@ -206,7 +212,7 @@ class Validator:
         gold = gold_comparison(inst, result.f2p, result.p2p)
         if gold is not None:
             out["validation"]["gold"] = gold
-            if network == "none" and not gold["FAIL_TO_PASS"]["match"]:
+            if network == "none" and misses_gold(gold):  # the after-run log may say why: no network
                 out["validation"]["needs_network"] = network_needed([r.log for r in after.runs])
         out["logs"] = self._save_logs(inst["instance_id"], before, after)
         return out

@@ -11,7 +11,7 @@ from swe_envs.config import SweEnvsConfig
 from swe_envs.envs.environment.builder import Environment
 from swe_envs.envs.environment.network_needs import network_needed
 from swe_envs.envs.evaluate import Outcome, grade, make_report, patch_problem, read_predictions
-from swe_envs.envs.validate.validator import Validator, gold_comparison
+from swe_envs.envs.validate.validator import Validator, gold_comparison, misses_gold
 
 INSTANCES = {"a": {"instance_id": "a", "patch": "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-1\n+2\n"},
              "b": {"instance_id": "b", "patch": "p"}}
@@ -78,3 +78,6 @@ def test_gold_comparison():
     diff = gold_comparison(inst, ["t1"], ["t2", "t4"])
     assert not diff["exact"] and diff["PASS_TO_PASS"] == {"match": False, "missing": ["t3"], "extra": ["t4"]}
     assert gold_comparison({"FAIL_TO_PASS": "[]", "PASS_TO_PASS": "[]"}, ["t1"], []) is None  # nothing to compare
+    # a gold test not passing is a miss the after-run log may explain (no network); an extra passing one is not
+    assert misses_gold(diff) and not misses_gold(gold_comparison(inst, ["t1"], ["t2", "t3", "t4"]))
+    assert misses_gold(gold_comparison(inst, [], ["t1", "t2", "t3"]))

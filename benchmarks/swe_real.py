@@ -110,6 +110,11 @@ def _outcome(iid: str, gold: tuple[list, list], out: Path) -> dict | None:
     }
 
 
+def _exact(outcome: dict) -> bool:
+    """Both gold lists reproduced exactly."""
+    return bool(outcome.get("f2p_exact") and outcome.get("p2p_exact"))
+
+
 def run_folders(folder: Path) -> list[Path]:
     """A set's run folders under an --out folder, newest first (a folder that is itself one run too)."""
     if (folder / "validate").is_dir():
@@ -139,10 +144,10 @@ def measure_set(src: Path, runs: list[Path]) -> dict:
     return {
         "instances": len(gold), "environments": len(envs), "environments_built": len(ok_envs),
         "validated": sum(v["validated"] for v in per_instance.values()),
-        "gold_exact": sum(1 for v in per_instance.values() if v.get("f2p_exact") and v.get("p2p_exact")),
+        "gold_exact": sum(1 for v in per_instance.values() if _exact(v)),
         # misses the offline run explains: FAIL_TO_PASS needs network, or a missing gold test's log shows it
-        "network_misses": sorted(i for i, v in per_instance.items() if v.get("stage") == "network" or (
-            v.get("needs_network") and not (v.get("f2p_exact") and v.get("p2p_exact")))),
+        "network_misses": sorted(i for i, v in per_instance.items()
+                                 if v.get("stage") == "network" or (v.get("needs_network") and not _exact(v))),
         "gold_resolved": sum(1 for v in per_instance.values() if v.get("resolved")),
         "gold_evaluated": sum(1 for v in per_instance.values() if v.get("resolved") is not None),
         "validate_s": sum(t.get("validate_s", 0) for t in timing), "evaluate_s": sum(t.get("evaluate_s", 0) for t in timing),

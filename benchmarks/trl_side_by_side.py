@@ -176,13 +176,14 @@ def _fresh(fn, *args):
         return pool.submit(fn, *args).result()
 
 
-def sft_side(side: str, model_dir: str, args: argparse.Namespace, out: Path) -> tuple[float, float, int]:
+def sft_side(side: str, model_dir: str, args: argparse.Namespace, out: Path) -> tuple[float, float, int, int, int]:
+    """(seconds, held-out loss, tokens, training rows, held-out rows) of one side's SFT."""
     torch.set_num_threads(args.threads)
     tok, rows, held, cfg = sft_data(model_dir, args.sft_steps, args.sft_batch, args.heldout)
     if side == "ours":
         cfg.train["threads"] = args.threads
-        return ours_sft(cfg, out)
-    return trl_sft(model_dir, tok, rows, held, args.sft_steps, args.sft_batch, out)
+        return (*ours_sft(cfg, out), len(rows), len(held))
+    return (*trl_sft(model_dir, tok, rows, held, args.sft_steps, args.sft_batch, out), len(rows), len(held))
 
 
 def grpo_side(side: str, model_dir: str, args: argparse.Namespace, out: Path) -> dict:
@@ -212,9 +213,8 @@ def main(argv: list[str] | None = None) -> None:
 
     build_post_train(seeds=default_seeds(), log=lambda m: print(m, flush=True))  # seconds, as post_train_real.py
 
-    rows, held = (len(x) for x in sft_data(model_dir, args.sft_steps, args.sft_batch, args.heldout)[1:3])
-    o_s, o_loss, o_tok = _fresh(sft_side, "ours", model_dir, args, work / "ours_sft")
-    t_s, t_loss, t_tok = _fresh(sft_side, "trl", model_dir, args, work / "trl_sft")
+    o_s, o_loss, o_tok, rows, held = _fresh(sft_side, "ours", model_dir, args, work / "ours_sft")
+    t_s, t_loss, t_tok, *_ = _fresh(sft_side, "trl", model_dir, args, work / "trl_sft")
     print(f"SFT  ours {o_tok / o_s:8.1f} tok/s (held-out loss {o_loss:.4f})   TRL {t_tok / t_s:8.1f} tok/s ({t_loss:.4f})")
 
     og, tg = (_fresh(grpo_side, side, model_dir, args, work / f"{side}_grpo") for side in ("ours", "trl"))

@@ -119,10 +119,8 @@ def _no_build_isolation(recipe: list[str], log: str) -> list[str] | None:
     return out if changed else None
 
 
-_FILTERED = re.compile(r"`([A-Za-z0-9_.-]+)` was filtered by `exclude-newer`.*?published at (\d{4}-\d{2}-\d{2})", re.S)
-
-
 FILTERED_BY_CUTOFF = "was filtered by `exclude-newer`"  # uv's hint when the cut-off hid what a requirement needs
+_FILTERED = re.compile(rf"`([A-Za-z0-9_.-]+)` {re.escape(FILTERED_BY_CUTOFF)}.*?published at (\d{{4}}-\d{{2}}-\d{{2}})", re.S)
 REBASED_GAP_DAYS = 30
 _CUTOFF = re.compile(r"--exclude-newer (\d{4}-\d{2}-\d{2})T")
 

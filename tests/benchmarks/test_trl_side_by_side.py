@@ -1,7 +1,7 @@
 """The TRL side-by-side benchmark end to end on a tiny random Llama made by transformers itself
 (standing in for SmolLM2-135M; the figures come from `python benchmarks/trl_side_by_side.py`):
 both SFT sides train the same batches, both GRPO sides the same number of completions, each side in
-a fresh interpreter, and one evaluator scores both final models."""
+a fresh interpreter, repeated, and one evaluator scores both final models."""
 
 from __future__ import annotations
 
@@ -26,12 +26,16 @@ def test_sft_and_grpo_side_by_side_on_a_tiny_model(tmp_path, monkeypatch):
     monkeypatch.setattr("core.local_lm.obtain_smollm2", lambda *a, **k: tiny)
     monkeypatch.setattr(_report, "OUT_DIR", tmp_path / "bench")
     bench.main(["--sft-steps", "2", "--sft-batch", "2", "--heldout", "4", "--grpo-steps", "1", "--grpo-prompts", "2",
-                "--threads", "1"])
+                "--threads", "1", "--repeats", "2"])
     res = json.loads((tmp_path / "bench" / "trl_side_by_side.json").read_text())
     sft, grpo = res["inputs"]["sft"], res["inputs"]["grpo"]
     assert res["name"] == "trl_side_by_side" and res["goal"] == 1.2 and res["ours"] > 0 and res["baseline"] > 0
     # the same batches, row for row (TRL's sampler sequential): the same tokens trained on
     assert sft["tokens"]["ours"] == sft["tokens"]["trl"] > 0
     assert set(sft["heldout_loss_after"]) == {"ours", "trl"} and all(v > 0 for v in sft["heldout_loss_after"].values())
+    # two fresh runs per side, each repeat's ratio kept beside the medians
+    assert len(sft["ratio_per_repeat"]) == len(grpo["ratio_per_repeat"]) == 2
+    assert len(sft["tokens_per_s"]["ours"]) == len(sft["tokens_per_s"]["trl"]) == 2
+    assert sft["positions"] >= sft["tokens"]["ours"]
     assert res["also"][0]["name"] == "trl_side_by_side_grpo" and res["also"][0]["goal"] == 1.5
     assert set(grpo["heldout_reward_after"]["ours"]) == set(grpo["heldout_reward_after"]["trl"]) == {"arithmetic"}

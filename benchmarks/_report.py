@@ -14,7 +14,8 @@ same run, each a row of the same shape. A script that could not run writes
 ``{"name", "status": "skipped"|"failed", "reason"}`` instead (see ``write_status``).
 
 Every file also records where and when it was measured (``provenance``): the UTC time, the commit
-(``+dirty`` when the tree had uncommitted changes), the 1-minute load average and the core count.
+the run started at (``+dirty`` when the tree had uncommitted changes then), the 1-minute load average
+and the core count.
 
 `python benchmarks/_report.py [DIR]` prints the table of every JSON in DIR (default out/bench),
 with the previous run's ratio next to each row when ``DIR/previous/`` holds one.
@@ -117,12 +118,22 @@ def _is_ancestor(commit: str) -> bool:
         return False
 
 
-def provenance() -> dict[str, Any]:
-    """When, at which commit and under what load a result was measured (the README prints all three)."""
+def _code_state() -> str:
     commit = _git("rev-parse", "--short=10", "HEAD")
     dirty = bool(_git("status", "--porcelain", "--untracked-files=no"))
+    return (commit + ("+dirty" if dirty else "")) or "unknown"
+
+
+# the code a run measures is the tree when it started (this module is imported as a benchmark
+# starts), not when it writes its result minutes or hours later: a commit made meanwhile must not
+# label a run of the code before it
+CODE_AT_START = _code_state()
+
+
+def provenance() -> dict[str, Any]:
+    """When, at which commit and under what load a result was measured (the README prints all three)."""
     return {"measured_at": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "commit": (commit + ("+dirty" if dirty else "")) or "unknown",
+            "commit": CODE_AT_START,
             "load_avg_1m": round(os.getloadavg()[0], 2), "cores": os.cpu_count()}
 
 

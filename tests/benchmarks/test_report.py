@@ -152,3 +152,12 @@ def test_only_replaces_one_scripts_rows_and_keeps_the_others(tmp_path, capsys):
     assert _report.main(["--markdown", str(second), "--readme", str(readme), "--only", "minhash"]) == 2
     assert _report.main(["--markdown", str(second), "--only", "sampler"]) == 2
     assert "no minhash.json" in capsys.readouterr().err
+
+
+def test_provenance_names_the_code_the_run_started_with(monkeypatch):
+    """A commit made while a long benchmark runs must not label the run: the commit is read once,
+    when the benchmark imports this module."""
+    start = _report.provenance()["commit"]
+    assert start == _report.CODE_AT_START != "unknown"
+    monkeypatch.setattr(_report, "_git", lambda *a: "feedfacefe")  # HEAD moved on meanwhile
+    assert _report._code_state() == "feedfacefe+dirty" and _report.provenance()["commit"] == start

@@ -76,6 +76,24 @@ class Codec:
             raise UserError(f"messages cannot be rendered: {err}") from None
         return self.encode(text)
 
+    def hands_over(self, ids: list[int]) -> bool:
+        """Whether a turn that stopped handed over to the tools: it ended with ``<|observation|>``."""
+        return ids[-1:] == [self.observation_id]
+
+    def after_turn(self, last: int | None, new: list[dict[str, Any]], thinking: bool = False) -> list[int] | None:
+        """Ids of ``new`` tool/user messages after a model turn whose last sampled id is ``last``, or
+        None when they cannot follow it as the template would (a user turn after a turn that handed
+        over to its tools)."""
+        handed_over = last == self.observation_id
+        if new[0].get("role") == "user" and handed_over:
+            return None
+        ids, _ = self.observation(new, thinking)
+        if new[0].get("role") == "tool" and not handed_over:  # the model stopped otherwise: the role token is ours
+            ids = [self.observation_id] + ids
+        if new[0].get("role") == "user" and last == self.tok.token_to_id(ct.USER):  # its own stop token opened it
+            ids = ids[1:]
+        return ids
+
     def observation(self, messages: list[dict[str, Any]], thinking: bool = False) -> tuple[list[int], list[dict]]:
         """(ids, messages as rendered) of what an environment returns after a model turn that
         ended with ``<|observation|>``: tool results (and any next user instruction), then the

@@ -29,6 +29,7 @@ import torch
 from core.errors import InputError, UserError
 from training.checkpoint import PREFIX, mismatches, publish, rng_state
 from training.optim.muon import Muon
+from training.policy import hf_chat
 from training.policy.base import Policy
 
 DTYPES = ("float32", "bfloat16", "float16")
@@ -54,19 +55,62 @@ class HFCodec:
     def token(self, tid: int) -> str:
         return self.tok.convert_ids_to_tokens(tid) or ""
 
+    def _render(self, messages: list[dict], tools: Any = None, generation_prompt: bool = True) -> str:
+        return self.tok.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=generation_prompt)
+
     def chat_prompt(self, messages: Any, thinking: bool = False, tools: Any = None) -> list[int]:
         if not isinstance(messages, list) or not messages:
             raise UserError("messages must be a non-empty list")
         if not self.tok.chat_template:  # a base model serves token ids, not chats
             raise UserError(f"{self.tok.name_or_path}: the tokenizer has no chat template")
+        template = self.tok.chat_template
         try:
-            text = self.tok.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=True)
+            messages = hf_chat.fold_for_template(messages, tools, template)
+            text = self._render(messages, tools if "tools" in template else None)
         except Exception as err:  # noqa: BLE001 - a template error is the caller's bad messages
             raise UserError(f"messages cannot be rendered by the chat template: {err}") from None
         return self.encode(text)
 
     def chat_reply(self, ids: list[int], thinking: bool = False) -> dict[str, Any]:
-        return {"role": "assistant", "content": self.decode(ids).strip()}
+        """The assistant message of sampled ids; ``<tool_call>`` blocks become ``tool_calls``
+        (``training.policy.hf_chat``), read from the text with special tokens kept (a tokenizer may
+        hold ``<tool_call>`` as one) and the end-of-turn token dropped."""
+        end = len(ids)
+        while end and ids[end - 1] in self.stop_ids:
+            end -= 1
+        reply = hf_chat.parse_reply(self.decode(ids[:end], skip_special=False))
+        if "tool_calls" not in reply:  # plain text, as graders have always read it
+            return {"role": "assistant", "content": self.decode(ids).strip()}
+        return reply
+
+    def hands_over(self, ids: list[int]) -> bool:
+        """Whether a turn that stopped at an end-of-turn token handed over to the tools: it called one."""
+        return bool(self.chat_reply(ids).get("tool_calls"))
+
+    def observation(self, messages: list[dict[str, Any]], thinking: bool = False) -> tuple[list[int], list[dict]]:
+        """(ids, messages as rendered) of tool results (and any next user turn) after a model turn
+        that called tools, then the generation prompt — as the model's own template renders them,
+        appended to the sampled ids (``hf_chat.continuation``); special-token text in them is broken."""
+        specials = list(self.tok.all_special_tokens) + [str(t) for t in self.tok.get_added_vocab()]
+        msgs = [{"role": m.get("role"), "content": hf_chat.defuse(str(m.get("content") or ""), specials)} for m in messages]
+        _end, text = self._continuation(msgs)
+        return self.encode(text), msgs
+
+    def after_turn(self, last: int | None, new: list[dict[str, Any]], thinking: bool = False) -> list[int]:
+        """Ids of ``new`` tool/user messages after a model turn whose last sampled id is ``last``;
+        a turn cut off before its end-of-turn token gets the template's one first."""
+        ids, msgs = self.observation(new, thinking)
+        end, _text = self._continuation(msgs)
+        return ids if last in self.stop_ids else self.encode(end) + ids
+
+    def _continuation(self, msgs: list[dict]) -> tuple[str, str]:
+        stops = [self.tok.decode([i], skip_special_tokens=False) for i in self.stop_ids]
+        try:
+            return hf_chat.continuation(lambda ms, gen: self._render(ms, None, gen), msgs, stops)
+        except UserError:
+            raise
+        except Exception as err:  # noqa: BLE001 - the template refused these messages
+            raise UserError(f"observation cannot be rendered by the chat template: {err}") from None
 
     def save(self, directory: Path) -> None:
         self.tok.save_pretrained(str(directory))

@@ -28,6 +28,7 @@ and external agent frameworks can point at SGLang or vLLM instead):
 from __future__ import annotations
 
 import json
+import tempfile
 import threading
 import time
 import uuid
@@ -174,10 +175,14 @@ class RolloutServer:
         return {"success": True, "weight_version": version}
 
     def tokenizer(self, body: dict[str, Any]) -> dict[str, Any]:
-        # the agent gateway renders GLM-5's template with this tokenizer: a model with its own template has none to give
-        if not isinstance(self.codec, Codec):
-            raise HttpError(400, "this server's model uses its own chat template; the gateway needs a GLM-5 tokenizer")
-        return {"tokenizer": self.codec.tok.to_str()}
+        # the agent gateway renders prompts with this: GLM-5's template over tokenizer.json, or a
+        # Hugging Face model's own tokenizer files (its chat template in them) and end-of-turn ids
+        if isinstance(self.codec, Codec):
+            return {"tokenizer": self.codec.tok.to_str()}
+        with tempfile.TemporaryDirectory() as d:
+            self.codec.save(Path(d))
+            files = {f.name: f.read_text(encoding="utf-8") for f in sorted(Path(d).iterdir()) if f.is_file()}
+        return {"hf_files": files, "stop_ids": list(self.codec.stop_ids)}
 
     def routes(self) -> dict[str, Any]:
         return {

@@ -10,7 +10,8 @@ added (so the shorter rendering is not a prefix of the whole) are rejected as
 ``template_not_prefix_stable``, never trained with a wrong mask. A template that does not mention
 ``tool_calls`` / ``reasoning_content`` (SmolLM2's) would drop them silently; they are written into
 the assistant content instead (reasoning as ``<think>R</think>``, each call as a JSON line), and
-the tool list into a system message. One sample per conversation.
+the tool list into a system message (``training.policy.hf_chat.fold_for_template``: the format
+multi-turn rollouts prompt with and parse). One sample per conversation.
 
 **GLM-5 template** (``glm5``). The samples, masks and context rule of our own model's SFT
 (``training.sft.data.tokenized_samples``, the configured ``data.mode``), encoded by the HF
@@ -22,8 +23,6 @@ generation config stops on the template's stop tokens.
 
 from __future__ import annotations
 
-import json
-
 from core.errors import InputError
 from training.chat_template import (
     SPECIAL_TOKENS,
@@ -34,34 +33,13 @@ from training.chat_template import (
     glm5_jinja,
     render,
 )
+from training.policy.hf_chat import fold_for_template
 from training.sft.data import ReadReport, conversations, tokenized_samples
 
 Samples = dict[str, list[tuple[list[int], list[int]]]]
 
 
 # -- the model's own template ----------------------------------------------------------------------
-def _fold_for_template(msgs: list[dict], tools: list, template: str) -> list[dict]:
-    """Messages the template can render without losing content (see the module docstring)."""
-    out = []
-    if tools and "tools" not in template:
-        out.append(
-            {
-                "role": "system",
-                "content": "Tools:\n" + "\n".join(json.dumps(t, ensure_ascii=False) for t in tools),
-            }
-        )
-    for m in msgs:
-        m = dict(m)
-        if m["role"] == "assistant":
-            if "reasoning_content" in m and "reasoning_content" not in template:
-                m["content"] = f"<think>{m.pop('reasoning_content')}</think>" + m["content"]
-            if "tool_calls" in m and "tool_calls" not in template:
-                calls = [json.dumps(c["function"], ensure_ascii=False) for c in m.pop("tool_calls")]
-                m["content"] = "\n".join([m["content"], *calls]).strip()
-        out.append(m)
-    return out
-
-
 def _render(tok, msgs, tools, gen: bool) -> str:
     return tok.apply_chat_template(msgs, tools=tools or None, tokenize=False, add_generation_prompt=gen)
 
@@ -71,7 +49,7 @@ def encode_hf(msgs: list[dict], tools: list, tok) -> tuple[list[int], list[int]]
     template = tok.chat_template or ""
     if not template:
         raise InputError("model.hf: the tokenizer has no chat template")
-    msgs = _fold_for_template(msgs, tools, template)
+    msgs = fold_for_template(msgs, tools, template)
     tools = tools if "tools" in template else []
     full = _render(tok, msgs, tools, False)
     spans = []

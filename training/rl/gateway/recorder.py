@@ -81,18 +81,8 @@ class Recording:
 
     def _continue(self, traj: Trajectory, new: list[dict], thinking: bool) -> list[int] | None:
         """Ids of the new messages after the last sampled turn, or None when they cannot follow it
-        as the template would (a user turn after a turn that handed over to its tools)."""
-        last = traj.output_ids[-1] if traj.output_ids else None
-        handed_over = last == self.codec.observation_id
-        user_id = self.codec.tok.token_to_id("<|user|>")
-        if new[0].get("role") == "user" and handed_over:
-            return None
-        ids, _ = self.codec.observation(new, thinking)
-        if new[0].get("role") == "tool" and not handed_over:  # the model stopped otherwise: the role token is ours
-            ids = [self.codec.observation_id] + ids
-        if new[0].get("role") == "user" and last == user_id:  # the model's own stop token opened this turn
-            ids = ids[1:]
-        return ids
+        as the template would (``after_turn`` of the model's codec: GLM-5's or its own template's)."""
+        return self.codec.after_turn(traj.output_ids[-1] if traj.output_ids else None, new, thinking)
 
     def record(self, output_ids: list[int], logprobs: list[float], versions: list[int], finish: str,
                reply: dict) -> None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import tempfile
 import threading
 import time
 import uuid
@@ -37,6 +38,7 @@ import typer
 
 from core.cli import user_errors
 from core.errors import UserError
+from training.policy import ChatCodec
 from training.policy.codec import Codec
 from training.rl.gateway.recorder import Recording
 from training.serving import rollout_client
@@ -44,7 +46,7 @@ from training.serving.http_json import CallFailure, HttpError, call
 
 
 class Gateway:
-    def __init__(self, upstreams: list[str], codec: Codec, backend: str = "ours", orchestrator: str | None = None,
+    def __init__(self, upstreams: list[str], codec: ChatCodec, backend: str = "ours", orchestrator: str | None = None,
                  out: Path | None = None, thinking: bool = False, max_tokens: int = 512, timeout_s: float = 600.0):
         if not upstreams:
             raise UserError("give at least one --upstream rollout server")
@@ -260,13 +262,25 @@ def serve(gw: Gateway, host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPS
     return server
 
 
-def upstream_codec(upstream: str, tokenizer: Path | None) -> Codec:
-    """The tokenizer given, else the upstream rollout server's own (``GET /tokenizer``)."""
+def upstream_codec(upstream: str, tokenizer: Path | None) -> ChatCodec:
+    """The tokenizer given (GLM-5's ``tokenizer.json``, or a Hugging Face model directory whose own
+    chat template renders prompts), else the upstream rollout server's own (``GET /tokenizer``)."""
+    from training.policy.hf import HFCodec
+
     if tokenizer is not None:
-        return Codec.load(tokenizer)
+        return HFCodec.load(tokenizer) if tokenizer.is_dir() else Codec.load(tokenizer)
     res = call(f"{upstream.rstrip('/')}/tokenizer", None, 30)
-    if isinstance(res, CallFailure) or not isinstance(res.get("tokenizer"), str):
-        raise UserError(f"{upstream} serves no tokenizer ({res}); pass --tokenizer tokenizer.json")
+    if isinstance(res, CallFailure) or not isinstance(res, dict):
+        raise UserError(f"{upstream} serves no tokenizer ({res}); pass --tokenizer tokenizer.json or a model directory")
+    if isinstance(res.get("hf_files"), dict):
+        from transformers import AutoTokenizer
+
+        with tempfile.TemporaryDirectory() as d:
+            for name, text in res["hf_files"].items():
+                (Path(d) / Path(name).name).write_text(str(text), encoding="utf-8")
+            return HFCodec(AutoTokenizer.from_pretrained(d), [int(i) for i in res.get("stop_ids") or []])
+    if not isinstance(res.get("tokenizer"), str):
+        raise UserError(f"{upstream} serves no tokenizer ({res}); pass --tokenizer tokenizer.json or a model directory")
     from tokenizers import Tokenizer
 
     return Codec(Tokenizer.from_str(res["tokenizer"]))
@@ -281,7 +295,8 @@ def main(
     upstream: list[str] = typer.Option(..., help="rollout server URL (repeat for several: round robin)"),
     port: int = typer.Option(8020, help="0 picks a free port"),
     host: str = typer.Option("127.0.0.1"),
-    tokenizer: Path = typer.Option(None, help="tokenizer.json; default: the upstream's (GET /tokenizer)"),
+    tokenizer: Path = typer.Option(None, help="tokenizer.json (GLM-5's template) or a Hugging Face model directory "
+                                             "(its own template); default: the upstream's (GET /tokenizer)"),
     backend: str = typer.Option("ours", help="ours | sglang (both speak /generate)"),
     orchestrator: str = typer.Option(None, help="async RL orchestrator URL: finished groups go to its buffer"),
     out: Path = typer.Option(Path("out/gateway"), help="trajectories.jsonl of finished sessions goes here"),

@@ -84,6 +84,9 @@ class OrchestratorConfig(StrictModel):
     heartbeat: HeartbeatConfig = HeartbeatConfig()
     faults: FaultConfig = FaultConfig()
     thinking: bool = False  # render prompts with thinking on (GLM-5 chat template)
+    # every group that reaches the buffer, as Trajectory payloads (messages, reward and its info, token
+    # ids, logprobs, versions) in OUT/rollouts.jsonl: what the policy did, readable by export-sft
+    save_rollouts: bool = False
 
     @model_validator(mode="after")
     def _consistent(self) -> OrchestratorConfig:

@@ -22,6 +22,7 @@ The trainer's side of the HTTP API is ``training.rl.rollout.trainer_protocol``.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections import Counter, deque
@@ -253,9 +254,10 @@ class Orchestrator(TrainerProtocol, SessionEpisodes, ExternalGroups):
         traj.add_turn(res.output_ids, res.logprobs, res.versions)
         traj.finish_reason = res.finish_reason
         traj.messages.append(self._assistant(g, res.output_ids))
-        # a chat turn goes on only when it handed over to the tools (<|observation|>); an answer ends it
+        # a chat turn goes on only when it handed over to the tools (GLM-5: <|observation|>; a
+        # Hugging Face template: a tool call before its end-of-turn token); an answer ends it
         more = res.finish_reason == "stop" and len(traj.turns) < g.max_turns and (
-            g.token_level or res.output_ids[-1:] == [self.codec.observation_id])
+            g.token_level or self.codec.hands_over(res.output_ids))
         job.stage = "step" if more else "grade"
         return self._step(job) if more else self._grade(job)
 
@@ -349,6 +351,9 @@ class Orchestrator(TrainerProtocol, SessionEpisodes, ExternalGroups):
             survivors = [j for j in g.jobs if j.stage == "done"]
             if len(survivors) >= self.cfg.min_group_size:
                 g.jobs = survivors
+                if self.cfg.save_rollouts:
+                    with open(self.out / "rollouts.jsonl", "a", encoding="utf-8") as fh:
+                        fh.writelines(json.dumps(j.traj.payload()) + "\n" for j in survivors)
                 self.ready.append(g)
                 self.counters["groups_ready"] += 1
                 self.cond.notify_all()

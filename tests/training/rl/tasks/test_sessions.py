@@ -74,19 +74,22 @@ def test_backend_steps_in_a_session_and_grades_with_its_verifier(tasks):
     assert _owned_containers() == []
 
 
-def scripted_rollout(kind: str, args: dict, script: list[str], rl_assets, tmp_path) -> tuple[dict, dict]:
+def scripted_rollout(kind: str, args: dict, script: list[str], rl_assets, tmp_path, codec=None,
+                     turn=None, **extra) -> tuple[dict, dict]:
     """One group from the orchestrator on a session task whose policy is a script behind SGLang's
-    /generate (the known-good tool sequence as GLM-5 tokens, turn k = the k-th reply); (group, summary)."""
+    /generate (the known-good tool sequence as GLM-5 tokens, or as ``codec``'s where ``turn(input_ids)``
+    says which turn is asked for; turn k = the k-th reply); (group, summary)."""
     from training.policy.codec import Codec
     from training.rl.rollout.config import OrchestratorConfig
     from training.rl.rollout.orchestrator import Orchestrator
     from training.rl.tasks.service import TaskService
     from training.serving.http_json import serve_json
 
-    codec = Codec.load(rl_assets["tokenizer"])
+    codec = codec or Codec.load(rl_assets["tokenizer"])
+    turn = turn or (lambda ids: ids.count(codec.observation_id))
 
     def generate(body):
-        ids = codec.encode(script[min(body["input_ids"].count(codec.observation_id), len(script) - 1)])
+        ids = codec.encode(script[min(turn(body["input_ids"]), len(script) - 1)])
         return {"output_ids": ids, "meta_info": {"finish_reason": {"type": "stop"}, "weight_version": 0,
                                                  "output_token_logprobs": [[-0.5, t, None] for t in ids]}}
 
@@ -101,7 +104,7 @@ def scripted_rollout(kind: str, args: dict, script: list[str], rl_assets, tmp_pa
         "rollout": {"backend": "sglang", "replicas": 0, "endpoints": [f"http://127.0.0.1:{policy.server_address[1]}"]},
         "heartbeat": {"interval_s": 0.2, "timeout_s": 30},
         "tasks": [{"name": kind, "kind": kind, "replicas": 0,
-                   "endpoints": [f"http://127.0.0.1:{service.server_address[1]}"]}]})
+                   "endpoints": [f"http://127.0.0.1:{service.server_address[1]}"]}], **extra})
     orch = Orchestrator(cfg, tmp_path / "out", codec, log=lambda m: None)
     orch.start()
     try:
@@ -140,6 +143,46 @@ def test_orchestrator_runs_a_multi_turn_episode_in_a_session(tasks, rl_assets, t
         upto = len(traj["prompt_ids"]) + len(t1) + n_obs
         assert (traj["prompt_ids"] + traj["output_ids"])[:upto] == codec.chat_prompt(traj["messages"][:3],
                                                                                      tools=TOOLS)
+    assert summary["ledger"]["open"] == 0
+    assert _owned_containers() == []
+
+
+def test_a_hugging_face_template_runs_the_same_episode(tasks, rl_assets, hf_tok, tmp_path):
+    """The same episode with a Hugging Face model's own template (SmolLM2's, which renders no tools:
+    they come in the system message): a JSON tool call in ``<tool_call>`` tags, then one as the JSON
+    line SFT trains on, each ending the turn with ``<|im_end|>``; the tool results appended as the
+    template renders them; the reward 1."""
+    from swe_envs.sessions.tools import TOOLS
+    from training.policy import hf_chat
+    from training.policy.hf import HFCodec
+
+    end = "<|im_end|>"
+    codec = HFCodec(hf_tok, [hf_tok.convert_tokens_to_ids(end)])
+    start = hf_tok.convert_tokens_to_ids("<|im_start|>")
+    prompt_starts = 3  # system (the tools), user, the generation prompt; each turn adds a tool turn and a prompt
+    script = ['<tool_call>\n{"name": "bash", "arguments": {"command": "echo 42 > /app/answer.txt"}}\n</tool_call>' + end,
+              '{"name": "submit", "arguments": {}}' + end]
+    group, summary = scripted_rollout("terminal", {"tasks": str(tasks / "tasks")}, script, rl_assets, tmp_path,
+                                      codec=codec, turn=lambda ids: (ids.count(start) - prompt_starts) // 2,
+                                      save_rollouts=True)
+    for traj in group["trajectories"]:
+        assert traj["reward"] == 1.0 and traj["reward_info"]["ended"] == "submit"
+        assert [m["role"] for m in traj["messages"]] == ["user", "assistant", "tool", "assistant"]
+        assert json.loads(traj["messages"][1]["tool_calls"][0]["function"]["arguments"])["command"].startswith("echo 42")
+        t1, t2 = (codec.encode(s) for s in script)
+        n_obs = len(traj["output_ids"]) - len(t1) - len(t2)
+        assert n_obs > 0 and traj["loss_mask"] == [1] * len(t1) + [0] * n_obs + [1] * len(t2)
+        whole = hf_chat.fold_for_template(traj["messages"][:1], TOOLS, hf_tok.chat_template) + [
+            {"role": "assistant", "content": script[0][: -len(end)]}, traj["messages"][2]]
+        assert traj["prompt_ids"] + traj["output_ids"][: len(t1) + n_obs] == codec.encode(
+            hf_tok.apply_chat_template(whole, tokenize=False, add_generation_prompt=True))
+    # save_rollouts: the group as Trajectory payloads, which export-sft turns into SFT rows
+    from training.rl.export import sft_row
+
+    saved = [json.loads(x) for x in (tmp_path / "out" / "rollouts.jsonl").read_text().splitlines()]
+    assert saved == group["trajectories"]
+    rows = [sft_row(r, TOOLS) for r in saved]
+    assert all(r and r["messages"][1]["tool_calls"][0]["function"]["name"] == "bash" for r in rows)
     assert summary["ledger"]["open"] == 0
     assert _owned_containers() == []
 

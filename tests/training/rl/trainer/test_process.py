@@ -67,3 +67,16 @@ def test_the_agentic_config_names_multi_turn_session_tasks():
     cfg = load_cli_config(RLAsyncConfig, CONFIGS / "rl_agentic_tiny.yaml", None)
     assert {t.kind for t in cfg.orchestrator.tasks} == {"swe", "terminal"} and cfg.tokenizer == "smollm2"
     assert all(t.args["max_turns"] > 1 for t in cfg.orchestrator.tasks)
+
+
+def test_the_smollm2_agentic_config_is_the_tiny_one_with_a_real_model():
+    """The same tasks and loop as rl_agentic_tiny.yaml; the model is SmolLM2 as shipped, its own template."""
+    from core.cli import load_cli_config
+    from training.policy import PolicySource
+    from training.rl import CONFIGS
+    from training.rl.trainer.config import RLAsyncConfig
+
+    real = load_cli_config(RLAsyncConfig, CONFIGS / "rl_agentic_smollm2.yaml", None)
+    tiny = load_cli_config(RLAsyncConfig, CONFIGS / "rl_agentic_tiny.yaml", None)
+    assert isinstance(real.model, PolicySource) and real.model.hf == "smollm2" and not real.tokenizer
+    assert real.orchestrator.tasks == tiny.orchestrator.tasks

@@ -91,17 +91,18 @@ class HFCodec:
         """(ids, messages as rendered) of tool results (and any next user turn) after a model turn
         that called tools, then the generation prompt — as the model's own template renders them,
         appended to the sampled ids (``hf_chat.continuation``); special-token text in them is broken."""
-        specials = list(self.tok.all_special_tokens) + [str(t) for t in self.tok.get_added_vocab()]
-        msgs = [{"role": m.get("role"), "content": hf_chat.defuse(str(m.get("content") or ""), specials)} for m in messages]
-        _end, text = self._continuation(msgs)
-        return self.encode(text), msgs
+        msgs = self._defused(messages)
+        return self.encode(self._continuation(msgs)[1]), msgs
 
     def after_turn(self, last: int | None, new: list[dict[str, Any]], thinking: bool = False) -> list[int]:
         """Ids of ``new`` tool/user messages after a model turn whose last sampled id is ``last``;
         a turn cut off before its end-of-turn token gets the template's one first."""
-        ids, msgs = self.observation(new, thinking)
-        end, _text = self._continuation(msgs)
-        return ids if last in self.stop_ids else self.encode(end) + ids
+        end, text = self._continuation(self._defused(new))
+        return self.encode(text) if last in self.stop_ids else self.encode(end + text)
+
+    def _defused(self, messages: list[dict[str, Any]]) -> list[dict]:
+        specials = list(self.tok.all_special_tokens) + [str(t) for t in self.tok.get_added_vocab()]
+        return [{"role": m.get("role"), "content": hf_chat.defuse(str(m.get("content") or ""), specials)} for m in messages]
 
     def _continuation(self, msgs: list[dict]) -> tuple[str, str]:
         stops = [self.tok.decode([i], skip_special_tokens=False) for i in self.stop_ids]

@@ -49,13 +49,16 @@ def fold_for_template(msgs: list[dict], tools: list | None, template: str) -> li
     return out
 
 
-def _call(body: str) -> dict | None:
-    """A tool call of OpenAI's shape from one JSON object with a string ``name``, else None."""
+def _call(body: str, need_arguments: bool = False) -> dict | None:
+    """A tool call of OpenAI's shape from one JSON object with a string ``name`` (and, where
+    ``need_arguments``, an ``arguments`` or ``parameters`` key), else None."""
     try:
         obj = json.loads(body)
     except ValueError:
         return None
     if not isinstance(obj, dict) or not isinstance(obj.get("name"), str) or not obj["name"]:
+        return None
+    if need_arguments and "arguments" not in obj and "parameters" not in obj:
         return None
     args = obj.get("arguments", obj.get("parameters", {}))
     return {"type": "function", "function": {"name": obj["name"], "arguments": args if isinstance(args, str) else json.dumps(args)}}
@@ -63,7 +66,7 @@ def _call(body: str) -> dict | None:
 
 def parse_reply(text: str) -> dict[str, Any]:
     """The assistant message of a reply's text: each ``<tool_call>`` block and each line that is a
-    JSON call (``fold_for_template``'s format) becomes a ``tool_calls`` entry (``arguments`` a JSON
+    JSON call with its arguments (``fold_for_template``'s format) becomes a ``tool_calls`` entry (``arguments`` a JSON
     string, as OpenAI's API has it); a reply without one is plain content. A block or line that is
     not a JSON object with a string ``name`` stays in the content (the environment then says no call
     was found, as it does for GLM-5's template)."""
@@ -76,7 +79,9 @@ def parse_reply(text: str) -> dict[str, Any]:
     kept.append(text[pos:])
     lines = []
     for line in "".join(kept).split("\n"):
-        call = _call(line.strip()) if line.strip().startswith("{") else None
+        # a bare JSON line is a call only with its arguments (what the fold writes): an answer that
+        # happens to be {"name": ...} stays an answer
+        call = _call(line.strip(), need_arguments=True) if line.strip().startswith("{") else None
         if call is not None:
             calls.append(call)
         else:

@@ -27,6 +27,7 @@ and external agent frameworks can point at SGLang or vLLM instead):
 
 from __future__ import annotations
 
+import base64
 import json
 import tempfile
 import threading
@@ -181,7 +182,8 @@ class RolloutServer:
             return {"tokenizer": self.codec.tok.to_str()}
         with tempfile.TemporaryDirectory() as d:
             self.codec.save(Path(d))
-            files = {f.name: f.read_text(encoding="utf-8") for f in sorted(Path(d).iterdir()) if f.is_file()}
+            # base64: a tokenizer may save a binary file (a SentencePiece model) beside its JSON ones
+            files = {f.name: base64.b64encode(f.read_bytes()).decode() for f in sorted(Path(d).iterdir()) if f.is_file()}
         return {"hf_files": files, "stop_ids": list(self.codec.stop_ids)}
 
     def routes(self) -> dict[str, Any]:

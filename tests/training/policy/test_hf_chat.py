@@ -40,6 +40,8 @@ def test_parse_reply_reads_json_tool_calls_and_keeps_the_rest():
     assert lines["tool_calls"] == [{"type": "function", "id": "call_0",
                                     "function": {"name": "bash", "arguments": '{"command": "ls"}'}}]
     assert lines["content"] == 'Checking.\n{"x": 1}'
+    # an answer that is a JSON object with a name, no arguments: an answer, not a call
+    assert "tool_calls" not in hf_chat.parse_reply('{"name": "Alice", "age": 3}')
 
 
 def test_what_sft_trains_is_what_a_rollout_parses_and_prompts_with(codec, hf_tok):

@@ -24,6 +24,7 @@ finished — a group of one cannot be normalised, so agents running a task sever
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import tempfile
@@ -276,8 +277,8 @@ def upstream_codec(upstream: str, tokenizer: Path | None) -> ChatCodec:
         from transformers import AutoTokenizer
 
         with tempfile.TemporaryDirectory() as d:
-            for name, text in res["hf_files"].items():
-                (Path(d) / Path(name).name).write_text(str(text), encoding="utf-8")
+            for name, data in res["hf_files"].items():
+                (Path(d) / Path(name).name).write_bytes(base64.b64decode(str(data)))
             return HFCodec(AutoTokenizer.from_pretrained(d), [int(i) for i in res.get("stop_ids") or []])
     if not isinstance(res.get("tokenizer"), str):
         raise UserError(f"{upstream} serves no tokenizer ({res}); pass --tokenizer tokenizer.json or a model directory")

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-from tests.training.hf.hf_tiny import hf_model
 from training.hf.convert import import_hf, load_model
+from training.hf.tiny import hf_model
 from training.serving.sampler import SamplingParams, sample
 from training.train_config import TrainerConfig
 from training.trainer import train

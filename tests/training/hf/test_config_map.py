@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from core.errors import UserError
-from tests.training.hf.hf_tiny import hf_config, our_config
 from training.hf import config_map
+from training.hf.tiny import hf_config, our_config
 
 
 @pytest.mark.parametrize(

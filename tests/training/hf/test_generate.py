@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from tests.training.conftest import make_tokenizer
-from tests.training.hf.hf_tiny import our_config, perturb
-from tests.training.hf.test_parity import write_ours
 from training.hf.convert import export_checkpoint
+from training.hf.parity import write_ours
+from training.hf.tiny import our_config, perturb
 from training.model.glm import GLMModel
 from training.serving.sampler import SamplingParams, sample
 

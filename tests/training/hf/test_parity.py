@@ -8,69 +8,28 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.training.hf.hf_tiny import SEQ, TOPK, VOCAB, hf_model, our_config, perturb
-from training.checkpoint import save_checkpoint
 from training.hf.convert import export_checkpoint, import_hf, load_model, logits
+from training.hf.parity import ARCHS, TOL, export_diff, hf_logits, ids, import_diff, write_ours
+from training.hf.tiny import SEQ, TOPK, hf_model, our_config, perturb
 from training.model.glm import GLMModel
-from training.optim.optimizers import build_optimizer
-from training.train_config import TrainerConfig
-
-ARCHS = ["glm_moe_dsa", "glm4_moe", "deepseek_v3"]
-TOL = 1e-4
-
-
-def ids(seed: int = 0) -> list[int]:
-    return torch.randint(0, VOCAB, (SEQ,), generator=torch.Generator().manual_seed(seed)).tolist()
-
-
-@torch.no_grad()
-def hf_logits(model, tokens: list[int]) -> torch.Tensor:
-    return model(torch.tensor([tokens])).logits[0].float()
-
-
-def write_ours(model: GLMModel, root) -> None:
-    """A checkpoint exactly as the trainer writes it (weights, optimizer state, trainer.json)."""
-    tcfg = TrainerConfig(model=model.cfg)
-    save_checkpoint(root, 3, model, build_optimizer(model, tcfg.optimizer),
-                    {"loader": None, "config": tcfg.model_dump(mode="json")})  # fmt: skip
 
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_transformers_model_imports_with_equal_logits(arch, tmp_path):
-    hf = hf_model(arch)
-    hf.save_pretrained(tmp_path / "hf")
-    import_hf(tmp_path / "hf", tmp_path / "ckpt", log=lambda _m: None)
-    for seed in range(3):
-        x = ids(seed)
-        diff = (logits(tmp_path / "ckpt", x) - hf_logits(hf, x)).abs().max().item()
-        print(f"{arch} transformers -> ours, seq {seed}: max abs diff {diff:.2e}")
-        assert diff <= TOL, f"{arch}: max abs diff {diff}"
+    diff = import_diff(arch, tmp_path)
+    print(f"{arch} transformers -> ours: max abs diff {diff:.2e}")
+    assert diff <= TOL, f"{arch}: max abs diff {diff}"
 
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_our_export_loads_in_transformers_with_equal_logits(arch, tmp_path):
-    from transformers import AutoModelForCausalLM
-
-    torch.manual_seed(0)
-    ours = GLMModel(our_config(arch))
-    perturb(ours)
-    write_ours(ours, tmp_path / "ckpt")
     # glm4_moe: small shards, so transformers reads an index too
-    shard = 20_000 if arch == "glm4_moe" else 5 * 2**30
-    conf = export_checkpoint(tmp_path / "ckpt", tmp_path / "hf", max_shard_bytes=shard, log=lambda _m: None)
+    diff, conf = export_diff(arch, tmp_path, max_shard_bytes=20_000 if arch == "glm4_moe" else 5 * 2**30)
     assert conf["model_type"] == arch
     assert (tmp_path / "hf" / "model.safetensors.index.json").is_file() == (arch == "glm4_moe")
     assert (tmp_path / "hf" / "generation_config.json").is_file()
-    hf = AutoModelForCausalLM.from_pretrained(tmp_path / "hf").eval()
-    assert type(hf).__name__ == conf["architectures"][0]
-    ours.eval()
-    for seed in range(3):
-        x = ids(seed)
-        with torch.no_grad():
-            mine = ours(torch.tensor([x]), [torch.tensor([SEQ])])[0]
-        diff = (mine - hf_logits(hf, x)).abs().max().item()
-        print(f"{arch} ours -> transformers, seq {seed}: max abs diff {diff:.2e}")
-        assert diff <= TOL, f"{arch}: max abs diff {diff}"
+    print(f"{arch} ours -> transformers: max abs diff {diff:.2e}")
+    assert diff <= TOL, f"{arch}: max abs diff {diff}"
 
 
 def test_dsa_sparse_path_is_what_is_compared(tmp_path):

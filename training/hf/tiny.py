@@ -1,6 +1,7 @@
 """Tiny random models of the three architectures, made by transformers itself (no hub), and
-the matching tiny configs of ours. Norm weights and the router bias are perturbed away from
-their initial ones/zeros so a wrong mapping of any of them shows in the logits."""
+the matching tiny configs of ours, for the parity checks (``training.hf.parity``: the tests and
+``benchmarks/hf_parity.py``). Norm weights and the router bias are perturbed away from their
+initial ones/zeros so a wrong mapping of any of them shows in the logits."""
 
 from __future__ import annotations
 

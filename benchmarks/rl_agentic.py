@@ -12,8 +12,8 @@ called none in 8 episodes (docs/rl-async.md). So the policy is made as GLM-5 mak
    the policy follows the tool sequence more or less: an episode runs from one turn to ``max_turns``.
 Headline: the trainer's idle share of wall time, async vs sync (lower is better); also the wall time
 per trained sample. The JSON has each mode's episode turns, tool calls, rewards and ledger.
-Writes out/bench/rl_agentic.json. Run: `python benchmarks/rl_agentic.py [--sft-steps 150] [--updates 3]`
-(~35 min on 2 cores: the SFT ~20, each RL run ~5).
+Writes out/bench/rl_agentic.json. Run: `python benchmarks/rl_agentic.py [--sft-steps 120] [--updates 3]`
+(~30 min on 2 cores: the SFT ~13, each RL run ~5).
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def rl(paths: dict[str, Path], ckpt: str, updates: int) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sft-steps", type=int, default=150)
+    ap.add_argument("--sft-steps", type=int, default=120)
     ap.add_argument("--updates", type=int, default=3)
     args = ap.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)

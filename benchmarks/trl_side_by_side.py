@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import os
 import sys
 import tempfile
 import time
@@ -173,8 +174,13 @@ def trl_grpo(model_dir: str, runner, cfg, steps: int, out: Path) -> tuple[float,
 
 
 def _fresh(fn, *args):
-    """``fn(*args)`` in a fresh interpreter (spawned): every side starts as cold as a user's run."""
-    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+    """``fn(*args)`` in a fresh interpreter (spawned): every side starts as cold as a user's run. The
+    child ends when this process does (``exit_with_parent``): a killed benchmark's run left running
+    would share the cores with the next one's measurements."""
+    from training.serving.http_json import exit_with_parent
+
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"), initializer=exit_with_parent,
+                             initargs=(1.0, os.getpid())) as pool:
         return pool.submit(fn, *args).result()
 
 

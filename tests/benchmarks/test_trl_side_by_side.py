@@ -39,3 +39,29 @@ def test_sft_and_grpo_side_by_side_on_a_tiny_model(tmp_path, monkeypatch):
     assert sft["positions"] >= sft["tokens"]["ours"]
     assert res["also"][0]["name"] == "trl_side_by_side_grpo" and res["also"][0]["goal"] == 1.5
     assert set(grpo["heldout_reward_after"]["ours"]) == set(grpo["heldout_reward_after"]["trl"]) == {"arithmetic"}
+
+
+def test_a_run_dies_with_the_benchmark(tmp_path):
+    """SIGKILL of the benchmark ends its spawned run: a leftover run would load the next benchmark's cores."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    code = "import sys, time; sys.path.insert(0, '.'); from benchmarks.trl_side_by_side import _fresh; _fresh(time.sleep, 120)"
+    parent = subprocess.Popen([sys.executable, "-c", code], cwd=bench.ROOT)
+    deadline = time.monotonic() + 60
+    kids: list[str] = []
+    while time.monotonic() < deadline and not any(
+            "spawn_main" in open(f"/proc/{k}/cmdline").read() for k in kids if os.path.exists(f"/proc/{k}")):
+        time.sleep(0.5)
+        kids = subprocess.run(["pgrep", "-P", str(parent.pid)], capture_output=True, text=True).stdout.split()
+    workers = [k for k in kids if os.path.exists(f"/proc/{k}") and "spawn_main" in open(f"/proc/{k}/cmdline").read()]
+    assert workers, "no spawned run started"
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(os.path.exists(f"/proc/{k}") for k in workers):
+        time.sleep(0.5)
+    assert not any(os.path.exists(f"/proc/{k}") and "spawn_main" in open(f"/proc/{k}/cmdline").read() for k in workers)

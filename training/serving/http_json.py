@@ -156,11 +156,13 @@ def register_with(orchestrator: str, payload: dict[str, Any], timeout_s: float =
         time.sleep(0.5)
 
 
-def exit_with_parent(poll_s: float = 1.0) -> None:
+def exit_with_parent(poll_s: float = 1.0, parent: int | None = None) -> None:
     """A managed server must not outlive the orchestrator that launched it: an orchestrator killed
     with SIGKILL cannot stop its children (they run in their own sessions), so each one watches
-    for being re-parented and then sends itself SIGTERM (its normal, unwinding shutdown)."""
-    parent = os.getppid()
+    for being re-parented and then sends itself SIGTERM (its normal, unwinding shutdown).
+    ``parent``: the pid the caller was started by, where it may already have died before this runs
+    (a pool worker's initializer runs after the interpreter started)."""
+    parent = os.getppid() if parent is None else parent
 
     def watch() -> None:
         while os.getppid() == parent:

@@ -29,8 +29,8 @@ import torch
 from core.errors import InputError, UserError
 from training.checkpoint import PREFIX, mismatches, publish, rng_state
 from training.optim.muon import Muon
-from training.policy import hf_chat
 from training.policy.base import Policy
+from training.policy.hf_chat import continuation, defuse, fold_for_template, parse_reply
 
 DTYPES = ("float32", "bfloat16", "float16")
 
@@ -65,7 +65,7 @@ class HFCodec:
             raise UserError(f"{self.tok.name_or_path}: the tokenizer has no chat template")
         template = self.tok.chat_template
         try:
-            messages = hf_chat.fold_for_template(messages, tools, template)
+            messages = fold_for_template(messages, tools, template)
             text = self._render(messages, tools if "tools" in template else None)
         except Exception as err:  # noqa: BLE001 - a template error is the caller's bad messages
             raise UserError(f"messages cannot be rendered by the chat template: {err}") from None
@@ -78,7 +78,7 @@ class HFCodec:
         end = len(ids)
         while end and ids[end - 1] in self.stop_ids:
             end -= 1
-        reply = hf_chat.parse_reply(self.decode(ids[:end], skip_special=False))
+        reply = parse_reply(self.decode(ids[:end], skip_special=False))
         if "tool_calls" not in reply:  # plain text, as graders have always read it
             return {"role": "assistant", "content": self.decode(ids).strip()}
         return reply
@@ -102,12 +102,12 @@ class HFCodec:
 
     def _defused(self, messages: list[dict[str, Any]]) -> list[dict]:
         specials = list(self.tok.all_special_tokens) + [str(t) for t in self.tok.get_added_vocab()]
-        return [{"role": m.get("role"), "content": hf_chat.defuse(str(m.get("content") or ""), specials)} for m in messages]
+        return [{"role": m.get("role"), "content": defuse(str(m.get("content") or ""), specials)} for m in messages]
 
     def _continuation(self, msgs: list[dict]) -> tuple[str, str]:
         stops = [self.tok.decode([i], skip_special_tokens=False) for i in self.stop_ids]
         try:
-            return hf_chat.continuation(lambda ms, gen: self._render(ms, None, gen), msgs, stops)
+            return continuation(lambda ms, gen: self._render(ms, None, gen), msgs, stops)
         except UserError:
             raise
         except Exception as err:  # noqa: BLE001 - the template refused these messages

@@ -27,8 +27,8 @@ class LedgerError(RuntimeError):
 class Ledger:
     """Thread-safe, append-only; reopening a directory continues its accounting."""
 
-    def __init__(self, out_dir: str | Path):
-        self.dir = Path(out_dir)
+    def __init__(self, out_dir: str | Path, save_rollouts: bool = False):
+        self.dir, self.save_rollouts = Path(out_dir), save_rollouts
         self.dir.mkdir(parents=True, exist_ok=True)
         self.issued_path = self.dir / "issued.jsonl"
         self.path = self.dir / "ledger.jsonl"
@@ -49,6 +49,14 @@ class Ledger:
             self.issued[traj_id] = task
             self._issued_fh.write(json.dumps({"id": traj_id, "task": task, "group": group}) + "\n")
             self._issued_fh.flush()
+
+    def buffered(self, payloads) -> None:
+        """Trajectories of a group that reached the buffer: with ``save_rollouts``
+        (``orchestrator.save_rollouts``) appended to ``rollouts.jsonl`` beside the ledger, row for row."""
+        if not self.save_rollouts:
+            return
+        with self._lock, open(self.dir / "rollouts.jsonl", "a", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(p) + "\n" for p in payloads)
 
     def record(self, traj_id: str, status: str, reason: str | None = None, **fields: Any) -> None:
         if status not in STATUSES:

@@ -22,7 +22,6 @@ The trainer's side of the HTTP API is ``training.rl.rollout.trainer_protocol``.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections import Counter, deque
@@ -49,7 +48,7 @@ class Orchestrator(TrainerProtocol, SessionEpisodes, ExternalGroups):
                  log=print, wait_for_trainer: bool = False):
         self.cfg, self.codec, self.mode, self.log = cfg, codec, mode, log
         self.out = Path(out_dir)
-        self.ledger = Ledger(self.out)
+        self.ledger = Ledger(self.out, cfg.save_rollouts)
         self.registry = Registry(cfg.heartbeat, self.out / "logs", log, on_unhealthy=self._on_unhealthy)
         self.cond = threading.Condition()
         self.jobs: deque[Job] = deque()
@@ -254,8 +253,7 @@ class Orchestrator(TrainerProtocol, SessionEpisodes, ExternalGroups):
         traj.add_turn(res.output_ids, res.logprobs, res.versions)
         traj.finish_reason = res.finish_reason
         traj.messages.append(self._assistant(g, res.output_ids))
-        # a chat turn goes on only when it handed over to the tools (GLM-5: <|observation|>; a
-        # Hugging Face template: a tool call before its end-of-turn token); an answer ends it
+        # a chat turn goes on only when it handed over to the tools (codec.hands_over); an answer ends it
         more = res.finish_reason == "stop" and len(traj.turns) < g.max_turns and (
             g.token_level or self.codec.hands_over(res.output_ids))
         job.stage = "step" if more else "grade"
@@ -351,9 +349,7 @@ class Orchestrator(TrainerProtocol, SessionEpisodes, ExternalGroups):
             survivors = [j for j in g.jobs if j.stage == "done"]
             if len(survivors) >= self.cfg.min_group_size:
                 g.jobs = survivors
-                if self.cfg.save_rollouts:
-                    with open(self.out / "rollouts.jsonl", "a", encoding="utf-8") as fh:
-                        fh.writelines(json.dumps(j.traj.payload()) + "\n" for j in survivors)
+                self.ledger.buffered(j.traj.payload() for j in survivors)  # OUT/rollouts.jsonl if saved
                 self.ready.append(g)
                 self.counters["groups_ready"] += 1
                 self.cond.notify_all()

@@ -24,7 +24,13 @@ import typer
 
 from core.cli import load_cli_config, user_errors
 from core.errors import ConfigError, UserError
-from training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from training.checkpoint import (
+    checkpoint_config,
+    checkpoint_step,
+    latest_checkpoint,
+    load_checkpoint,
+    save_checkpoint,
+)
 from training.model.glm import GLMModel
 from training.optim.optimizers import build_optimizer
 from training.policy import PolicySource, load_codec, load_policy
@@ -65,13 +71,9 @@ def initial_checkpoint(cfg: RLAsyncConfig, out: Path, vocab: int) -> Path:
     if isinstance(cfg.model, PolicySource):  # existing weights, saved as step 0 in their own format
         policy = load_policy(cfg.model)
         return policy.save(ckpt_dir, 0, policy.optimizer(cfg.trainer.optimizer), {"update": 0, "weight_version": 0})
-    if cfg.init_checkpoint:  # the weights to start from define the architecture
-        meta = json.loads((Path(cfg.init_checkpoint) / "trainer.json").read_text(encoding="utf-8")) if (
-            Path(cfg.init_checkpoint) / "trainer.json").is_file() else {}
-        shape = (meta.get("config") or {}).get("model")
-        if not shape:
-            raise ConfigError(f"init_checkpoint: {cfg.init_checkpoint} records no model config (config.model)")
-        cfg.model = cfg.model.model_validate(shape)
+    if cfg.init_checkpoint:  # the weights to start from define the architecture (vocabulary included:
+        # an SFT or pretraining run records the YAML's vocab_size 0, checkpoint_config reads the weights)
+        cfg.model = checkpoint_config(checkpoint_step(cfg.init_checkpoint))
     elif cfg.model.vocab_size and cfg.model.vocab_size < vocab:
         raise ConfigError(f"model.vocab_size: {cfg.model.vocab_size} < tokenizer vocab {vocab}")
     else:

@@ -78,3 +78,36 @@ def test_faults_every_trajectory_trained_once_or_dropped_with_reason(tmp_path):
         assert 0 < m["distinct_frac"] <= 1
     assert [m["weight_version"] for m in metrics] == [0, 1, 2, 3, 4]  # trained on v, pushes v+1
 
+
+
+def test_init_checkpoint_of_a_trainer_run_that_recorded_no_vocabulary(rl_assets, tmp_path):
+    """training.trainer (SFT, pretraining) records the YAML's vocab_size 0 ("from the shard manifest"):
+    the RL run takes the size from the weights and starts from exactly them."""
+    import json
+
+    import torch
+
+    from core.config import validate_config
+    from training.checkpoint import checkpoint_config
+    from training.rl.trainer.config import RLAsyncConfig
+    from training.rl.trainer.run import initial_checkpoint
+
+    src = rl_assets["ckpt"]
+    sft = tmp_path / "sft"
+    import shutil
+
+    shutil.copytree(src, sft)
+    meta = json.loads((sft / "trainer.json").read_text())
+    vocab = meta["config"]["model"]["vocab_size"]
+    meta["config"]["model"]["vocab_size"] = 0
+    (sft / "trainer.json").write_text(json.dumps(meta))
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "tokenizer.json").write_bytes(rl_assets["tokenizer"].read_bytes())
+    cfg = validate_config(RLAsyncConfig, {"init_checkpoint": str(sft), "tokenizer": str(rl_assets["tokenizer"])})
+    step0 = initial_checkpoint(cfg, out, vocab)
+    assert checkpoint_config(step0).vocab_size == vocab == cfg.model.vocab_size
+    from safetensors.torch import load_file
+
+    a, b = load_file(str(sft / "model.safetensors")), load_file(str(step0 / "model.safetensors"))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)

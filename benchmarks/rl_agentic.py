@@ -76,7 +76,10 @@ def sft(rows: Path, steps: int) -> tuple[str, dict]:
     summary = run(validate_config(SFTConfig, data, source="rl_agentic"), log=lambda m: print(m, flush=True))
     print(f"SFT: loss {summary['loss_first']:.3f} -> {summary['loss_last']:.3f} in {summary['trained_steps']} steps",
           flush=True)
-    return summary["checkpoint"], summary
+    # the latest step: a re-run resumes a finished SFT and trains nothing (its summary names no new checkpoint)
+    from training.checkpoint import checkpoint_step
+
+    return str(checkpoint_step(WORK / "sft" / "checkpoints")), summary
 
 
 def rl(paths: dict[str, Path], ckpt: str, updates: int) -> dict:

@@ -16,5 +16,5 @@ def test_parity_benchmark_records_both_directions_per_architecture(tmp_path, mon
     rows = {r["name"]: r for r in res["also"]}
     assert set(rows) == {f"hf_parity_{a}_{w}" for a in ("glm_moe_dsa", "glm4_moe", "deepseek_v3")
                          for w in ("import", "export")}
-    assert all(0 <= r["ours"] <= 1e-4 and r["goal_met"] for r in rows.values())
+    assert all(0 <= r["ours"] <= 1e-4 and r["goal_met"] for r in rows.values()), {n: r["ours"] for n, r in rows.items()}
     assert res["ours"] == max(r["ours"] for r in rows.values()) and res["goal_met"]

@@ -76,12 +76,16 @@ def test_tools_go_into_the_system_message_when_the_template_drops_them(codec, hf
     assert text.endswith("<|im_start|>user\nlist /app<|im_end|>\n<|im_start|>assistant\n")
 
 
-def test_a_template_that_renders_tools_is_left_to_do_so(hf_tok):
+def _codec_with(hf_tok, template: str) -> HFCodec:
+    """SmolLM2's tokenizer with another chat template (ChatML turns, ``template`` deciding the rest)."""
     tok = type(hf_tok).from_pretrained(hf_tok.name_or_path)
-    tok.chat_template = ("{% if tools %}TOOLS:{{ tools | length }}\n{% endif %}{% for m in messages %}<|im_start|>"
-                         "{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-                         "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
-    codec = HFCodec(tok, [tok.convert_tokens_to_ids("<|im_end|>")])
+    tok.chat_template = template + "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+    return HFCodec(tok, [tok.convert_tokens_to_ids("<|im_end|>")])
+
+
+def test_a_template_that_renders_tools_is_left_to_do_so(hf_tok):
+    codec = _codec_with(hf_tok, "{% if tools %}TOOLS:{{ tools | length }}\n{% endif %}{% for m in messages %}"
+                                "<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}")
     text = codec.decode(codec.chat_prompt([{"role": "user", "content": "hi"}], tools=TOOLS), skip_special=False)
     assert text == "TOOLS:1\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
 
@@ -113,11 +117,9 @@ def test_environment_text_cannot_forge_a_turn(codec):
 
 
 def test_a_template_that_rewrites_earlier_turns_is_refused(hf_tok):
-    tok = type(hf_tok).from_pretrained(hf_tok.name_or_path)
-    tok.chat_template = ("{% for m in messages %}<|im_start|>{{ m['role'] }} of {{ messages | length }}\n"
-                         "{{ m['content'] }}<|im_end|>\n{% endfor %}"
-                         "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
-    codec = HFCodec(tok, [tok.convert_tokens_to_ids("<|im_end|>")])
+    codec = _codec_with(hf_tok, "{% for m in messages %}<|im_start|>{{ m['role'] }} of {{ messages | length }}\n"
+                                "{{ m['content'] }}<|im_end|>\n{% endfor %}")
+    tok = codec.tok
     with pytest.raises(UserError, match="renders earlier turns differently"):
         codec.observation([{"role": "tool", "content": "x"}])
     codec.stop_ids = [tok.convert_tokens_to_ids("<|endoftext|>")]  # a stop token the template never writes

@@ -82,6 +82,8 @@ def policies(paths: dict[str, Path]) -> dict[str, dict]:
             subprocess.run([sys.executable, "-m", "swe_envs", "session", "run", *args, "--policy", policy,
                             "--output", str(out)], cwd=ROOT)
             took = time.monotonic() - t0
+            if not (out / "trajectories.jsonl").is_file():
+                raise SystemExit(f"session run --policy {policy} on the {kind} tasks wrote no trajectories ({out})")
             for row in map(json.loads, (out / "trajectories.jsonl").read_text().splitlines()):
                 res.setdefault(str(row["id"]), {"kind": kind})[policy] = {
                     "reward": row.get("reward"), "turns": row.get("turns"), "error": row.get("error", "")}
@@ -138,7 +140,7 @@ def main() -> None:
     also = []
     for mode, r in runs.items():
         eps = r["episode_rewards"]
-        gold = statistics.mean(pol[t]["gold"]["reward"] or 0.0 for t in pol)
+        gold = statistics.mean(r.get("gold", {}).get("reward") or 0.0 for r in pol.values())
         also.append(Result(f"rl_agentic_real_reward_{mode}", statistics.mean(eps) if eps else 0.0, gold,
                            "mean episode reward", ours_label=f"SmolLM2-135M-Instruct as shipped, {mode} RL",
                            baseline_label="the gold tool sequences on the same tasks",

@@ -82,6 +82,20 @@ def sft(rows: Path, steps: int) -> tuple[str, dict]:
     return str(checkpoint_step(WORK / "sft" / "checkpoints")), summary
 
 
+def run_summary(out: Path, summary: dict) -> dict:
+    """One RL run's figures from its OUT (metrics.jsonl, rollouts.jsonl) and ``run_training``'s summary."""
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    eps = [json.loads(line) for line in (out / "rollouts.jsonl").read_text().splitlines()]
+    last = rows[-1]
+    return {"wall_s": last["wall_s"], "samples": last["trained_total"], "idle_ratio": last["idle_ratio"],
+            "reward": [r["reward"] for r in rows], "ledger_ok": summary["ledger"]["ok"],
+            "ledger": {k: v for k, v in summary["ledger"].items() if isinstance(v, int | bool)},
+            "episodes": len(eps), "episode_turns": sorted(Counter(len(e["turns"]) for e in eps).items()),
+            "tool_calls": sum(e["reward_info"].get("tool_calls", 0) for e in eps),
+            "episode_rewards": [e["reward"] for e in eps],
+            "tasks": sorted(Counter(e.get("task", "?") for e in eps).items())}  # fmt: skip
+
+
 def rl(paths: dict[str, Path], ckpt: str, updates: int) -> dict:
     from training.rl.trainer.config import RLAsyncConfig
     from training.rl.trainer.run import run_training
@@ -98,15 +112,7 @@ def rl(paths: dict[str, Path], ckpt: str, updates: int) -> dict:
         out = WORK / f"rl_{mode}"
         shutil.rmtree(out, ignore_errors=True)
         summary = run_training(cfg, out, log=lambda m: None)
-        rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
-        eps = [json.loads(line) for line in (out / "rollouts.jsonl").read_text().splitlines()]
-        last = rows[-1]
-        res[mode] = {"wall_s": last["wall_s"], "samples": last["trained_total"], "idle_ratio": last["idle_ratio"],
-                     "reward": [r["reward"] for r in rows], "ledger_ok": summary["ledger"]["ok"],
-                     "ledger": {k: v for k, v in summary["ledger"].items() if isinstance(v, int | bool)},
-                     "episode_turns": sorted(Counter(len(e["turns"]) for e in eps).items()),
-                     "tool_calls": sum(e["reward_info"].get("tool_calls", 0) for e in eps),
-                     "episode_rewards": [e["reward"] for e in eps], "episodes": len(eps)}  # fmt: skip
+        res[mode] = run_summary(out, summary)
         print(f"rl {mode}: {res[mode]}", flush=True)
     return res
 

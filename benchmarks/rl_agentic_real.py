@@ -28,7 +28,6 @@ import statistics
 import subprocess
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 import yaml  # noqa: E402
 
 from benchmarks._report import OUT_DIR, Result, write  # noqa: E402
+from benchmarks.rl_agentic import run_summary  # noqa: E402
 from core.cli import load_cli_config  # noqa: E402
 
 WORK = OUT_DIR / "rl_agentic_real"
@@ -107,16 +107,7 @@ def rl(paths: dict[str, Path], updates: int, modes: list[str]) -> dict[str, dict
         out = WORK / f"rl_{mode}"
         shutil.rmtree(out, ignore_errors=True)
         summary = run_training(cfg, out, log=lambda m: print(m, flush=True))
-        rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
-        eps = [json.loads(line) for line in (out / "rollouts.jsonl").read_text().splitlines()]
-        last = rows[-1]
-        res[mode] = {"wall_s": last["wall_s"], "samples": last["trained_total"], "idle_ratio": last["idle_ratio"],
-                     "reward": [r["reward"] for r in rows], "ledger_ok": summary["ledger"]["ok"],
-                     "ledger": {k: v for k, v in summary["ledger"].items() if isinstance(v, int | bool)},
-                     "episodes": len(eps), "episode_turns": sorted(Counter(len(e["turns"]) for e in eps).items()),
-                     "tool_calls": sum(e["reward_info"].get("tool_calls", 0) for e in eps),
-                     "episode_rewards": [e["reward"] for e in eps],
-                     "tasks": sorted(Counter(e.get("task", "?") for e in eps).items())}  # fmt: skip
+        res[mode] = run_summary(out, summary)
         print(f"rl {mode}: {res[mode]}", flush=True)
     return res
 

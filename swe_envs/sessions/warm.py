@@ -123,6 +123,9 @@ class Verifiers:
         self.starting: dict[tuple[str, str, str], int] = {}
         self.closed = False
         self._lock = threading.Lock()
+        # the prime and remove threads in flight: ``shutdown`` waits for them, since daemon threads die
+        # with the process and a container they were starting or removing would outlive it
+        self._threads: set[threading.Thread] = set()
 
     def _start(self, image: str, network: str, command: str):
         """The sandbox's container (same limits, user, labels), its main process ``BOOT``: it waits for
@@ -157,7 +160,20 @@ class Verifiers:
             if c is not None:  # shut down while it started
                 _remove(c)
 
-        threading.Thread(target=start, daemon=True, name="verifier-prime").start()
+        self._spawn(start, "verifier-prime")
+
+    def _spawn(self, fn: Callable[[], None], name: str) -> None:
+        def body() -> None:
+            try:
+                fn()
+            finally:
+                with self._lock:
+                    self._threads.discard(threading.current_thread())
+
+        t = threading.Thread(target=body, daemon=True, name=name)
+        with self._lock:
+            self._threads.add(t)
+        t.start()
 
     def take(self, image: str, network: str, command: str):
         """A ready container (started ahead), or one started now. The caller primes the next one once
@@ -207,7 +223,7 @@ class Verifiers:
         finally:
             guard.stop()
             # its results are read: removing it and starting the next one are off the verify's path
-            threading.Thread(target=_remove, args=(c,), daemon=True, name="verifier-remove").start()
+            self._spawn(lambda: _remove(c), "verifier-remove")
             self.prime(image, network, command)
         res.seconds = time.monotonic() - t0
         return res
@@ -242,13 +258,25 @@ class Verifiers:
             limited = len(log.encode("utf-8", "replace")) >= self.cfg.max_log_mb * 2**20 - 4
             res.runs.append(RunLog(log, rc, rc in (124, 137) or not rc_text, limited))
 
-    def shutdown(self) -> None:
+    def shutdown(self, timeout_s: float = 120.0) -> None:
+        """Remove the ready containers and wait for those being started (each removes its own once it
+        sees ``closed``) or removed, so none outlives a clean exit; ``timeout_s``: a hung engine."""
         with self._lock:
             self.closed = True
             left = [c for cs in self.ready.values() for c in cs]
             self.ready.clear()
         for c in left:
             _remove(c)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            with self._lock:
+                pending = [t for t in self._threads if t is not threading.current_thread()]
+            if not pending or time.monotonic() > deadline:
+                break
+            pending[0].join(max(0.0, deadline - time.monotonic()))
+        if pending:
+            self.log(f"verifiers: {len(pending)} start/remove still in flight after {timeout_s:.0f}s; "
+                     "the reaper sweeps what they leave")
 
 
 def _remove(c) -> None:

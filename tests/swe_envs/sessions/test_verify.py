@@ -62,15 +62,15 @@ def test_a_warm_verifier_runs_the_sandbox_script_once_and_is_replaced():
     exit code, log) and are removed; the next is primed; none is left after shutdown."""
     from swe_envs.config import SandboxConfig
     from swe_envs.docker_setup import docker_client, ensure_docker
-    from swe_envs.sessions.warm import VERIFIER_LABEL, Verifiers
+    from swe_envs.sessions.warm import Verifiers
     from tests.swe_envs.terminal.tiny_tasks import BASE
 
     ensure_docker(BASE)
     client = docker_client()
     v = Verifiers(client, SandboxConfig(), log=lambda m: None)
     cmd = "echo hello from $(id -u); env | grep -c SWE_ZYGOTE; ls /tmp/swe-task; sleep 1; exit 3"
-    mine = lambda: [c for c in client.containers.list(all=True, filters={"label": VERIFIER_LABEL})  # noqa: E731
-                    if c.id in {x.id for xs in v.ready.values() for x in xs}]
+    before = _verifier_ids(client)
+    mine = lambda: _verifier_ids(client) - before  # noqa: E731
     try:
         v.prime(BASE, "none", cmd)
         t0 = time.monotonic()
@@ -100,7 +100,37 @@ def test_a_warm_verifier_runs_the_sandbox_script_once_and_is_replaced():
         assert len(mine()) == 1
     finally:
         v.shutdown()
-    assert v.ready == {} and mine() == []
+    assert v.ready == {} and mine() == set()
+
+
+def _verifier_ids(client) -> set[str]:
+    """This process's verifier containers on the engine, whatever their state."""
+    from swe_envs.sandbox import LABEL, owner
+    from swe_envs.sessions.warm import VERIFIER_LABEL
+
+    return {c.id for c in client.containers.list(all=True, filters={"label": [VERIFIER_LABEL, f"{LABEL}={owner()}"]})}
+
+
+@pytest.mark.docker
+def test_shutdown_waits_for_the_verifiers_being_started_and_removed():
+    """A verifier still being started, or a used one still being removed, when the pool shuts down is
+    gone once ``shutdown`` returns: their threads are daemons, so a process that exits right after
+    would otherwise leave a container running (found after a clean session run, 2026-12-02)."""
+    from swe_envs.config import SandboxConfig
+    from swe_envs.docker_setup import docker_client, ensure_docker
+    from swe_envs.sessions.warm import Verifiers
+    from tests.swe_envs.terminal.tiny_tasks import BASE
+
+    ensure_docker(BASE)
+    client = docker_client()
+    before = _verifier_ids(client)
+    v = Verifiers(client, SandboxConfig(), log=lambda m: None)
+    res = v.run(BASE, "true", [])  # started on demand; afterwards removed and the next primed, both in flight
+    assert not res.error and res.runs[0].rc == 0, res
+    v.prime(BASE, "none", "exit 0")  # another starting
+    v.shutdown()
+    assert not [t for t in threading.enumerate() if t.name in ("verifier-prime", "verifier-remove")]
+    assert _verifier_ids(client) - before == set()
 
 
 @pytest.mark.slow

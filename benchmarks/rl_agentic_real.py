@@ -91,7 +91,9 @@ def policies(paths: dict[str, Path]) -> dict[str, dict]:
     return res
 
 
-def rl(paths: dict[str, Path], updates: int, modes: list[str]) -> dict[str, dict]:
+def rl(paths: dict[str, Path], updates: int, modes: list[str], overrides: list[str] = (),
+       prefix: str = "rl") -> dict[str, dict]:
+    """configs/rl_agentic_smollm2.yaml on the selected tasks (plus ``overrides``), each mode into WORK/PREFIX_MODE."""
     from training.rl.trainer.config import RLAsyncConfig
     from training.rl.trainer.run import run_training
 
@@ -103,12 +105,12 @@ def rl(paths: dict[str, Path], updates: int, modes: list[str]) -> dict[str, dict
     for mode in modes:
         cfg = load_cli_config(RLAsyncConfig, CONFIG, [
             f"trainer.mode={mode}", f"trainer.updates={updates}", f"orchestrator.tasks={json.dumps(tasks)}",
-            "orchestrator.save_rollouts=true"])
-        out = WORK / f"rl_{mode}"
+            "orchestrator.save_rollouts=true", *overrides])
+        out = WORK / f"{prefix}_{mode}"
         shutil.rmtree(out, ignore_errors=True)
         summary = run_training(cfg, out, log=lambda m: print(m, flush=True))
         res[mode] = run_summary(out, summary)
-        print(f"rl {mode}: {res[mode]}", flush=True)
+        print(f"{prefix} {mode}: {res[mode]}", flush=True)
     return res
 
 

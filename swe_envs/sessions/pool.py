@@ -34,6 +34,7 @@ class SessionPool:
         self.sessions: dict[str, Session] = {}
         self.ready: dict[str, list[Session]] = {}  # warm: opened ahead of need, not handed out yet
         self.filling: dict[str, int] = {}
+        self._fills: set[threading.Thread] = set()  # warm opens in flight: ``shutdown`` waits for them
         self.reaped = 0
         self.warm_hits = 0
         self._lock = threading.Lock()
@@ -110,7 +111,17 @@ class SessionPool:
                 if session is not None and not keep:
                     self._close_session(session)
 
-        threading.Thread(target=fill, daemon=True, name=f"session-warm-{name}").start()
+        def body() -> None:
+            try:
+                fill()
+            finally:
+                with self._lock:
+                    self._fills.discard(threading.current_thread())
+
+        t = threading.Thread(target=body, daemon=True, name=f"session-warm-{name}")
+        with self._lock:
+            self._fills.add(t)
+        t.start()
 
     def get(self, sid: str) -> Session:
         with self._lock:
@@ -156,7 +167,10 @@ class SessionPool:
             ready = sum(len(v) for v in self.ready.values())
         return {"engines": self.hosts.describe(), "ready": ready, "warm_hits": self.warm_hits, "reaped": self.reaped}
 
-    def shutdown(self) -> None:
+    def shutdown(self, timeout_s: float = 120.0) -> None:
+        """Close every session, then wait for the warm opens in flight (each closes what it opened once
+        it sees the stop: a daemon thread dies with the process and its container would outlive it);
+        past ``timeout_s`` (an environment still building) the next service's sweep removes the rest."""
         self._stop.set()
         for sid in list(self.sessions):
             self.close(sid)
@@ -165,4 +179,13 @@ class SessionPool:
             self.ready.clear()
         for s in left:
             self._close_session(s)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            with self._lock:
+                pending = list(self._fills)
+            if not pending or time.monotonic() > deadline:
+                break
+            pending[0].join(max(0.0, deadline - time.monotonic()))
+        if pending:
+            self.log(f"session pool: {len(pending)} warm open(s) still in flight after {timeout_s:.0f}s")
         self.hosts.shutdown()

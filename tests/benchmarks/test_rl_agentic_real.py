@@ -27,3 +27,23 @@ def test_an_unknown_instance_is_an_error(tmp_path, monkeypatch):
     monkeypatch.setattr(bench, "WORK", tmp_path)
     with pytest.raises(SystemExit, match="no-such-instance"):
         bench.inputs(SWE_REAL, SEEDS, ["pallets__flask-5014", "no-such-instance"], ["evoeval/0"])
+
+
+def test_the_sft_variant_trains_only_on_gold_episodes_that_scored_1(tmp_path, monkeypatch):
+    """rl_agentic_real_sft's SFT rows: the gold episodes with reward 1, cut at the last model turn (the
+    verifier's closing observation is not trained); none scoring 1 is an error, never an empty SFT."""
+    from benchmarks import rl_agentic_real_sft as sft_bench
+
+    monkeypatch.setattr(sft_bench, "WORK", tmp_path)
+    call = {"id": "c1", "type": "function", "function": {"name": "submit", "arguments": "{}"}}
+    row = {"id": "t1", "messages": [{"role": "user", "content": "fix it"},
+                                    {"role": "assistant", "content": "", "tool_calls": [call]},
+                                    {"role": "tool", "tool_call_id": "c1", "content": "reward 1"}], "turns": 1}
+    for kind, reward in (("swe", 1.0), ("terminal", 0.0)):
+        (tmp_path / f"gold_{kind}").mkdir()
+        (tmp_path / f"gold_{kind}" / "trajectories.jsonl").write_text(json.dumps(dict(row, reward=reward)) + "\n")
+    kept = [json.loads(x) for x in sft_bench.gold_rows().read_text().splitlines()]
+    assert len(kept) == 1 and kept[0]["messages"][-1]["role"] == "assistant" and kept[0]["tools"]
+    (tmp_path / "gold_swe" / "trajectories.jsonl").write_text(json.dumps(dict(row, reward=0.0)) + "\n")
+    with pytest.raises(SystemExit, match="no gold episode scored 1"):
+        sft_bench.gold_rows()

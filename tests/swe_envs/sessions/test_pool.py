@@ -106,3 +106,28 @@ def test_a_failing_opener_gives_its_slot_back():
         assert hosts.hosts[0].open == 0
     finally:
         pool.shutdown()
+
+
+def test_shutdown_waits_for_a_warm_open_in_flight_and_closes_what_it_opened():
+    """A warm session still opening when the pool shuts down is closed before ``shutdown`` returns:
+    its thread is a daemon, so a process exiting right after would otherwise leave its container."""
+    import threading
+
+    gate, opened = threading.Event(), []
+
+    class Slow(Counted):
+        def __init__(self, name: str, host: Host):
+            opened.append(name)
+            if len(opened) > 1:  # the warm open that follows the first blocks in its opener
+                gate.wait(5)
+            super().__init__(name, host)
+
+    Counted.live = {}
+    pool = SessionPool({"a": lambda host: Slow("a", host)}, hosts=Hosts([Host("e1", 3)]), warm=1, log=lambda m: None)
+    pool.open("a")
+    _wait(lambda: len(opened) == 2)
+    assert pool.filling == {"a": 1}
+    threading.Timer(0.3, gate.set).start()  # it finishes only once shutdown has begun
+    pool.shutdown()
+    assert pool.filling == {"a": 0} and not pool.ready and Counted.live == {"e1": 0}
+    assert [h.open for h in pool.hosts.hosts] == [0]

@@ -21,15 +21,18 @@ sessions ~4 min with the environments cached, the SFT ~5 min, each RL mode ~15 m
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import yaml  # noqa: E402
+
 from benchmarks._report import Result, write  # noqa: E402
 from benchmarks.rl_agentic_real import SWE, TERMINAL, WORK, inputs, policies, rl  # noqa: E402
-from core.config import validate_config  # noqa: E402
 
 
 def gold_rows() -> Path:
@@ -45,9 +48,8 @@ def gold_rows() -> Path:
 
 
 def sft(rows: Path, steps: int, lr: float) -> tuple[Path, dict]:
-    """SmolLM2 fine-tuned on ``rows`` with its own template; the final model directory (OUT/hf)."""
-    from training.sft.__main__ import SFTConfig, run
-
+    """SmolLM2 fine-tuned on ``rows`` with its own template (``python -m training.sft``, its own
+    process, so its memory is back before the RL run's trainer needs it); the final model (OUT/hf)."""
     out = WORK / "sft"
     data = {"out": str(out), "model": {"hf": "smollm2"},
             "data": {"max_context": 4096, "seed": 0, "weights": {"coding_agent": 1.0},
@@ -55,8 +57,12 @@ def sft(rows: Path, steps: int, lr: float) -> tuple[Path, dict]:
             "train": {"seed": 0, "steps": steps, "threads": 2, "loader": {"batch_size": 1, "seed": 0},
                       "optimizer": {"name": "adamw", "lr": lr, "weight_decay": 0.0},
                       "schedule": {"kind": "cosine", "warmup_steps": 3, "min_lr_ratio": 0.1}}}  # fmt: skip
-    summary = run(validate_config(SFTConfig, data, source="rl_agentic_real_sft"), log=lambda m: print(m, flush=True))
-    print(f"SFT: {summary}", flush=True)
+    config = WORK / "sft.yaml"
+    config.write_text(yaml.safe_dump(data, sort_keys=False))
+    subprocess.run([sys.executable, "-m", "training.sft", "--config", str(config)], check=True, cwd=ROOT)
+    summary = json.loads((out / "sft.json").read_text())
+    print(f"SFT: loss {summary['loss_first']:.3f} -> {summary['loss_last']:.3f} in {summary['trained_steps']} steps",
+          flush=True)
     return out / "hf", summary
 
 

@@ -25,7 +25,7 @@ import torch
 from core.errors import ConfigError, UserError
 from training.policy import Policy, as_policy, load_policy
 from training.rl.algo.losses import masked_log_softmax
-from training.rl.algo.update import UpdateConfig, batch_tensors, logprobs_of
+from training.rl.algo.update import UpdateConfig, batch_tensors, logprobs_of, merge_stats, micro_batches
 from training.rl.trajectory import Trajectory
 
 
@@ -113,25 +113,29 @@ def kl_update(
     stats: dict[str, float] = {}
     for _ in range(cfg.epochs):
         for chunk in torch.arange(len(trajs)).chunk(cfg.minibatches):
-            sel = chunk.tolist()
-            rows = where[sel][trained[sel]]
-            if not len(rows):
-                continue
-            lp = masked_log_softmax(model, b["tokens"][sel], [b["doc_lens"][i] for i in sel], b["mask"][sel],
-                                    cfg.temperature)
-            t = teacher_lp[rows]
-            if direction == "reverse":  # sum_v p_s (log p_s - log p_t)
-                kl = (lp.exp() * (lp - t)).sum(-1)
-            else:  # sum_v p_t (log p_t - log p_s)
-                kl = (t.exp() * (t - lp)).sum(-1)
-            loss = kl.mean()
             opt.zero_grad(set_to_none=True)
-            loss.backward()
+            parts = []
+            for sel, share in micro_batches(chunk, cfg.micro_batch, trained.float()):
+                rows = where[sel][trained[sel]]
+                if not len(rows):
+                    continue
+                lp = masked_log_softmax(model, b["tokens"][sel], [b["doc_lens"][i] for i in sel], b["mask"][sel],
+                                        cfg.temperature)
+                t = teacher_lp[rows]
+                if direction == "reverse":  # sum_v p_s (log p_s - log p_t)
+                    kl = (lp.exp() * (lp - t)).sum(-1)
+                else:  # sum_v p_t (log p_t - log p_s)
+                    kl = (t.exp() * (t - lp)).sum(-1)
+                loss = kl.mean()
+                (loss * share).backward()  # the minibatch's mean over its tokens, summed over its micro-batches
+                tok = b["tokens"][sel][:, 1:][trained[sel]][:, None].long()
+                parts.append((share, {"loss": float(loss.detach()), "kl": float(kl.detach().mean()),
+                                      # the sampled tokens' log-ratio, the same statistic the sampled-token update logs
+                                      "teacher_minus_student": float((t.gather(-1, tok) - lp.detach().gather(-1, tok)).mean())}))
+            if not parts:
+                continue
             grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
             opt.step()
             model.after_step()
-            tok = b["tokens"][sel][:, 1:][trained[sel]][:, None].long()
-            stats = {"loss": float(loss.detach()), "kl": float(kl.detach().mean()), "grad_norm": float(grad_norm),
-                     # the sampled tokens' log-ratio, the same statistic the sampled-token update logs
-                     "teacher_minus_student": float((t.gather(-1, tok) - lp.detach().gather(-1, tok)).mean())}
+            stats = {**merge_stats(parts), "grad_norm": float(grad_norm)}
     return stats

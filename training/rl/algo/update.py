@@ -34,6 +34,9 @@ class UpdateConfig(StrictModel):
     loss: PolicyLossConfig = PolicyLossConfig()
     epochs: int = Field(default=1, gt=0)  # passes over one batch (>1: off-policy steps, clipped)
     minibatches: int = Field(default=1, gt=0)
+    # samples per forward/backward within a minibatch, gradients accumulated (TRL's gradient accumulation,
+    # verl's micro batch): the step is the minibatch's, the activations only this many samples'; None: all at once
+    micro_batch: int | None = Field(default=None, gt=0)
     grad_clip: float = Field(default=1.0, gt=0)
     temperature: float = Field(default=1.0, ge=0)  # must match the sampler's
 
@@ -67,6 +70,25 @@ def logprobs_of(model: Policy, b: dict[str, Any], temperature: float) -> torch.T
         model.train(was)
 
 
+def micro_batches(chunk: torch.Tensor, size: int | None, mask: torch.Tensor):
+    """(sample indices, share) per micro-batch of a minibatch ``chunk``: ``size`` samples at a time,
+    each share its count of loss tokens over the minibatch's (``mask``: [B, L]), so the shares of
+    the micro-batches' token means add up to the minibatch's token mean."""
+    rows = chunk.tolist()
+    size = size or len(rows)
+    total = float(mask[rows].sum())
+    for i in range(0, len(rows), size):
+        sel = rows[i : i + size]
+        yield sel, (float(mask[sel].sum()) / total if total else 1.0 / len(range(0, len(rows), size)))
+
+
+def merge_stats(parts: list[tuple[float, dict[str, float]]]) -> dict[str, float]:
+    """One minibatch's stats from its micro-batches': token counts summed, the rest share-weighted."""
+    keys = dict.fromkeys(k for _, st in parts for k in st)
+    return {k: sum(st.get(k, 0.0) for _, st in parts) if k == "tokens" else sum(w * st.get(k, 0.0) for w, st in parts)
+            for k in keys}
+
+
 def policy_update(
     model: Policy,
     opt: torch.optim.Optimizer,
@@ -89,38 +111,40 @@ def policy_update(
     # skipped (a third of the update's forward work; TRL's GRPOTrainer does the same when
     # num_iterations is 1). Several epochs or minibatches step in between: those need it first.
     one_pass = cfg.epochs == 1 and cfg.minibatches == 1
-    logp_old = None if one_pass else logprobs_of(model, b, cfg.temperature)
+    # one pass: filled in by each micro-batch's own forward, before its step
+    logp_old = torch.zeros_like(b["rollout_logp"]) if one_pass else logprobs_of(model, b, cfg.temperature)
     logp_ref = logprobs_of(ref_model, b, cfg.temperature) if ref_model is not None else None
     model.train()
     n = len(trajs)
     stats: dict[str, float] = {}
     for _ in range(cfg.epochs):
         for chunk in torch.arange(n).chunk(cfg.minibatches):
-            sel = chunk.tolist()
-            sub = {"tokens": b["tokens"][sel], "doc_lens": [b["doc_lens"][i] for i in sel]}
-            logp = token_logprobs(model, sub["tokens"], sub["doc_lens"], cfg.temperature, b["mask"][sel])
-            if one_pass:
-                logp_old = logp.detach()
-            old = logp_old if one_pass else logp_old[sel]
-            if teacher_logp is not None:  # sg[log pi_teacher - log pi_old] per token
-                adv = distill_coef * (teacher_logp[sel] - old) * b["mask"][sel]
-            else:
-                adv = advantages[sel]
-            out = policy_loss(
-                logp,
-                old,
-                adv,
-                b["mask"][sel],
-                cfg.loss,
-                logp_rollout=b["rollout_logp"][sel],
-                logp_ref=None if logp_ref is None else logp_ref[sel],
-            )
             opt.zero_grad(set_to_none=True)
-            out.loss.backward()
+            parts = []
+            for sel, share in micro_batches(chunk, cfg.micro_batch, b["mask"]):
+                sub = {"tokens": b["tokens"][sel], "doc_lens": [b["doc_lens"][i] for i in sel]}
+                logp = token_logprobs(model, sub["tokens"], sub["doc_lens"], cfg.temperature, b["mask"][sel])
+                if one_pass:
+                    logp_old[sel] = logp.detach()
+                if teacher_logp is not None:  # sg[log pi_teacher - log pi_old] per token
+                    adv = distill_coef * (teacher_logp[sel] - logp_old[sel]) * b["mask"][sel]
+                else:
+                    adv = advantages[sel]
+                out = policy_loss(
+                    logp,
+                    logp_old[sel],
+                    adv,
+                    b["mask"][sel],
+                    cfg.loss,
+                    logp_rollout=b["rollout_logp"][sel],
+                    logp_ref=None if logp_ref is None else logp_ref[sel],
+                )
+                (out.loss * share).backward()  # the minibatch's token mean, summed over its micro-batches
+                parts.append((share, {**out.stats, "loss": float(out.loss.detach())}))
             grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
             opt.step()
             model.after_step()
-            stats = {**out.stats, "loss": float(out.loss.detach()), "grad_norm": float(grad_norm)}
+            stats = {**merge_stats(parts), "grad_norm": float(grad_norm)}
     stats["rollout_trainer_logp_diff"] = float(masked_mean((logp_old - b["rollout_logp"]).abs(), b["mask"]))
     if teacher_logp is not None:
         stats["teacher_minus_student"] = float(masked_mean(teacher_logp - logp_old, b["mask"]))

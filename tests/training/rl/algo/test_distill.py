@@ -120,6 +120,12 @@ def test_kl_update_steps_on_the_exact_kl_at_the_students_states(tmp_path, direct
     for n, p in student.named_parameters():
         if n in want:
             assert torch.allclose(p.grad, want[n], atol=1e-6, rtol=1e-4), n
+    # one sample per forward/backward, gradients accumulated: the same step
+    micro = kl_update(student, opt, trajs, teacher_lp, UpdateConfig(grad_clip=1e9, micro_batch=1), direction)
+    assert micro["loss"] == pytest.approx(stats["loss"], rel=1e-5) and micro["kl"] == pytest.approx(stats["kl"], rel=1e-5)
+    for n, p in student.named_parameters():
+        if n in want:
+            assert torch.allclose(p.grad, want[n], atol=1e-6, rtol=1e-4), n
 
     own = models["general"]
     same = [t for t in trajs if t.task == "general"]

@@ -113,3 +113,32 @@ def test_one_pass_update_reuses_its_own_forward_as_the_old_policy():
     opt_b.step()
     for (name, pa), pb in zip(a.named_parameters(), b_model.parameters(), strict=True):
         assert torch.allclose(pa, pb, atol=1e-6), name
+
+
+@pytest.mark.parametrize("minibatches", [1, 2])
+def test_micro_batches_accumulate_to_the_same_step(minibatches):
+    """``micro_batch``: each minibatch's forward/backward a few samples at a time, gradients
+    accumulated: the same step and the same logged statistics as the minibatch at once (what bounds
+    the trainer's memory on long agentic episodes), however the loss tokens fall across samples."""
+    torch.manual_seed(5)
+    a = GLMModel(tiny_model(vocab_size=len(VOCAB), mtp_num_layers=None, num_layers=2))
+    task = ToyTask("plus", ToyTaskConfig(kind="shift", digits=2))
+    trajs = rollout(a, task, task.problems(4, np.random.default_rng(8)), 2,
+                    SamplingParams(temperature=1.0, max_tokens=4, stop_token_ids=[EOS]), torch.Generator().manual_seed(8))  # fmt: skip
+    for i, t in enumerate(trajs):
+        t.reward = float(i % 2)
+    assert len({len(t.tokens) for t in trajs}) > 1  # samples of different lengths: unequal token shares
+    models, stats = [], []
+    for micro in (None, 1, 3):
+        m = GLMModel(a.cfg)
+        m.load_state_dict(a.state_dict())
+        cfg = UpdateConfig(minibatches=minibatches, micro_batch=micro, loss={"tis_cap": None})
+        opt = torch.optim.SGD(m.parameters(), lr=0.5)
+        stats.append(policy_update(m, opt, trajs, rl_advantages(trajs, 2, cfg.loss), cfg))
+        models.append(m)
+    for m, st in zip(models[1:], stats[1:], strict=True):
+        assert st["tokens"] == stats[0]["tokens"] and st["loss"] == pytest.approx(stats[0]["loss"], abs=1e-6)
+        for (n, p), q in zip(m.named_parameters(), models[0].parameters(), strict=True):
+            assert torch.allclose(p, q, atol=1e-6), n
+    moved = max(float((p - q).detach().abs().max()) for p, q in zip(models[0].parameters(), a.parameters(), strict=True))
+    assert moved > 1e-4  # the step did something

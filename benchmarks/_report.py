@@ -20,8 +20,8 @@ and the core count.
 `python benchmarks/_report.py [DIR]` prints the table of every JSON in DIR (default out/bench),
 with the previous run's ratio next to each row when ``DIR/previous/`` holds one.
 `python benchmarks/_report.py --markdown [DIR] [--readme README.md]` prints the Markdown table the
-README shows (each row with its date, commit and load; a row is marked stale when its script changed
-after the commit it was measured at, when it has no provenance, or when it is older than 30 days;
+README shows (each row with its date, commit and load; a row is marked stale when its script's text
+differs from the commit it was measured at, when it has no provenance, or when it is older than 30 days;
 scripts without a result are listed as not run) and, with ``--readme``, writes it between the
 README's ``<!-- bench-table -->`` markers. ``--only SCRIPT`` (repeatable) replaces just those scripts'
 rows in the README's table and keeps the others as they are: out/bench is not versioned, so a machine
@@ -232,7 +232,8 @@ def staleness(r: dict[str, Any], now: dt.datetime | None = None) -> str:
     commit = prov["commit"].removesuffix("+dirty")
     if not _is_ancestor(commit):  # a branch rebased since, or another clone: nothing says the script is the same
         return f"stale: {commit} is not in this checkout's history"
-    changed = _git("log", "--format=%h", f"{commit}..HEAD", "--", f"benchmarks/{r['_file']}.py")
+    # the script's text, not its history: a change made and reverted since leaves the measured script
+    changed = _git("diff", "--name-only", commit, "HEAD", "--", f"benchmarks/{r['_file']}.py")
     if changed:
         return f"stale: the script changed after {commit}"
     when = dt.datetime.strptime(prov["measured_at"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC)

@@ -51,23 +51,19 @@ def sft(rows: Path, steps: int, lr: float) -> tuple[Path, dict]:
     """SmolLM2 fine-tuned on ``rows`` with its own template (``python -m training.sft``, its own
     process, so its memory is back before the RL run's trainer needs it); the final model (OUT/hf)."""
     out = WORK / "sft"
-    config = WORK / "sft.yaml"
-    config.write_text(yaml.safe_dump(sft_config(rows, out, steps, lr), sort_keys=False))
-    subprocess.run([sys.executable, "-m", "training.sft", "--config", str(config)], check=True, cwd=ROOT)
-    summary = json.loads((out / "sft.json").read_text())
-    print(f"SFT: loss {summary['loss_first']:.3f} -> {summary['loss_last']:.3f} in {summary['trained_steps']} steps",
-          flush=True)
-    return out / "hf", summary
-
-
-def sft_config(rows: Path, out: Path, steps: int, lr: float) -> dict:
-    """training.sft's config: SmolLM2, its own template, the gold rows, one sample per step."""
-    return {"out": str(out), "model": {"hf": "smollm2"},
+    data = {"out": str(out), "model": {"hf": "smollm2"},
             "data": {"max_context": 4096, "seed": 0, "weights": {"coding_agent": 1.0},
                      "datasets": [{"path": str(rows), "category": "coding_agent", "min_reward": 1.0}]},
             "train": {"seed": 0, "steps": steps, "threads": 2, "loader": {"batch_size": 1, "seed": 0},
                       "optimizer": {"name": "adamw", "lr": lr, "weight_decay": 0.0},
                       "schedule": {"kind": "cosine", "warmup_steps": 3, "min_lr_ratio": 0.1}}}  # fmt: skip
+    config = WORK / "sft.yaml"
+    config.write_text(yaml.safe_dump(data, sort_keys=False))
+    subprocess.run([sys.executable, "-m", "training.sft", "--config", str(config)], check=True, cwd=ROOT)
+    summary = json.loads((out / "sft.json").read_text())
+    print(f"SFT: loss {summary['loss_first']:.3f} -> {summary['loss_last']:.3f} in {summary['trained_steps']} steps",
+          flush=True)
+    return out / "hf", summary
 
 
 def main() -> None:

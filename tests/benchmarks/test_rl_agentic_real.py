@@ -48,13 +48,3 @@ def test_the_sft_variant_trains_only_on_gold_episodes_that_scored_1(tmp_path, mo
     with pytest.raises(SystemExit, match="no gold episode scored 1"):
         sft_bench.gold_rows()
 
-
-def test_the_sft_variants_config_is_one_training_sft_takes(tmp_path):
-    """The SFT's config validates as training.sft's, SmolLM2 with its own template, the gold rows only."""
-    from benchmarks import rl_agentic_real_sft as sft_bench
-    from core.config import validate_config
-    from training.sft.__main__ import SFTConfig
-
-    cfg = validate_config(SFTConfig, sft_bench.sft_config(tmp_path / "gold.jsonl", tmp_path / "sft", 40, 1e-4), "test")
-    assert cfg.model.hf == "smollm2" and cfg.model.chat_template == "own" and cfg.train["steps"] == 40
-    assert [d.min_reward for d in cfg.data.datasets] == [1.0]

@@ -119,9 +119,9 @@ class SessionPool:
                     self._fills.discard(threading.current_thread())
 
         t = threading.Thread(target=body, daemon=True, name=f"session-warm-{name}")
-        with self._lock:
+        with self._lock:  # started under the lock: ``shutdown`` never sees (and joins) one not yet started
             self._fills.add(t)
-        t.start()
+            t.start()
 
     def get(self, sid: str) -> Session:
         with self._lock:

@@ -171,9 +171,9 @@ class Verifiers:
                     self._threads.discard(threading.current_thread())
 
         t = threading.Thread(target=body, daemon=True, name=name)
-        with self._lock:
+        with self._lock:  # started under the lock: ``shutdown`` never sees (and joins) one not yet started
             self._threads.add(t)
-        t.start()
+            t.start()
 
     def take(self, image: str, network: str, command: str):
         """A ready container (started ahead), or one started now. The caller primes the next one once

@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from swe_envs.sessions.background import Background
 from swe_envs.sessions.hosts import Host, Hosts
 from swe_envs.sessions.session import Session
 
@@ -34,7 +35,7 @@ class SessionPool:
         self.sessions: dict[str, Session] = {}
         self.ready: dict[str, list[Session]] = {}  # warm: opened ahead of need, not handed out yet
         self.filling: dict[str, int] = {}
-        self._fills: set[threading.Thread] = set()  # warm opens in flight: ``shutdown`` waits for them
+        self._fills = Background()  # warm opens in flight: ``shutdown`` waits for them
         self.reaped = 0
         self.warm_hits = 0
         self._lock = threading.Lock()
@@ -111,17 +112,7 @@ class SessionPool:
                 if session is not None and not keep:
                     self._close_session(session)
 
-        def body() -> None:
-            try:
-                fill()
-            finally:
-                with self._lock:
-                    self._fills.discard(threading.current_thread())
-
-        t = threading.Thread(target=body, daemon=True, name=f"session-warm-{name}")
-        with self._lock:  # started under the lock: ``shutdown`` never sees (and joins) one not yet started
-            self._fills.add(t)
-            t.start()
+        self._fills.spawn(fill, f"session-warm-{name}")
 
     def get(self, sid: str) -> Session:
         with self._lock:
@@ -179,13 +170,7 @@ class SessionPool:
             self.ready.clear()
         for s in left:
             self._close_session(s)
-        deadline = time.monotonic() + timeout_s
-        while True:
-            with self._lock:
-                pending = list(self._fills)
-            if not pending or time.monotonic() > deadline:
-                break
-            pending[0].join(max(0.0, deadline - time.monotonic()))
+        pending = self._fills.wait(timeout_s)
         if pending:
-            self.log(f"session pool: {len(pending)} warm open(s) still in flight after {timeout_s:.0f}s")
+            self.log(f"session pool: {pending} warm open(s) still in flight after {timeout_s:.0f}s")
         self.hosts.shutdown()

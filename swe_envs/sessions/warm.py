@@ -41,6 +41,7 @@ from swe_envs.sandbox import (
     container_options,
     owner,
 )
+from swe_envs.sessions.background import Background
 from swe_envs.sessions.verifier_io import TASK_DIR, Fallback, exchange, task_tar
 from swe_envs.sessions.zygote import BOOT, ZYGOTE_PY, test_sh, zygote_launch
 
@@ -123,9 +124,7 @@ class Verifiers:
         self.starting: dict[tuple[str, str, str], int] = {}
         self.closed = False
         self._lock = threading.Lock()
-        # the prime and remove threads in flight: ``shutdown`` waits for them, since daemon threads die
-        # with the process and a container they were starting or removing would outlive it
-        self._threads: set[threading.Thread] = set()
+        self._background = Background()  # the prime and remove threads in flight: ``shutdown`` waits for them
 
     def _start(self, image: str, network: str, command: str):
         """The sandbox's container (same limits, user, labels), its main process ``BOOT``: it waits for
@@ -160,20 +159,7 @@ class Verifiers:
             if c is not None:  # shut down while it started
                 _remove(c)
 
-        self._spawn(start, "verifier-prime")
-
-    def _spawn(self, fn: Callable[[], None], name: str) -> None:
-        def body() -> None:
-            try:
-                fn()
-            finally:
-                with self._lock:
-                    self._threads.discard(threading.current_thread())
-
-        t = threading.Thread(target=body, daemon=True, name=name)
-        with self._lock:  # started under the lock: ``shutdown`` never sees (and joins) one not yet started
-            self._threads.add(t)
-            t.start()
+        self._background.spawn(start, "verifier-prime")
 
     def take(self, image: str, network: str, command: str):
         """A ready container (started ahead), or one started now. The caller primes the next one once
@@ -223,7 +209,7 @@ class Verifiers:
         finally:
             guard.stop()
             # its results are read: removing it and starting the next one are off the verify's path
-            self._spawn(lambda: _remove(c), "verifier-remove")
+            self._background.spawn(lambda: _remove(c), "verifier-remove")
             self.prime(image, network, command)
         res.seconds = time.monotonic() - t0
         return res
@@ -267,17 +253,10 @@ class Verifiers:
             self.ready.clear()
         for c in left:
             _remove(c)
-        deadline = time.monotonic() + timeout_s
-        while True:
-            with self._lock:
-                pending = [t for t in self._threads if t is not threading.current_thread()]
-            if not pending or time.monotonic() > deadline:
-                break
-            pending[0].join(max(0.0, deadline - time.monotonic()))
+        pending = self._background.wait(timeout_s)
         if pending:
-            self.log(f"verifiers: {len(pending)} start/remove still in flight after {timeout_s:.0f}s; "
+            self.log(f"verifiers: {pending} start/remove still in flight after {timeout_s:.0f}s; "
                      "the reaper sweeps what they leave")
-
 
 def _remove(c) -> None:
     _quiet(lambda: c.remove(force=True))

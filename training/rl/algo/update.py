@@ -76,10 +76,10 @@ def micro_batches(chunk: torch.Tensor, size: int | None, mask: torch.Tensor):
     the micro-batches' token means add up to the minibatch's token mean."""
     rows = chunk.tolist()
     size = size or len(rows)
+    parts = [rows[i : i + size] for i in range(0, len(rows), size)]
     total = float(mask[rows].sum())
-    for i in range(0, len(rows), size):
-        sel = rows[i : i + size]
-        yield sel, (float(mask[sel].sum()) / total if total else 1.0 / len(range(0, len(rows), size)))
+    for sel in parts:
+        yield sel, float(mask[sel].sum()) / total if total else 1.0 / len(parts)
 
 
 def merge_stats(parts: list[tuple[float, dict[str, float]]]) -> dict[str, float]:

@@ -8,7 +8,10 @@ and trim ``apt_packages`` to what those images lack.
 
 from __future__ import annotations
 
-from pydantic import Field
+import re
+from dataclasses import asdict, dataclass
+
+from pydantic import Field, field_validator
 
 from core.config import StrictModel
 from core.llm import LLMConfig
@@ -83,6 +86,74 @@ class SandboxConfig(StrictModel):
     disk_mb: int = Field(default=10240, ge=64)
 
 
+# what a profile's extras and requirements may be (they go into a shell line, quoted): names and version bounds
+_PROFILE_SHAPES = {
+    "extras": (r"[A-Za-z0-9][A-Za-z0-9_.-]*", "an extra's name"),
+    "requirements": (r"[A-Za-z0-9][A-Za-z0-9_.\-\[\],]*\s*([<>=!~]=?[^;\s'\"]+\s*,?\s*)*",
+                     "a requirement (name and version bounds)"),
+}
+
+
+class EnvProfile(StrictModel):
+    """How a dataset's own harness built a repository's environments, where the era's cut-off gives
+    other packages than it did, so validate's FAIL_TO_PASS/PASS_TO_PASS agree with the dataset's lists
+    (a test that passes with the era's docutils failed in the harness's newer one, and the dataset lists
+    what the harness saw). Applied per repository and task version, recorded in the environment spec."""
+
+    repo: str
+    versions: list[str] = Field(default_factory=list)  # task versions (SWE-bench ``version``); empty: every one
+    # the cut-off instead of the task's era: the day the harness resolved its unpinned installs
+    resolve_at: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$")
+    extras: list[str] = Field(default_factory=list)  # installed with the repository: ``-e '.[test]'``
+    requirements: list[str] = Field(default_factory=list)  # pins installed with it, e.g. ``jinja2<3.0``
+    source: str = ""  # where these facts come from
+
+    @field_validator("extras", "requirements")
+    @classmethod
+    def _shaped(cls, v: list[str], info) -> list[str]:
+        pattern, what = _PROFILE_SHAPES[info.field_name]
+        bad = [x for x in v if not re.fullmatch(pattern, x)]
+        if bad:
+            raise ValueError(f"not {what}: {bad}")
+        return v
+
+    def applies(self, repo: str, version: str | None) -> bool:
+        return self.repo == repo and (not self.versions or str(version) in self.versions)
+
+
+# SWE-bench's harness builds sphinx's images with Python 3.9 and `pip install -e .[test]`, resolved when its
+# images were built (SWE-bench Verified, 2024-08; the day is not published: 2024-07-01 is the one measured,
+# docs/swe-envs.md), pinning for versions 3.0-4.4 what those releases break on (Jinja2 3, MarkupSafe 2.1,
+# the sphinxcontrib packages that require Sphinx 5). The era's packages pass tests its lists say fail.
+_SPHINX_3_4 = [f"{major}.{minor}" for major, top in ((3, 5), (4, 4)) for minor in range(top + 1)]
+DEFAULT_PROFILES: list[dict] = [
+    {"repo": "sphinx-doc/sphinx", "resolve_at": "2024-07-01", "extras": ["test"],
+     "source": "SWE-bench harness: sphinx environments (unpinned `.[test]`, images built mid-2024)"},
+    {"repo": "sphinx-doc/sphinx", "versions": _SPHINX_3_4,
+     "requirements": ["jinja2<3.0", "markupsafe<=2.0.1", "alabaster>=0.7,<0.7.12", "sphinxcontrib-applehelp<=1.0.7",
+                      "sphinxcontrib-devhelp<=1.0.5", "sphinxcontrib-qthelp<=1.0.6",
+                      "sphinxcontrib-htmlhelp<=2.0.4", "sphinxcontrib-serializinghtml<=1.1.9"],
+     "source": "SWE-bench harness: sphinx 3.0-4.4 pins"},
+]
+
+
+def default_profiles() -> list[EnvProfile]:
+    return [EnvProfile.model_validate(p) for p in DEFAULT_PROFILES]
+
+
+@dataclass(frozen=True)
+class AppliedProfile:
+    """The profiles that apply to one repo-version, merged: the last date wins, the rest adds up."""
+
+    resolve_at: str | None = None
+    extras: tuple[str, ...] = ()
+    requirements: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+
+    def record(self) -> dict:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()} if self.sources else {}
+
+
 class BuildConfig(StrictModel):
     timeout_s: float = Field(default=1800.0, gt=0)
     memory_mb: int = Field(default=4096, ge=256)
@@ -95,6 +166,8 @@ class BuildConfig(StrictModel):
     # era-correct dependencies: nothing released after the repo-version's date (uv --exclude-newer,
     # npm --before)
     exclude_newer: bool = True
+    # per repository (and task version): a dataset harness's environment, where the era's differs from it
+    profiles: list[EnvProfile] = Field(default_factory=default_profiles)
     max_recipe_lines: int = Field(default=20, ge=1)
     log_tail_chars: int = Field(default=3000, ge=200)  # of a failed build shown to the LLM
     # an endpoint proposes revised recipes after a failure; none = templates only
@@ -105,6 +178,14 @@ class BuildConfig(StrictModel):
     # toolchain tags include it; with no_cache, a separate set of images (every environment built on
     # them too): a cold benchmark that must not remove or replace the images other work is using
     cache_namespace: str = ""
+
+    def profile(self, repo: str, version: str | None) -> AppliedProfile:
+        hits = [p for p in self.profiles if p.applies(repo, version)]
+        dates = [p.resolve_at for p in hits if p.resolve_at]
+        return AppliedProfile(dates[-1] if dates else None,
+                              tuple(dict.fromkeys(e for p in hits for e in p.extras)),
+                              tuple(r for p in hits for r in p.requirements),
+                              tuple(p.source or p.repo for p in hits))
 
 
 class ValidateConfig(StrictModel):

@@ -83,6 +83,8 @@ class Environment:
     # resolved dependency set
     toolchain: dict = field(default_factory=dict)
     exclude_newer: str | None = None
+    # the dataset harness's environment applied (config.AppliedProfile.record), {} where none
+    profile: dict = field(default_factory=dict)
     network: str = "none"
     registry: dict = field(default_factory=dict)
     resolved: list[str] = field(default_factory=list)
@@ -202,6 +204,11 @@ class EnvBuilder:
         tc_cfg = self.cfg.toolchain(env.language)
         choice = era.choose(env.language, snap, tc_cfg.versions, tc_cfg.base_image, created_at)
         env.exclude_newer = choice.era_date if self.cfg.build.exclude_newer else None
+        # a dataset harness's environment for this repo-version (config.EnvProfile): its date, extras, pins
+        profile = self.cfg.build.profile(env.repo, task_version)
+        env.profile = profile.record()
+        if profile.resolve_at and self.cfg.build.exclude_newer:
+            env.exclude_newer = profile.resolve_at
         plan = languages.test_plan(env.language, snap)
         env.test_command = test_command or plan.command
         env.runner = runner or (plan.runner if not test_command else "auto")
@@ -210,7 +217,7 @@ class EnvBuilder:
         collect_command = (languages.test_plan(env.language, snap, collect).command
                            if collect and not test_command else env.test_command)
         recipe, source, rule = languages.recipe(env.language, snap, languages.RecipeOptions(
-            env.exclude_newer, task_version)), "template", ""
+            env.exclude_newer, task_version, profile.extras, profile.requirements)), "template", ""
         template = recipe
         got = self._toolchain(env, choice, template)
         if got is None:

@@ -19,6 +19,9 @@ class RecipeOptions:
 
     exclude_newer: str | None = None  # ISO date: nothing released later is installed
     version: str | None = None  # the task's version (SWE-bench ``version``), for setuptools-scm
+    # a dataset harness's environment (config.EnvProfile): extras and pins installed with the repository
+    extras: tuple[str, ...] = ()
+    requirements: tuple[str, ...] = ()
 
 
 def quote(paths: list[str]) -> str:

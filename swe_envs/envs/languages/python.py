@@ -40,24 +40,29 @@ def scm_version(version: str | None) -> str:
     return ".".join((parts + ["0", "0", "0"])[:3]) if parts else "0.0.0"
 
 
-# the requirements of the distribution installed from /testbed (its metadata, markers kept)
-_TESTBED_REQUIRES = (
-    "python -c 'import importlib.metadata as m, json; print(\"\\n\".join(r for d in m.distributions() "
-    "if json.loads(d.read_text(\"direct_url.json\") or \"{}\").get(\"url\") == \"file:///testbed\" "
-    "for r in (d.requires or [])))' > /tmp/swe-requires.txt"
-)
+def testbed_requires(extras: tuple[str, ...] = ()) -> str:
+    """The snippet writing the requirements of the distribution installed from /testbed (its
+    metadata, markers kept) to /tmp/swe-requires.txt. An extra's requirements lose their
+    ``extra == "x"`` marker, so installing the list installs them (uv evaluates it false)."""
+    item, modules = "r", "json"
+    if extras:
+        alt = "|".join(re.escape(e) for e in extras)  # the marker's quotes matched by ".": the shell's are single
+        item, modules = f're.sub(r"\\s*(?:and\\s+)?extra\\s*==\\s*.(?:{alt}).", "", r).rstrip("; ")', "json, re"
+    return (f"python -c 'import importlib.metadata as m, {modules}; print(\"\\n\".join({item} for d in m.distributions() "
+            "if json.loads(d.read_text(\"direct_url.json\") or \"{}\").get(\"url\") == \"file:///testbed\" "
+            "for r in (d.requires or [])))' > /tmp/swe-requires.txt")
 
 
-def editable_with_version(editable: str, version: str) -> list[str]:
+def editable_with_version(uv: str, version: str, extras: tuple[str, ...] = (), pins: str = "") -> list[str]:
     """setuptools-scm cannot read a version from an exported tree, so the project gets a pretend
     one. The variable must not reach the builds of its dependencies: an sdist that uses
     setuptools-scm too would get the project's version as its own, the resolver would reject it
     and fall back to an ancient release (iniconfig 1.0.0 -> 0.1 for pytest 5.4/6.0, whose ini
     parser then breaks pytest's own ini tests). So the project is installed alone with the
-    variable, then its requirements, with the same resolver options, without it."""
-    return [f"SETUPTOOLS_SCM_PRETEND_VERSION={version} {editable.replace(' -e .', ' --no-deps -e .')}",
-            _TESTBED_REQUIRES,
-            f"if [ -s /tmp/swe-requires.txt ]; then {editable.replace(' -e .', ' -r /tmp/swe-requires.txt')}; fi"]
+    variable, then its requirements (its extras' too), with the same resolver options, without it."""
+    return [f"SETUPTOOLS_SCM_PRETEND_VERSION={version} {uv} --no-deps -e .",
+            testbed_requires(extras),
+            f"if [ -s /tmp/swe-requires.txt ]; then {uv} -r /tmp/swe-requires.txt{pins}; fi"]
 
 
 def recipe(snap: Snapshot, opts: RecipeOptions) -> list[str]:
@@ -69,12 +74,14 @@ def recipe(snap: Snapshot, opts: RecipeOptions) -> list[str]:
     cmds = [f"{uv} -r {req}" for req in reqs]
     build_files = "\n".join(snap.read(n) or "" for n in ("setup.py", "setup.cfg", "pyproject.toml"))
     if any(snap.has(n) for n in ("pyproject.toml", "setup.py", "setup.cfg")):
-        # setuptools-scm reads the version from git metadata, which an exported tree lacks
-        editable = f"{uv} -e ."
+        # a dataset harness's extras and pins (config.EnvProfile) resolve together with the repository
+        pins = "".join(f" {quote([r])}" for r in opts.requirements)
         if re.search(r"setuptools[_-]scm", build_files):
-            cmds += editable_with_version(editable, scm_version(opts.version))
+            # setuptools-scm reads the version from git metadata, which an exported tree lacks
+            cmds += editable_with_version(uv, scm_version(opts.version), opts.extras, pins)
         else:
-            cmds.append(editable)
+            target = quote([f".[{','.join(opts.extras)}]"]) if opts.extras else "."
+            cmds.append(f"{uv} -e {target}{pins}")
     # pytest is tooling, like the build tools: unless the repository's own requirements (or the
     # repository) gave one, the newest for the interpreter, as SWE-bench's harness installs it
     # (unpinned), so ids are its datasets' (pytest 8 writes a repeated parametrize id ending in a

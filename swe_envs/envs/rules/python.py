@@ -88,8 +88,15 @@ def _scm_version(recipe: list[str], log: str) -> list[str] | None:
         return None
     out = []
     for line in recipe:
-        out += editable_with_version(line, "0.0.0") if line.endswith(" -e .") else [line]
+        # the repository's install line: `-e .`, or a profile's `-e '.[extras]' 'pin' ...` (config.EnvProfile)
+        m = _EDITABLE_AT.search(line)
+        out += editable_with_version(line[:m.start()], "0.0.0", tuple(filter(None, (m[2] or "").split(","))),
+                                     line[m.end():]) if m and not line.startswith("SETUPTOOLS_SCM") else [line]
     return out
+
+
+# the repository's own install target in a line: `-e .`, or with a profile's extras `-e '.[test]'` (its pins follow)
+_EDITABLE_AT = re.compile(r" -e (\.|'\.\[([\w.,-]+)\]')(?= |$)")
 
 
 def _editable_backend(recipe: list[str], log: str) -> list[str] | None:
@@ -98,8 +105,8 @@ def _editable_backend(recipe: list[str], log: str) -> list[str] | None:
 
     if "has no attribute 'build_editable'" not in log or "--exclude-newer-package setuptools" in " ".join(recipe):
         return None
-    return [line.replace(" -e .", f" --exclude-newer-package setuptools={EDITABLE_SETUPTOOLS} -e .")
-            if " -e ." in line and "--exclude-newer " in line else line for line in recipe]
+    return [_EDITABLE_AT.sub(lambda m: f" --exclude-newer-package setuptools={EDITABLE_SETUPTOOLS} -e {m[1]}", line, 1)
+            if _EDITABLE_AT.search(line) and "--exclude-newer " in line else line for line in recipe]
 
 
 def _no_build_isolation(recipe: list[str], log: str) -> list[str] | None:
@@ -109,10 +116,10 @@ def _no_build_isolation(recipe: list[str], log: str) -> list[str] | None:
     failed = _FAILED_STEP.findall(log)
     out, changed = [], False
     for line in recipe:
-        if " -e ." in line and UV_PIP in line and (not failed or line in failed):  # the step that failed
+        if _EDITABLE_AT.search(line) and UV_PIP in line and (not failed or line in failed):  # the step that failed
             # the build tools with the line's own cut-offs (build tooling may be newer than the era)
-            out.append(line.replace(" -e .", " setuptools wheel"))
-            out.append(line.replace(" -e .", " --no-build-isolation -e ."))
+            out.append(_EDITABLE_AT.sub(" setuptools wheel", line, 1))
+            out.append(_EDITABLE_AT.sub(lambda m: f" --no-build-isolation -e {m[1]}", line, 1))
             changed = True
         else:
             out.append(line)
@@ -219,7 +226,7 @@ def _older_setuptools(recipe: list[str], log: str) -> list[str] | None:
         if UV_PIP in line and line in failed and f"setuptools={day}" not in line:
             line = re.sub(r" --exclude-newer-package setuptools=\S+| --no-build-isolation", "", line)
             line = line.replace(UV_PIP, f"{UV_PIP} --exclude-newer-package setuptools={day}", 1)
-            line, changed = line.replace(" -e .", " ."), True
+            line, changed = _EDITABLE_AT.sub(lambda m: f" {m[1]}", line, 1), True
         out.append(line)
     return out if changed else None
 

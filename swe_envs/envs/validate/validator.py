@@ -204,7 +204,7 @@ class Validator:
                               "environment_setup_commit": env_commit, "toolchain": env.toolchain,
                               "instance_image": image, "recipe": env.recipe,
                               "instance_refine": self.instance_refine.get(inst["instance_id"]),
-                              "exclude_newer": env.exclude_newer}
+                              "exclude_newer": env.exclude_newer, "profile": env.profile}
         out["validation"] = {"flaky": result.flaky, "runs_per_phase": self.runs,
                              "seconds": round(time.monotonic() - t0, 2),
                              "before": _tally(before), "after": _tally(after),

@@ -61,6 +61,31 @@ def test_rule_fix_installs_the_missing_module(docker_ready, tmp_path):
     assert any(r.lower().startswith("pyyaml==") for r in env.resolved)
 
 
+_SETUP_WITH_EXTRA = "from setuptools import setup\nsetup(name='profiled', py_modules=[], extras_require={'test': ['PyYAML']})\n"
+_OLD_YAML_TEST = "import yaml\n\n\ndef test_old_yaml():\n    assert yaml.__version__.startswith('5.')\n"
+PROFILED = LangRepo("python", {"setup.py": _SETUP_WITH_EXTRA, "tests/test_cfg.py": _OLD_YAML_TEST}, {}, {}, [], [])
+
+
+def test_a_profile_gives_the_harness_date_extras_and_pins(docker_ready, tmp_path):
+    """config.EnvProfile: the repository's `test` extra (PyYAML, named nowhere else) installed with it,
+    pinned below 6, resolved at the profile's date instead of the commit's era; all recorded."""
+    from swe_envs.config import EnvProfile
+    builder = _builder(docker_ready, tmp_path)
+    builder.cfg.build.profiles = [EnvProfile(repo="tests/profiled", resolve_at="2023-06-01", extras=["test"],
+                                             requirements=["PyYAML<6"], source="a harness"),
+                                  EnvProfile(repo="tests/profiled", versions=["9.9"], requirements=["PyYAML<5"])]
+    env = _build(builder, tmp_path, PROFILED, "profiled")
+    if _fresh(docker_ready, env):
+        env = _build(builder, tmp_path / "again", PROFILED, "profiled")
+    assert env.ok, env.reason
+    assert [(a.source, a.stage) for a in env.attempts] == [("template", "ok")]  # no rule had to add PyYAML
+    assert env.exclude_newer == "2023-06-01" and "--exclude-newer 2023-06-01T23:59:59Z" in env.recipe[0]
+    assert env.recipe[0].endswith(" -e '.[test]' 'PyYAML<6'")
+    assert env.profile == {"resolve_at": "2023-06-01", "extras": ["test"], "requirements": ["PyYAML<6"],
+                           "sources": ["a harness"]}
+    assert any(r.lower().startswith("pyyaml==5.") for r in env.resolved), env.resolved
+
+
 def test_llm_revises_a_failing_build(docker_ready, tmp_path):
     server = ScriptedServer()
     url = server.start()

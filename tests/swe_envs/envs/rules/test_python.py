@@ -227,3 +227,21 @@ def test_a_commit_much_newer_than_its_task_moves_an_unsolvable_cut_off_to_the_co
     # the usual case, a base commit a week newer than the task: the hidden package is the per-package rule's
     assert rule_fix("python", recipe, log, snapshot("2022-07-06"))[1] == "per-package cut-off"
     assert rule_fix("python", recipe, log)[1] == "per-package cut-off"  # no snapshot: no commit date
+
+
+# a profile's install line (config.EnvProfile): `-e '.[test]'` and pins, which the editable-install rules keep
+PROFILED = f"{UV} -e '.[test]' 'jinja2<3.0'"
+
+
+def test_editable_rules_act_on_a_profile_s_install_line_too():
+    editable = "AttributeError: module 'setuptools.build_meta' has no attribute 'build_editable'"
+    (fixed,), rule = rule_fix("python", [PROFILED], editable)
+    assert rule == "PEP 660 backend" and fixed == f"{UV} --exclude-newer-package setuptools=2023-06-30 -e '.[test]' 'jinja2<3.0'"
+    isolation = _failed(PROFILED, "error: Failed to build `profiled @ file:///testbed`")
+    fixed, rule = rule_fix("python", [PROFILED], isolation)
+    assert rule == "no build isolation" and fixed == [f"{UV} setuptools wheel 'jinja2<3.0'",
+                                                      f"{UV} --no-build-isolation -e '.[test]' 'jinja2<3.0'"]
+    py2 = _failed(PROFILED, "error in profiled setup command: use_2to3 is invalid.")
+    (fixed,), rule = rule_fix("python", [PROFILED], py2)
+    assert rule == "setuptools of the Python 2 era"
+    assert fixed.endswith(" '.[test]' 'jinja2<3.0'") and " -e " not in fixed  # a regular install, extras and pins kept

@@ -11,9 +11,19 @@ task has no Dockerfile nor image keeps the older reading (``client``, or the onl
 
 The subset of service keys the runner maps onto the Docker SDK is ``COMPOSE_KEYS``; any other key
 is an error naming it (never silently dropped).
+
+Values are interpolated as ``docker compose`` does (``$VAR``, ``${VAR}``, ``${VAR:-default}``,
+``${VAR-default}``, ``${VAR:?error}``, ``${VAR?error}``, ``${VAR:+alt}``, ``${VAR+alt}``, nesting, ``$$``), over
+the variables Harbor sets when it runs compose (``harbor_variables``: ``CONTEXT_DIR``, ``MAIN_IMAGE_NAME``, the
+log paths, ``CPUS``, ``MEMORY``). Not the host's own environment, which Harbor also passes: a task is untrusted,
+and its containers must not receive the host's variables (credentials) by naming them. An unset variable is
+empty, as in compose, and logged.
 """
 
 from __future__ import annotations
+
+import logging
+import re
 
 import yaml
 
@@ -28,12 +38,107 @@ COMPOSE_IGNORED = {"container_name", "volumes", "ports", "expose", "restart", "p
                    "stdin_open"}
 
 
+# what Harbor names the image it builds for main; a service with this image gets main's own build or image
+MAIN_IMAGE = "harbor-main-image"
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_BRACED = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])(.*))?", re.S)
+log = logging.getLogger(__name__)
+
+
+def harbor_variables(task: HarborTask) -> dict[str, str]:
+    """The variables Harbor's docker environment sets for compose (its log paths are the in-container ones:
+    this runner mounts nothing from the host)."""
+    env = task.config.environment
+    logs = {f"{side}_{kind}_PATH": f"/logs/{d}" for side in ("HOST", "ENV")
+            for kind, d in (("VERIFIER_LOGS", "verifier"), ("AGENT_LOGS", "agent"), ("ARTIFACTS", "artifacts"))}
+    cpus = int(env.cpus) if float(env.cpus).is_integer() else env.cpus
+    return {"MAIN_IMAGE_NAME": MAIN_IMAGE, "CONTEXT_DIR": str(task.environment_dir.resolve()),
+            "PREBUILT_IMAGE_NAME": env.docker_image or "", "CPUS": str(cpus),
+            "MEMORY": f"{env.memory_limit_mb()}M", **logs}
+
+
+def interpolate(text: str, variables: dict[str, str], unset: set[str]) -> str:
+    """``text`` with compose's variable syntax expanded; a malformed one or a required one missing is an error."""
+    out, i = [], 0
+    while i < len(text):
+        if text[i] != "$":
+            out.append(text[i])
+            i += 1
+        elif text.startswith("$$", i):
+            out.append("$")
+            i += 2
+        elif text.startswith("${", i):
+            end, depth, j = -1, 1, i + 2
+            while j < len(text):
+                if text.startswith("${", j):
+                    depth, j = depth + 1, j + 2
+                    continue
+                if text[j] == "}":
+                    depth -= 1
+                    if depth == 0:
+                        end = j
+                        break
+                j += 1
+            if end < 0:
+                raise TaskFormatError(f"invalid interpolation format (no closing brace) in {text!r}")
+            out.append(_expand(text[i + 2:end], text, variables, unset))
+            i = end + 1
+        elif m := _NAME.match(text, i + 1):
+            out.append(_value(m[0], variables, unset))
+            i = m.end()
+        else:
+            raise TaskFormatError(f"invalid interpolation format in {text!r}: a '$' neither $$ nor a variable")
+    return "".join(out)
+
+
+def _value(name: str, variables: dict[str, str], unset: set[str]) -> str:
+    if name not in variables:
+        unset.add(name)
+    return variables.get(name, "")
+
+
+def _expand(body: str, text: str, variables: dict[str, str], unset: set[str]) -> str:
+    m = _BRACED.fullmatch(body)
+    if not m:
+        raise TaskFormatError(f"invalid interpolation format in {text!r}: ${{{body}}}")
+    name, op, arg = m[1], m[2], m[3] or ""
+    value = variables.get(name)
+    missing = value is None or (op is not None and op.startswith(":") and value == "")
+    if op is None:
+        return _value(name, variables, unset)
+    if op.endswith("-"):
+        return interpolate(arg, variables, unset) if missing else value
+    if op.endswith("?"):
+        if missing:
+            raise TaskFormatError(f"required variable {name} is missing a value: {interpolate(arg, variables, unset)}")
+        return value
+    return "" if missing else interpolate(arg, variables, unset)  # "+": the alternative when set
+
+
+def _interpolated(node, variables: dict[str, str], unset: set[str]):
+    """Every string value of the parsed file (not the keys) interpolated, as compose does."""
+    if isinstance(node, str):
+        return interpolate(node, variables, unset)
+    if isinstance(node, dict):
+        return {k: _interpolated(v, variables, unset) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_interpolated(v, variables, unset) for v in node]
+    return node
+
+
 def compose_services(task: HarborTask) -> dict[str, dict]:
-    """The compose file's services as written (keys checked)."""
+    """The compose file's services, interpolated (keys checked)."""
     try:
         data = yaml.safe_load(task.compose_file.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as err:
         raise TaskFormatError(f"{task.compose_file}: invalid YAML: {err}") from None
+    unset: set[str] = set()
+    try:
+        data = _interpolated(data, harbor_variables(task), unset)
+    except TaskFormatError as err:
+        raise TaskFormatError(f"{task.compose_file}: {err}") from None
+    if unset:
+        log.warning("%s: variables not set, empty as in compose: %s", task.compose_file, ", ".join(sorted(unset)))
     services = data.get("services") if isinstance(data, dict) else None
     if not isinstance(services, dict) or not services:
         raise TaskFormatError(f"{task.compose_file}: no services")
@@ -67,13 +172,32 @@ def task_services(task: HarborTask) -> dict[str, dict]:
     if "main" not in services and base is None:
         return services  # the older reading: main_service picks client or the only service
     main = dict(services.pop("main", {}))
+    if main.get("image") == MAIN_IMAGE:  # Harbor's name for what it builds for main: the base, or main's build
+        del main["image"]
     if base is not None and "build" not in main and "image" not in main:
         main.update(base)
     if "build" not in main and "image" not in main:
         raise TaskFormatError(f"{task.compose_file}: services.main has neither build nor image, and the task has "
                               "no environment/Dockerfile nor [environment].docker_image to build it from "
                               "(Harbor's base main service)")
-    return {"main": main, **services}
+    own = {"build": main["build"]} if "build" in main else {"image": main["image"]}
+    for svc in services.values():  # a sidecar on main's image
+        if svc.get("image") == MAIN_IMAGE and "build" not in svc:
+            del svc["image"]
+            svc.update(own)
+    return _contexts_inside({"main": main, **services}, task)
+
+
+def _contexts_inside(services: dict[str, dict], task: HarborTask) -> dict[str, dict]:
+    """A build context is sent to the engine whole: one outside the task's folder (``/``, ``../..``, an
+    absolute path) would hand the host's files to an untrusted build."""
+    root = task.path.resolve()
+    for name, svc in services.items():
+        b = svc.get("build")
+        ctx = b if isinstance(b, str) else (b or {}).get("context", ".") if isinstance(b, dict) else None
+        if ctx is not None and not (task.environment_dir / str(ctx)).resolve().is_relative_to(root):
+            raise TaskFormatError(f"services.{name}.build.context {ctx!r} is outside the task's folder")
+    return services
 
 
 def main_service(services: dict[str, dict]) -> str:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from swe_envs.terminal.compose import main_service, task_services
+from swe_envs.terminal.compose import MAIN_IMAGE, interpolate, main_service, task_services
 from swe_envs.terminal.config import RunnerConfig
 from swe_envs.terminal.environment import network_decision
 from swe_envs.terminal.task import TaskFormatError, load_task
@@ -20,7 +20,8 @@ def test_main_without_build_or_image_is_built_from_the_dockerfile():
     assert list(svc) == ["main", "api"] and main_service(svc) == "main"
     assert svc["main"]["build"] == {"context": "."}  # Harbor's base: environment/Dockerfile
     assert svc["main"]["environment"] == {"API_URL": "http://api:8080"} and "api" in svc["main"]["depends_on"]
-    assert svc["api"]["build"] == {"context": "./api"}
+    # Harbor's ${CONTEXT_DIR} and a default, interpolated as compose does
+    assert svc["api"]["build"] == {"context": str((FIXTURES / "compose-api-token" / "environment").resolve()) + "/api"}
 
 
 def test_compose_without_main_gets_harbors_base_main():
@@ -73,3 +74,45 @@ def test_steps_fall_back_to_shared_tests_and_take_step_verifier_timeouts(tmp_pat
     (root / "steps" / "a").mkdir(parents=True)
     (root / "steps" / "a" / "instruction.md").write_text("do a\n")
     assert load_task(root).steps[0].tests_dir == root / "tests"
+
+
+@pytest.mark.parametrize("text,want", [
+    ("plain", "plain"), ("$$HOME and $$$A", "$HOME and $1"), ("${A}/x", "1/x"), ("$A.$E", "1."),
+    ("${U:-d}", "d"), ("${E:-d}", "d"), ("${E-d}", ""), ("${U-d}", "d"), ("${A:-d}", "1"),
+    ("${A:+alt}", "alt"), ("${E:+alt}", ""), ("${E+alt}", "alt"), ("${U+alt}", ""),
+    ("${U:-${A}-${B:-x}}", "1-x"), ("${A?must}", "1"), ("${E?must}", ""),
+])
+def test_compose_interpolation(text, want):
+    unset: set[str] = set()
+    assert interpolate(text, {"A": "1", "E": ""}, unset) == want
+    assert "A" not in unset
+
+
+def test_compose_interpolation_errors_and_unset_names():
+    unset: set[str] = set()
+    assert interpolate("x${NOPE}y$OTHER", {}, unset) == "xy" and unset == {"NOPE", "OTHER"}
+    for bad, match in (("${U:?set it}", "required variable U is missing a value: set it"),
+                       ("${E:?}", "required variable E"), ("${U?}", "required variable U"),
+                       ("${A", "no closing brace"), ("cost $5", "neither"), ("${A B}", "invalid interpolation")):
+        with pytest.raises(TaskFormatError, match=match):
+            interpolate(bad, {"A": "1", "E": ""}, set())
+
+
+def test_harbor_variables_main_image_and_a_context_outside_the_task(tmp_path):
+    """${MAIN_IMAGE_NAME} on main is Harbor's base; on a sidecar, main's own build. ${CPUS}/${MEMORY} are the task's."""
+    compose = ("services:\n  main:\n    image: ${MAIN_IMAGE_NAME}\n    environment:\n      - N=${CPUS}\n"
+               "      - M=${MEMORY}\n      - L=${ENV_VERIFIER_LOGS_PATH}\n      - P=${PREBUILT_IMAGE_NAME:-none}\n"
+               "  worker:\n    image: ${MAIN_IMAGE_NAME}\n    command: [sleep, '1']\n")
+    t = tiny_task(tmp_path, "vars", extra={"environment/docker-compose.yaml": compose})
+    svc = task_services(load_task(t))
+    assert svc["main"]["build"] == {"context": "."} and "image" not in svc["main"]
+    assert svc["main"]["environment"] == ["N=1", "M=256M", "L=/logs/verifier", "P=none"]
+    assert svc["worker"] == {"build": {"context": "."}, "command": ["sleep", "1"]} and MAIN_IMAGE not in str(svc)
+    for ctx in ("/", "../..", "${CONTEXT_DIR}/../../.."):
+        out = tiny_task(tmp_path / ctx.replace("/", "_").replace("$", "v"), "ctx", extra={
+            "environment/docker-compose.yaml": f"services:\n  db:\n    build:\n      context: {ctx}\n"})
+        with pytest.raises(TaskFormatError, match="outside the task's folder"):
+            task_services(load_task(out))
+    inside = tiny_task(tmp_path / "in", "ctx", extra={"environment/docker-compose.yaml":
+                                                      "services:\n  db:\n    build: ../tests\n"})
+    assert task_services(load_task(inside))["db"]["build"] == "../tests"  # the task's own folder is fine

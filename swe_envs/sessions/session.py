@@ -99,12 +99,14 @@ class TerminalSession(Session):
 
     def verify(self) -> tuple[float, dict[str, Any]]:
         """The current step's verifier; a multi-step task moves on to its next step."""
-        from swe_envs.terminal.trial import verify_step
+        from swe_envs.terminal.verifier import score_step
 
         step = self.task.steps[self.step_index]
-        value, fields, why = verify_step(self.env, step, self.task, self.ctx.cfg, self.out_dir / self.id / step.name)
+        where = self.out_dir / self.id / step.name
+        value, fields, why, how = score_step(self.ctx, self.env, step, self.task, where, where / "artifacts")
         self.step_index = min(self.step_index + 1, len(self.task.steps))
-        return (value if value is not None else 0.0), {"step": step.name, "rewards": fields, "error": why or None}
+        return (value if value is not None else 0.0), {"step": step.name, "rewards": fields, "error": why or None,
+                                                       "verifier": how["mode"]}
 
     @property
     def steps_left(self) -> int:

@@ -20,8 +20,9 @@ _BUILDPACK = ["ca-certificates", "curl", "wget", "git", "gnupg", "build-essentia
               "xz-utils", "bzip2", "unzip", "file", "less", "patch"]
 _PY = ["python3", "python3-venv", "python3-pip", "python-is-python3"]
 # the python:3.x images' pip installs into their own interpreter; Debian's is marked externally
-# managed (PEP 668), which would refuse a test script's plain `pip install`
-_PY_SETUP = ["ENV PIP_BREAK_SYSTEM_PACKAGES=1"]
+# managed (PEP 668), which would refuse a test script's plain `pip install` and a Dockerfile's
+# `uv pip install --system` (Harbor's verifier template): the marker goes, as those images have none
+_PY_SETUP = ["ENV PIP_BREAK_SYSTEM_PACKAGES=1", "RUN rm -f /usr/lib/python3*/EXTERNALLY-MANAGED"]
 
 
 class SubstituteRule(StrictModel):
@@ -47,6 +48,13 @@ def default_substitutes() -> list[SubstituteRule]:
          "apt_packages": _BUILDPACK + ["python3", "python3-venv"], "provision": ["shims", "uv", "pytest"],
          # Ubuntu jammy's pip predates PEP 668: tasks `pip install` into the system Python
          "setup": ["ENV PIP_BREAK_SYSTEM_PACKAGES=1"]},
+        # astral's uv image, which Harbor's task template copies uv out of (`COPY --from=ghcr.io/astral-sh/uv:0.9.7
+        # /uv /usr/local/bin/uv`): PyPI's uv (the newest, not the tag's) at /uv and /uvx as real files (COPY --from
+        # copies a link as a link), on bookworm with Python for its python-tagged variants used as a base
+        {"match": ["ghcr.io/astral-sh/uv:*", "astral/uv:*"], "suite": "bookworm", "apt_packages": _BUILDPACK + _PY,
+         "provision": ["shims", "uv", "pytest"], "setup": _PY_SETUP + [
+             "RUN cp -L /opt/provision/venv/bin/uv /uv && { cp -L /opt/provision/venv/bin/uvx /uvx 2>/dev/null "
+             "|| printf '#!/bin/sh\\nexec /uv tool run \"$@\"\\n' > /uvx; } && chmod 755 /uv /uvx"]},
         {"match": ["node:*"], "suite": "bookworm", "apt_packages": _BUILDPACK + ["nodejs", "npm"]},
         {"match": ["golang:*"], "suite": "bookworm", "apt_packages": _BUILDPACK + ["golang-go"]},
         {"match": ["rust:*"], "suite": "bookworm", "apt_packages": _BUILDPACK + ["cargo", "rustc"]},
@@ -97,6 +105,8 @@ class RunnerConfig(StrictModel):
     agent_timeout_max_s: float = Field(default=1800.0, gt=0)
     verifier_timeout_max_s: float = Field(default=1800.0, gt=0)
     keep_image: bool = True
+    # a separate verifier's artifacts copied out of the agent's containers, in all (swe_envs/terminal/verifier.py)
+    artifacts_max_mb: int = Field(default=1024, ge=1)
     # isolation (swe_envs/terminal/isolation.py): every capability is dropped and only these are given
     # back: CHOWN and FOWNER, measured necessary (GNU tar run as root restores an archive's owners and
     # modes: every Aider-polyglot oracle unpacks its reference so). agent_user: who runs agent and

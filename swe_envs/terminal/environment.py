@@ -40,7 +40,7 @@ from swe_envs.terminal.compose import env_dict, main_service, start_order, task_
 from swe_envs.terminal.config import RunnerConfig
 from swe_envs.terminal.isolation import INFRA_USER, agent_user, security_options
 from swe_envs.terminal.substitute import CURL_SHIM, Substituter, from_images
-from swe_envs.terminal.task import HarborTask
+from swe_envs.terminal.task import HarborTask, TaskFormatError
 from swe_envs.terminal.warm import test_scripts, warm_context, warm_dockerfile, warmings
 
 
@@ -153,7 +153,7 @@ def _warm_main(task: HarborTask, tag: str, ctx: Path, images: Images, subst: Sub
     """(image, error): ``tag`` with a layer serving what the tests would fetch offline (warm.py's
     rules and the tests' Python installs, pywarm.py), each recorded as a substitution; ``tag``
     itself when nothing needs warming."""
-    tests_dirs = [s.tests_dir for s in task.steps]
+    tests_dirs = [d for s in task.steps for d in s.tests_dirs]
     tests = test_scripts(tests_dirs)
     rules = warmings(ctx, tests)
     lines = warm_dockerfile(tag, rules, ctx, tests).splitlines()
@@ -315,10 +315,12 @@ class Environment:
                 "GOFLAGS": "-mod=mod", "npm_config_offline": "true"}
 
     def exec(self, command: str, timeout_s: float, env: dict[str, str] | None = None, user: str | None = None,
-             workdir: str | None = None) -> ExecResult:
+             workdir: str | None = None, service: str | None = None) -> ExecResult:
         """Run ``command`` with bash (sh if absent) under ``timeout``; output is stdout+stderr. ``user``:
-        None = the agent's user (``isolation.agent_user``), '' = the image's user."""
+        None = the agent's user (``isolation.agent_user``), '' = the image's user. ``service``: a compose
+        service's container instead of main's."""
         user = self.agent_user if user is None else user
+        container = self.container(service)
         t0 = time.monotonic()
         limit = max(1, int(timeout_s + 0.999))
         script = (f"if command -v bash >/dev/null 2>&1; then exec timeout -k 5 {limit} bash -c {shlex.quote(command)}; "
@@ -327,7 +329,7 @@ class Environment:
 
         def target():
             try:
-                box["res"] = self.main.exec_run(["sh", "-c", script], environment={**self.offline_env(), **(env or {})},
+                box["res"] = container.exec_run(["sh", "-c", script], environment={**self.offline_env(), **(env or {})},
                                                 user=user, workdir=workdir, demux=False)
             except Exception as err:  # the container died under us
                 box["err"] = err
@@ -346,6 +348,14 @@ class Environment:
         out = (res.output or b"").decode("utf-8", "replace")
         rc = int(res.exit_code if res.exit_code is not None else -1)
         return ExecResult(rc, out, rc in (124, 137), time.monotonic() - t0)
+
+    def container(self, service: str | None = None):
+        """main's container, or the named service's ("main" is main's whatever the compose file calls it)."""
+        if service in (None, "main"):
+            return self.main
+        if service not in self.containers:
+            raise TaskFormatError(f"{service!r} is not a service of the task ({', '.join(self.containers)})")
+        return self.containers[service]
 
     def upload(self, src: Path, dest: str) -> None:
         self.exec(f"mkdir -p {shlex.quote(dest)}", timeout_s=60, user=INFRA_USER)

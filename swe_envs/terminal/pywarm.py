@@ -24,15 +24,21 @@ pytest-json-ctrf==0.3.5 pytest ...``; with the network off neither works. The po
   build from outside any package registry. An image without ``python3`` gets Debian's (apt, during
   the build) and the wheels are fetched for that version.
 
+- **Sources built in the image, not on the host.** An install command naming a requirement with no
+  wheel for the target (one published only as an sdist) is built into wheels by pip in the task
+  image while the warm layer builds (the build's network, as the task's own RUN steps have): the
+  package's build code never runs on the host. The tests still install offline.
+
 Downloads are cached on the host (``$SWE_ENVS_CACHE`` or ``~/.cache/swe_envs``, ``wheels/``) by
-target and requirement set; a requirement with no wheel for the target fails the warm layer's
-build with pip's message.
+target and requirement set; a requirement that does not exist at all fails the warm layer's build
+with pip's message.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 import zipfile
@@ -159,6 +165,23 @@ def download_uv(version: str | None, target: PyTarget, root: Path) -> tuple[str,
     return got, bins
 
 
+# pip's words when a requirement has no wheel for the target (an sdist only, or no such release at all)
+NO_WHEEL = "No matching distribution found"
+
+
+def wheels_in_image(requirements: list[str]) -> str:
+    """A warm-layer step building wheels of ``requirements`` (and their dependencies) in the task image, for
+    its own Python: a requirement published only as an sdist. Its build code runs there, where the task's
+    own RUN steps run, never on the host; the tests then install the wheels offline. A requirement that
+    does not exist fails this step with pip's message."""
+    reqs = " ".join(shlex.quote(r) for r in requirements)
+    return ("RUN if python3 -m pip --version >/dev/null 2>&1; then pip='python3 -m pip'; "
+            "elif python3 -m venv /tmp/swe-wheels >/dev/null 2>&1; then pip=/tmp/swe-wheels/bin/pip; "
+            f"else echo 'no pip in the image to build {reqs} from source' >&2; exit 1; fi; "
+            f"$pip wheel --no-cache-dir --disable-pip-version-check --find-links /opt/provision/wheels "
+            f"-w /opt/provision/wheels {reqs} && rm -rf /tmp/swe-wheels")
+
+
 def _suite_python(client, image: str) -> str:
     """Debian's python3 version after the interpreter layer, read the same way."""
     return probe(client, image).python or ""
@@ -206,16 +229,30 @@ def plan(client, image: str, tests_dirs: list[Path | None], curl_shim: str, extr
         wheels: dict[str, Path] = {}
         groups = [g + [e for e in extras if e not in g] if "uv add" in installs.commands else g
                   for g in installs.groups]
+        from_source: list[list[str]] = []
         for group in groups:
-            for w in download_group(group, target, python, root):
-                wheels[w.name] = w
-        warm.context.update({f"provision-wheels/{n}": p.read_bytes() for n, p in sorted(wheels.items())})
-        warm.lines.append("COPY provision-wheels/ /opt/provision/wheels/")
-        warm.substitutions.append({
-            "upstream": f"test-time installs from the package index ({', '.join(installs.commands)}: "
-                        f"{', '.join(installs.requirements)})",
-            "local": f"{len(wheels)} wheels for Python {python} {target.machine} fetched on the host, "
-                     "in /opt/provision/wheels", "real": False, "error": ""})
+            try:
+                for w in download_group(group, target, python, root):
+                    wheels[w.name] = w
+            except WarmError as err:
+                if NO_WHEEL not in str(err):
+                    raise
+                from_source.append(group)
+        if wheels:
+            warm.context.update({f"provision-wheels/{n}": p.read_bytes() for n, p in sorted(wheels.items())})
+            warm.lines.append("COPY provision-wheels/ /opt/provision/wheels/")
+            warm.substitutions.append({
+                "upstream": f"test-time installs from the package index ({', '.join(installs.commands)}: "
+                            f"{', '.join(installs.requirements)})",
+                "local": f"{len(wheels)} wheels for Python {python} {target.machine} fetched on the host, "
+                         "in /opt/provision/wheels", "real": False, "error": ""})
+        if from_source:
+            reqs = [r for g in from_source for r in g]
+            warm.lines.append(wheels_in_image(reqs))
+            warm.substitutions.append({
+                "upstream": f"test-time installs with no wheel for Python {python} {target.machine} ({', '.join(reqs)})",
+                "local": "wheels built from their sources in the task image while the warm layer builds (its build "
+                         "network), in /opt/provision/wheels", "real": False, "error": ""})
     if installs.uv_installer and target.uv and target.has_shim and not uv_pinned:
         # the substitute's own uv answers the installer: one uv per substitute image, not ~40 MB per task
         warm.substitutions.append({"upstream": f"uv installer (curl | sh) {installs.uv_version or 'unpinned'}",

@@ -177,23 +177,31 @@ def context_tar(files: dict[str, bytes]) -> bytes:
 
 
 def from_images(dockerfile: str) -> list[str]:
-    """Images a Dockerfile's FROM lines name (ARG defaults resolved), minus earlier stages and scratch."""
+    """Images a Dockerfile names (ARG defaults resolved), minus earlier stages and scratch: its FROM lines
+    and its ``COPY --from=<image>`` (Harbor's template copies uv from its image so)."""
     args: dict[str, str] = {}
     stages: set[str] = set()
     out: list[str] = []
     text = re.sub(r"\\\n", " ", dockerfile)
+
+    def add(raw: str) -> None:
+        ref = re.sub(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", lambda g: args.get(g.group(1), ""), raw)
+        if ref.lower() != "scratch" and ref not in stages and not ref.isdigit() and ref not in out:
+            out.append(ref)
+
     for line in text.splitlines():
         s = line.strip()
         m = re.match(r"(?i)^ARG\s+([A-Za-z_][A-Za-z0-9_]*)(?:=(\S*))?", s)
         if m and not out:
             args[m.group(1)] = (m.group(2) or "").strip("\"'")
             continue
+        if m := re.match(r"(?i)^COPY\s+(?:--\S+\s+)*?--from=(\S+)", s):
+            add(m.group(1))
+            continue
         m = re.match(r"(?i)^FROM\s+(?:--\S+\s+)*(\S+)(?:\s+AS\s+(\S+))?", s)
         if not m:
             continue
-        ref = re.sub(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", lambda g: args.get(g.group(1), ""), m.group(1))
-        if ref.lower() != "scratch" and ref not in stages and ref not in out:
-            out.append(ref)
+        add(m.group(1))
         if m.group(2):
             stages.add(m.group(2))
     return out

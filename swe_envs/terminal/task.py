@@ -18,11 +18,11 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 import tomli_w
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from core.config import format_validation_error
 from core.errors import UserError
@@ -57,21 +57,6 @@ def _size_mb(value: Any, key: str) -> int | None:
 class TaskSection(_Section):
     name: str | None = None
     description: str | None = None
-
-
-class VerifierSection(_Section):
-    timeout_sec: float = Field(default=600.0, gt=0)
-    env: dict[str, str] = Field(default_factory=dict)
-    user: str | None = None
-
-
-class AgentSection(_Section):
-    timeout_sec: float = Field(default=600.0, gt=0)
-    user: str | None = None
-
-
-class SolutionSection(_Section):
-    env: dict[str, str] = Field(default_factory=dict)
 
 
 class Healthcheck(_Section):
@@ -114,9 +99,94 @@ class EnvironmentSection(_Section):
         return "public"
 
 
+class ArtifactEntry(_Section):
+    """Harbor's ``artifacts`` entry: a path collected from a service after the agent's phase and put back
+    at the same path in a separate verifier's container (``destination``: where the trial keeps it)."""
+
+    source: str
+    destination: str | None = None
+    exclude: list[str] = Field(default_factory=list)
+    service: str | None = None  # a compose service; None or "main": the agent's container
+
+    @field_validator("source")
+    @classmethod
+    def _no_parent(cls, v: str) -> str:
+        if not v.strip() or ".." in PurePosixPath(v).parts:
+            raise ValueError(f"an artifact's source must be a path without '..', got {v!r}")
+        return v
+
+    @field_validator("destination")
+    @classmethod
+    def _relative(cls, v: str | None) -> str | None:
+        if v and (v.startswith("/") or "\\" in v or ".." in PurePosixPath(v).parts or v.rstrip("/") == "manifest.json"):
+            raise ValueError(f"an artifact's destination must be a relative path inside the trial, got {v!r}")
+        return v or None
+
+    @model_validator(mode="after")
+    def _sidecar_absolute(self) -> ArtifactEntry:
+        if self.service not in (None, "main") and not self.source.startswith("/"):
+            raise ValueError(f"artifact {self.source!r} from service {self.service!r} must be an absolute path")
+        return self
+
+
+def _artifacts(v: Any) -> Any:
+    """Harbor writes an entry as a path or as a table: both load as ``ArtifactEntry``."""
+    return [{"source": x} if isinstance(x, str) else x for x in v] if isinstance(v, list) else v
+
+
+class CollectHook(_Section):
+    """``[[verifier.collect]]``: a command run in a service after the agent's phase, before artifacts are collected."""
+
+    command: str
+    service: str = "main"
+    timeout_sec: float = Field(default=60.0, gt=0)
+    user: str | None = None
+
+
+class VerifierSection(_Section):
+    timeout_sec: float = Field(default=600.0, gt=0)
+    env: dict[str, str] = Field(default_factory=dict)
+    user: str | None = None
+    # Harbor's verifier modes: "shared" (the agent's container) or "separate" (a container of its own);
+    # unset: separate when [verifier.environment] is given, else shared
+    environment_mode: Literal["shared", "separate"] | None = None
+    environment: EnvironmentSection | None = None
+    collect: list[CollectHook] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _mode_and_environment(self) -> VerifierSection:
+        if self.environment_mode == "shared" and self.environment is not None:
+            raise ValueError("environment_mode = 'shared' cannot have a [verifier.environment] (set 'separate')")
+        return self
+
+    def mode(self) -> str | None:
+        """The mode this table says, or None where it leaves it to the task's."""
+        return self.environment_mode or ("separate" if self.environment is not None else None)
+
+
+class StepVerifierSection(VerifierSection):
+    timeout_sec: float | None = Field(default=None, gt=0)  # unset: the task's
+
+
+class AgentSection(_Section):
+    timeout_sec: float = Field(default=600.0, gt=0)
+    user: str | None = None
+
+
+class SolutionSection(_Section):
+    env: dict[str, str] = Field(default_factory=dict)
+
+
 class StepEntry(_Section):
     name: str
     timeout_sec: float | None = Field(default=None, gt=0)
+    verifier: StepVerifierSection | None = None
+    artifacts: list[ArtifactEntry] = Field(default_factory=list)
+
+    @field_validator("artifacts", mode="before")
+    @classmethod
+    def _entries(cls, v: Any) -> Any:
+        return _artifacts(v)
 
 
 class TaskConfig(_Section):
@@ -129,6 +199,12 @@ class TaskConfig(_Section):
     solution: SolutionSection = Field(default_factory=SolutionSection)
     environment: EnvironmentSection = Field(default_factory=EnvironmentSection)
     steps: list[StepEntry] | None = None
+    artifacts: list[ArtifactEntry] = Field(default_factory=list)
+
+    @field_validator("artifacts", mode="before")
+    @classmethod
+    def _entries(cls, v: Any) -> Any:
+        return _artifacts(v)
 
     @property
     def shape(self) -> str:
@@ -165,6 +241,15 @@ class Step:
     tests_dir: Path
     solution_dir: Path | None
     timeout_sec: float | None = None
+    verifier: StepVerifierSection | None = None  # [steps.verifier]: its mode and environment
+    artifacts: list[ArtifactEntry] = field(default_factory=list)  # [[steps]].artifacts
+    # Harbor uploads the task's tests/ to /tests before a step's own (a step's test.sh may use shared files)
+    shared_tests: Path | None = None
+
+    @property
+    def tests_dirs(self) -> list[Path]:
+        """What /tests gets, in upload order."""
+        return [d for d in (self.shared_tests, self.tests_dir) if d is not None and d.is_dir()]
 
 
 @dataclass
@@ -173,6 +258,10 @@ class HarborTask:
     config: TaskConfig
     instruction: str
     steps: list[Step] = field(default_factory=list)
+    # a separate verifier's environment (verifier.py): built from tests/ rather than environment/, and
+    # its [verifier.environment].docker_image taking precedence over a Dockerfile there, as in Harbor
+    env_dir: Path | None = None
+    image_first: bool = False
 
     @property
     def name(self) -> str:
@@ -180,12 +269,12 @@ class HarborTask:
 
     @property
     def environment_dir(self) -> Path:
-        return self.path / "environment"
+        return self.env_dir or self.path / "environment"
 
     @property
     def dockerfile(self) -> Path | None:
         p = self.environment_dir / "Dockerfile"
-        return p if p.is_file() else None
+        return p if p.is_file() and not (self.image_first and self.config.environment.docker_image) else None
 
     @property
     def compose_file(self) -> Path | None:
@@ -225,10 +314,11 @@ def load_task(path: str | Path) -> HarborTask:
     else:
         if not instruction or not instruction.strip():
             raise TaskFormatError(f"{root}: instruction.md is missing or empty")
-        if not (root / "tests" / "test.sh").is_file():
+        if not (root / "tests" / "test.sh").is_file() and not _image_owns_tests(cfg, None):
             raise TaskFormatError(f"{root}: tests/test.sh is missing")
         sol = root / "solution"
         task.steps = [Step("main", instruction, root / "tests", sol if sol.is_dir() else None)]
+    _check_verifiers(task)
     return task
 
 
@@ -236,9 +326,7 @@ def _load_steps(root: Path, cfg: TaskConfig) -> list[Step]:
     dirs = {p.name: p for p in (root / "steps").iterdir() if p.is_dir()}
     # an explicit [[steps]] list fixes the order; otherwise directory names in sorted order
     order = [s.name for s in cfg.steps] if cfg.steps else sorted(dirs)
-    # Harbor's [steps.verifier].timeout_sec, or the older [[steps]].timeout_sec
-    timeouts = {s.name: s.timeout_sec or _float(_table((s.model_extra or {}).get("verifier")).get("timeout_sec"))
-                for s in cfg.steps or []}
+    entries = {s.name: s for s in cfg.steps or []}
     missing = [n for n in order if n not in dirs]
     if missing:
         raise TaskFormatError(f"{root}: task.toml steps {missing} have no steps/<name>/ directory")
@@ -250,21 +338,34 @@ def _load_steps(root: Path, cfg: TaskConfig) -> list[Step]:
         text = _read(d / "instruction.md") or (_read(root / "instruction.md") if n == order[0] else None)
         if not text or not text.strip():
             raise TaskFormatError(f"{root}: steps/{n}/instruction.md is missing or empty")
+        e = entries.get(n)
         # Harbor: a step without its own tests/test.sh is verified by the task's shared tests/
-        tests = d / "tests" if (d / "tests" / "test.sh").is_file() else root / "tests"
-        if not (tests / "test.sh").is_file():
+        own = (d / "tests" / "test.sh").is_file()
+        tests = d / "tests" if own else root / "tests"
+        if not (tests / "test.sh").is_file() and not _image_owns_tests(cfg, e and e.verifier):
             raise TaskFormatError(f"{root}: steps/{n}/tests/test.sh is missing (and there is no shared tests/test.sh)")
-        steps.append(Step(n, text, tests, d / "solution" if (d / "solution").is_dir() else None,
-                          timeouts.get(n)))
+        # Harbor's [steps.verifier].timeout_sec, or the older [[steps]].timeout_sec
+        timeout = e and (e.timeout_sec or (e.verifier.timeout_sec if e.verifier else None))
+        steps.append(Step(n, text, tests, d / "solution" if (d / "solution").is_dir() else None, timeout or None,
+                          e.verifier if e else None, list(e.artifacts) if e else [],
+                          root / "tests" if own and (root / "tests").is_dir() else None))
     return steps
 
 
-def _table(v: Any) -> dict:
-    return v if isinstance(v, dict) else {}
+def _image_owns_tests(cfg: TaskConfig, step: StepVerifierSection | None) -> bool:
+    """A separate verifier whose prebuilt image holds /tests/test.sh (the task need not ship one)."""
+    from swe_envs.terminal.verifier import verifier_mode
+
+    return verifier_mode(cfg, step) == "separate" and any(
+        v is not None and v.environment is not None and v.environment.docker_image for v in (step, cfg.verifier))
 
 
-def _float(v: Any) -> float | None:
-    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) and v > 0 else None
+def _check_verifiers(task: HarborTask) -> None:
+    """A separate verifier's definition resolved now, so a task it cannot run is a format error at load."""
+    from swe_envs.terminal.verifier import separate_verifier
+
+    for s in task.steps:
+        separate_verifier(task, s)
 
 
 def _read(p: Path) -> str | None:

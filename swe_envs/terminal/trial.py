@@ -1,14 +1,16 @@
 """One trial = build the environment, start it, run an agent, verify; a job = many trials.
 
 Verification uploads the step's ``tests/`` to ``/tests`` only now (never baked into the image)
-and runs ``test.sh`` under ``[verifier]`` limits and env. The reward is read from
+and runs ``test.sh`` under ``[verifier]`` limits and env, in the agent's container or, in Harbor's
+separate mode, in a container of its own with the declared artifacts (``verifier.py``). The reward is read from
 ``/logs/verifier/reward.json`` (its ``reward`` field, or the mean of its numeric fields) or
 ``reward.txt``; an empty, missing or non-numeric reward is an error of the trial, never 0.
 Multi-step tasks run their steps in order in one environment; the trial's reward is the mean
 of the steps' rewards (each kept in ``result.json``).
 
 Output, as Harbor's job layout: ``OUT/<trial>/result.json``, ``OUT/<trial>/agent/trajectory.json``
-(+ agent logs), ``OUT/<trial>/verifier/{reward.txt,test-stdout.txt}``, and ``OUT/result.json``.
+(+ agent logs), ``OUT/<trial>/verifier/{reward.txt,test-stdout.txt}``, ``OUT/<trial>/artifacts/`` (a
+separate verifier's), and ``OUT/result.json``.
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ from core.io import atomic_write_text
 from swe_envs.images import slug
 from swe_envs.terminal.config import TerminalConfig
 from swe_envs.terminal.convert import convert_task, is_tb_task
-from swe_envs.terminal.isolation import INFRA_USER, isolation_decision
-from swe_envs.terminal.task import HarborTask, Step, TaskFormatError, load_task
+from swe_envs.terminal.isolation import isolation_decision
+from swe_envs.terminal.task import HarborTask, TaskFormatError, load_task
 
 
 class RewardError(Exception):
@@ -113,33 +115,10 @@ class TrialSpec:
     name: str
 
 
-def verify_step(env, step: Step, task: HarborTask, cfg: TerminalConfig, vdir: Path) -> tuple[float | None, dict, str]:
-    """Run one step's verifier (its tests/ uploaded fresh) in ``env``: (reward, the reward file's
-    fields, why there is none); a trial and an agent's session score a step the same way."""
-    v = task.config.verifier
-    timeout = min((step.timeout_sec or v.timeout_sec) * cfg.runner.timeout_multiplier, cfg.runner.verifier_timeout_max_s)
-    env.exec("rm -rf /tests /logs/verifier && mkdir -p /tests /logs/verifier && chmod 1777 /logs/verifier",
-             timeout_s=60, user=INFRA_USER)
-    env.upload(step.tests_dir, "/tests")
-    # the verifier runs as the task says, else as the image's user (never as a runner.agent_user)
-    res = env.exec("bash /tests/test.sh", timeout_s=timeout, env={"TEST_DIR": "/tests", **v.env}, user=v.user or "")
-    vdir.mkdir(parents=True, exist_ok=True)
-    (vdir / "test-stdout.txt").write_text(res.output, encoding="utf-8")
-    rj, rt = env.read("/logs/verifier/reward.json"), env.read("/logs/verifier/reward.txt")
-    for name, text in (("reward.json", rj), ("reward.txt", rt)):
-        if text is not None:
-            (vdir / name).write_text(text, encoding="utf-8")
-    try:
-        value, fields = parse_reward(rj, rt)
-    except RewardError as err:
-        why = f"{err} (test.sh exit {res.rc}{', timed out' if res.timed_out else ''})"
-        return None, {}, why
-    return value, fields, ""
-
-
 def run_trial(ctx: Context, spec: TrialSpec, out: Path) -> dict:
     from swe_envs.terminal.agents import run_llm, run_nop, run_oracle, run_stub
     from swe_envs.terminal.environment import Environment
+    from swe_envs.terminal.verifier import score_step, separate_verifier, verifier_task
 
     task, cfg = spec.task, ctx.cfg
     tdir = out / spec.name
@@ -163,6 +142,14 @@ def run_trial(ctx: Context, spec: TrialSpec, out: Path) -> dict:
     result["substitutions"] = built.substitutions
     result["build_network"] = built.network
     result["images"] = built.images
+    if built.ok:  # a separate verifier's environment too, before any agent runs (a build failure is the task's)
+        for step in task.steps:
+            sv = separate_verifier(task, step)
+            vb = ctx.build(verifier_task(task, step, sv)) if sv is not None else None
+            if vb is not None and not vb.ok:
+                built = vb.__class__(False, log=built.log + vb.log, seconds=built.seconds + vb.seconds,
+                                     error=f"verifier environment of step {step.name}: {vb.error}")
+                break
     if not built.ok:
         (tdir / "build.log").write_text(built.log, encoding="utf-8")
         result["error"] = f"build: {built.error}"
@@ -191,10 +178,11 @@ def run_trial(ctx: Context, spec: TrialSpec, out: Path) -> dict:
             if run.error:
                 result["agent_error"] = run.error
             tv = time.monotonic()
-            vdir = tdir / "verifier" if len(task.steps) == 1 else tdir / "verifier" / step.name
-            value, fields, why = verify_step(env, step, task, cfg, vdir)
+            sub = "" if len(task.steps) == 1 else step.name
+            value, fields, why, how = score_step(ctx, env, step, task, tdir / "verifier" / sub, tdir / "artifacts" / sub)
             result["steps"].append({"step": step.name, "reward": value, "rewards": fields, "error": why or None,
-                                    "agent_s": round(tv - ta, 2), "verify_s": round(time.monotonic() - tv, 2)})
+                                    "agent_s": round(tv - ta, 2), "verify_s": round(time.monotonic() - tv, 2),
+                                    "verifier": how})
             if why:
                 result["error"] = f"verifier{'' if len(task.steps) == 1 else ' (' + step.name + ')'}: {why}"
                 break

@@ -5,8 +5,9 @@ template, not by our converter) checked offline through the unchanged CLI, and l
 The fixtures cover Harbor's standard verifier (curl-installed uv + ``uvx --with pytest
 --with pytest-json-ctrf``), the earlier ``uv init && uv add`` verifier, a ``pip install -r``
 verifier, a multi-step task, two compose tasks (``main`` without build/image; no ``main`` at all),
-a legacy ``allow_internet = true`` task, a prebuilt ``docker_image`` task and a bash verifier
-writing ``reward.json``. Each has a real ``solution/solve.sh``: the oracle must score 1, doing
+a legacy ``allow_internet = true`` task, a prebuilt ``docker_image`` task, a bash verifier
+writing ``reward.json``, and Harbor's separate verifier (the ``tasks init`` default: ``tests/Dockerfile``;
+a step in a copy of the task's environment with artifacts and a collect hook). Each has a real ``solution/solve.sh``: the oracle must score 1, doing
 nothing 0, with every container offline (the runner's default).
 """
 
@@ -65,6 +66,22 @@ def test_the_standard_verifier_was_served_not_skipped(checked):
     assert rj["rewards"] == {"reward": 1.0, "archive": 1.0, "files": 1.0, "checksum": 1.0}
     steps = json.loads((out / "trials" / "access-log-steps__oracle" / "result.json").read_text())
     assert [s["step"] for s in steps["steps"]] == ["extract", "report"]
+
+
+@pytest.mark.slow  # minutes on 2 cores: `make test-slow` runs it
+def test_separate_verifiers_ran_apart_from_the_agent(checked):
+    """harbor 0.26's default template: the tests image built from tests/ (astral's uv image served by a
+    substitute), the report crossing as an artifact; a step graded in a copy of the task's environment."""
+    out, rows = checked
+    wc = json.loads((out / "trials" / "wc-report-separate__oracle" / "result.json").read_text())
+    how = wc["steps"][0]["verifier"]
+    assert how["mode"] == "separate" and how["bundled_tests"] and "wc-report-separate-verifier" in how["images"]["main"]
+    assert any(s["upstream"] == "ghcr.io/astral-sh/uv:0.9.7" and s["local"] for s in how["substitutions"])
+    log = (out / "trials" / "wc-report-separate__oracle" / "verifier" / "test-stdout.txt").read_text()
+    assert "2 passed" in log  # including: the agent's input file is not in the verifier
+    notes = json.loads((out / "trials" / "notes-archive-steps__oracle" / "result.json").read_text())
+    assert [s["verifier"]["mode"] for s in notes["steps"]] == ["shared", "separate"]
+    assert notes["steps"][1]["rewards"] == {"reward": 1.0, "archive": 1.0, "artifacts": 1.0, "collected": 1.0}
 
 
 @pytest.mark.slow  # minutes on 2 cores: `make test-slow` runs it

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from swe_envs.terminal.pyreqs import python_installs
 from swe_envs.terminal.pywarm import PyTarget, scripts_installs
 
@@ -65,3 +67,16 @@ def test_pip_platform_tags():
     assert args[args.index("--abi") + 1] == "cp313" and args[args.index("--only-binary") + 1] == ":all:"
     arm = PyTarget("3.11", "aarch64", None).pip_args("3.11")
     assert "manylinux_2_17_aarch64" in arm and not any("x86_64" in a for a in arm)
+
+
+def test_a_requirement_without_a_wheel_is_left_to_the_image(tmp_path):
+    """The host's real pip, asked for docopt 0.6.2 (PyPI has only its sdist) as wheels for Python 3.12: the
+    answer that sends the command to an in-image build; that build's RUN line quotes what the script named
+    and is only ever a Dockerfile line (the sdist's build code does not run on the host)."""
+    from swe_envs.terminal.pywarm import NO_WHEEL, WarmError, download_group, wheels_in_image
+
+    with pytest.raises(WarmError, match=NO_WHEEL):
+        download_group(["docopt==0.6.2"], PyTarget("3.12", "x86_64", "2.36"), "3.12", tmp_path)
+    assert not list(tmp_path.rglob("docopt*"))  # nothing fetched, nothing built here
+    line = wheels_in_image(["docopt==0.6.2", "pytest>=8; python_version > '3'"])
+    assert line.startswith("RUN ") and "-w /opt/provision/wheels docopt==0.6.2 'pytest>=8; python_version > '\"'\"'3'\"'\"''" in line

@@ -228,7 +228,11 @@ class Environment:
         self.network_decision = network_decision(task, cfg)
         self.offline = self.network_decision["run"] == "offline"
         self.agent_user = agent_user(task.config.agent.user, cfg)
-        self._start(built)
+        try:
+            self._start(built)
+        except BaseException:  # a service that never became healthy: the ones already started go too
+            self.close()
+            raise
 
     def _limits(self) -> dict:
         env = self.task.config.environment

@@ -172,6 +172,11 @@ def collect_artifacts(env, declared: list[ArtifactEntry], dest: Path,
     kept, total = [], 0
     for a in _entries(declared):
         container = env.container(a.service)
+        try:  # a container that is gone (stopped by a guard) is an error of the trial, not missing artifacts
+            container.reload()
+        except docker.errors.NotFound:
+            raise RuntimeError(f"service {a.service or 'main'}'s container is gone: its artifacts cannot be "
+                               "collected") from None
         source = _absolute(container, a.source)
         entry = a.model_copy(update={"source": source})
         try:

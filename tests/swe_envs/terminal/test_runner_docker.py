@@ -171,3 +171,18 @@ def test_check_contract(ctx, tmp_path):
         "task": "good", "built": True, "oracle_reward": 1.0, "nop_reward": 0.0, "ok": True, "reason": ""}
     assert not rows["trivial"]["ok"] and "nop reward 1.0" in rows["trivial"]["reason"]
     assert rows["broken"]["built"] is False and rows["broken"]["reason"].startswith("build")
+
+
+def test_an_environment_that_fails_to_start_leaves_no_container(ctx, tmp_path):
+    """A task healthcheck that never passes: the constructor raises, and the container it had started is gone."""
+    from swe_envs.terminal.environment import Environment
+
+    root = tiny_task(tmp_path, "unhealthy")
+    (root / "task.toml").write_text((root / "task.toml").read_text()
+                                    + "\n[environment.healthcheck]\ncommand = \"false\"\nretries = 0\ninterval_sec = 0.1\n")
+    task = load_task(root)
+    built = ctx.build(task)
+    assert built.ok, built.error
+    with pytest.raises(RuntimeError, match="healthcheck never passed"):
+        Environment(ctx.client, task, built, ctx.cfg.runner)
+    assert ctx.client.containers.list(all=True, filters={"ancestor": built.images["main"]}) == []

@@ -94,3 +94,19 @@ def test_a_copy_of_the_task_environment_with_a_sidecar_artifact(ctx, tmp_path): 
     db = (tmp_path / "out" / "c__oracle" / "artifacts" / "var" / "db.txt").read_text()
     assert db.startswith("state-")
     assert json.loads((tmp_path / "out" / "c__oracle" / "result.json").read_text())["reward"] == 1.0
+
+
+def test_a_gone_container_is_an_error_not_missing_artifacts(ctx, tmp_path):  # noqa: F811
+    from swe_envs.terminal.environment import Environment
+    from swe_envs.terminal.verifier import score_step
+
+    root = _separate(tmp_path, "gone", VERIFIER, {"tests/Dockerfile": f"FROM {BASE}\nWORKDIR /app\nCOPY . /tests/\n"})
+    task = load_task(root)
+    built = ctx.build(task)
+    env = Environment(ctx.client, task, built, ctx.cfg.runner)
+    try:
+        env.main.remove(force=True)  # as the disk guard or a stuck command's stop leaves it
+        with pytest.raises(RuntimeError, match="container is gone"):
+            score_step(ctx, env, task.steps[0], task, tmp_path / "v", tmp_path / "a")
+    finally:
+        env.close()

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import fnmatch
 import io
+import posixpath
 import shlex
 import shutil
 import tarfile
@@ -159,10 +160,11 @@ def _entries(declared: list[ArtifactEntry]) -> list[ArtifactEntry]:
 
 
 def _absolute(container, source: str) -> str:
-    if source.startswith("/"):
-        return source
-    workdir = (container.attrs.get("Config") or {}).get("WorkingDir") or "/"
-    return str(PurePosixPath(workdir) / source)
+    """The source as a normalized absolute path (a relative one is in the container's working directory,
+    which the task's image sets: normalized, so no ``..`` can lead the host copy out of the trial)."""
+    if not source.startswith("/"):
+        source = f"{(container.attrs.get('Config') or {}).get('WorkingDir') or '/'}/{source}"
+    return posixpath.normpath("/" + source.lstrip("/"))
 
 
 def collect_artifacts(env, declared: list[ArtifactEntry], dest: Path,

@@ -133,3 +133,16 @@ def test_extraction_refuses_what_leaves_the_tree_and_applies_exclude(tmp_path):
     one = _extract(_tar([("report.json", "file", "{}")]), tmp_path / "kept" / "app" / "report.json", [])
     assert one.read_text() == "{}"
     assert _extract(_tar([("gone", "link", "/etc/shadow")]), tmp_path / "kept" / "gone", []) is None
+
+
+def test_artifact_sources_are_normalized_absolute_paths():
+    """A relative source is in the image's working directory; '..' the image's WORKDIR carries cannot lead out."""
+    from swe_envs.terminal.verifier import _absolute
+
+    class Container:
+        def __init__(self, workdir):
+            self.attrs = {"Config": {"WorkingDir": workdir}}
+
+    assert _absolute(Container("/app"), "out/report.json") == "/app/out/report.json"
+    assert _absolute(Container("/app/../../etc"), "x/../y") == "/etc/y"
+    assert _absolute(Container(""), "r") == "/r" and _absolute(Container("/w"), "//a//b/") == "/a/b"

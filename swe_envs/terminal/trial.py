@@ -16,7 +16,6 @@ separate verifier's), and ``OUT/result.json``.
 from __future__ import annotations
 
 import json
-import math
 import shutil
 import tempfile
 import threading
@@ -31,41 +30,7 @@ from swe_envs.terminal.config import TerminalConfig
 from swe_envs.terminal.convert import convert_task, is_tb_task
 from swe_envs.terminal.isolation import isolation_decision
 from swe_envs.terminal.task import HarborTask, TaskFormatError, load_task
-
-
-class RewardError(Exception):
-    pass
-
-
-def parse_reward(json_text: str | None, txt: str | None) -> tuple[float, dict]:
-    """(reward, all numeric fields); raises RewardError when there is no usable reward."""
-    if json_text is not None and json_text.strip():
-        try:
-            data = json.loads(json_text)
-        except json.JSONDecodeError as err:
-            raise RewardError(f"reward.json is not JSON: {err.msg}") from None
-        if isinstance(data, int | float) and not isinstance(data, bool):
-            data = {"reward": data}
-        if not isinstance(data, dict):
-            raise RewardError("reward.json must be an object of numeric fields")
-        nums = {k: float(v) for k, v in data.items() if isinstance(v, int | float) and not isinstance(v, bool)}
-        if not nums:
-            raise RewardError("reward.json has no numeric field")
-        value = nums.get("reward", sum(nums.values()) / len(nums))
-        if not math.isfinite(value):
-            raise RewardError(f"reward is not finite: {value}")
-        return value, nums
-    if txt is None:
-        raise RewardError("the verifier wrote no /logs/verifier/reward.txt or reward.json")
-    if not txt.strip():
-        raise RewardError("reward.txt is empty")
-    try:
-        value = float(txt.strip().split()[0])
-    except ValueError:
-        raise RewardError(f"reward.txt is not a number: {txt.strip()[:50]!r}") from None
-    if not math.isfinite(value):
-        raise RewardError(f"reward is not finite: {value}")
-    return value, {"reward": value}
+from swe_envs.terminal.verifier import score_step, separate_verifier, verifier_task
 
 
 class Context:
@@ -118,7 +83,6 @@ class TrialSpec:
 def run_trial(ctx: Context, spec: TrialSpec, out: Path) -> dict:
     from swe_envs.terminal.agents import run_llm, run_nop, run_oracle, run_stub
     from swe_envs.terminal.environment import Environment
-    from swe_envs.terminal.verifier import score_step, separate_verifier, verifier_task
 
     task, cfg = spec.task, ctx.cfg
     tdir = out / spec.name

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import fnmatch
 import io
+import json
+import math
 import posixpath
 import shlex
 import shutil
@@ -37,15 +39,13 @@ from pathlib import Path, PurePosixPath
 import docker.errors
 
 from swe_envs.terminal.isolation import INFRA_USER
-from swe_envs.terminal.task import (
+from swe_envs.terminal.task import HarborTask, Step
+from swe_envs.terminal.task_config import (
     ArtifactEntry,
     EnvironmentSection,
-    HarborTask,
-    Step,
-    StepVerifierSection,
-    TaskConfig,
     TaskFormatError,
     TaskSection,
+    verifier_mode,
 )
 
 CONVENTION = "/logs/artifacts"  # Harbor's agent publish folder, always collected
@@ -57,11 +57,6 @@ class SeparateVerifier:
     directory: Path  # what it is built from: tests/ (bundled) or environment/
     bundled: bool  # the image owns /tests: nothing is uploaded
     image_first: bool  # a [verifier.environment].docker_image, over a Dockerfile in directory
-
-
-def verifier_mode(cfg: TaskConfig, step: StepVerifierSection | None) -> str:
-    """Harbor's resolve_step_verifier_mode: the step's own, then the task's, then shared."""
-    return (step.mode() if step is not None else None) or cfg.verifier.mode() or "shared"
 
 
 def separate_verifier(task: HarborTask, step: Step) -> SeparateVerifier | None:
@@ -92,12 +87,45 @@ def verifier_task(task: HarborTask, step: Step, sv: SeparateVerifier) -> HarborT
     return HarborTask(task.path, cfg, task.instruction, [step], env_dir=sv.directory, image_first=sv.image_first)
 
 
+class RewardError(Exception):
+    pass
+
+
+def parse_reward(json_text: str | None, txt: str | None) -> tuple[float, dict]:
+    """(reward, all numeric fields); raises RewardError when there is no usable reward."""
+    if json_text is not None and json_text.strip():
+        try:
+            data = json.loads(json_text)
+        except json.JSONDecodeError as err:
+            raise RewardError(f"reward.json is not JSON: {err.msg}") from None
+        if isinstance(data, int | float) and not isinstance(data, bool):
+            data = {"reward": data}
+        if not isinstance(data, dict):
+            raise RewardError("reward.json must be an object of numeric fields")
+        nums = {k: float(v) for k, v in data.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+        if not nums:
+            raise RewardError("reward.json has no numeric field")
+        value = nums.get("reward", sum(nums.values()) / len(nums))
+        if not math.isfinite(value):
+            raise RewardError(f"reward is not finite: {value}")
+        return value, nums
+    if txt is None:
+        raise RewardError("the verifier wrote no /logs/verifier/reward.txt or reward.json")
+    if not txt.strip():
+        raise RewardError("reward.txt is empty")
+    try:
+        value = float(txt.strip().split()[0])
+    except ValueError:
+        raise RewardError(f"reward.txt is not a number: {txt.strip()[:50]!r}") from None
+    if not math.isfinite(value):
+        raise RewardError(f"reward is not finite: {value}")
+    return value, {"reward": value}
+
+
 def verify_step(env, step: Step, task: HarborTask, cfg, vdir: Path,
                 upload_tests: bool = True) -> tuple[float | None, dict, str]:
     """Run one step's verifier in ``env`` (its tests uploaded fresh unless the image owns them): (reward,
     the reward file's fields, why there is none)."""
-    from swe_envs.terminal.trial import RewardError, parse_reward
-
     v = task.config.verifier
     timeout = min((step.timeout_sec or v.timeout_sec) * cfg.runner.timeout_multiplier, cfg.runner.verifier_timeout_max_s)
     fresh = "rm -rf /tests /logs/verifier && mkdir -p /tests /logs/verifier" if upload_tests else \

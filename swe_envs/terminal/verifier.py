@@ -165,7 +165,8 @@ def score_step(ctx, env, step: Step, task: HarborTask, vdir: Path, artifacts_dir
         info.setdefault("collect", []).append({"service": h.service, "rc": res.rc})
     kept = collect_artifacts(env, [*task.config.artifacts, *step.artifacts], artifacts_dir,
                              ctx.cfg.runner.artifacts_max_mb * 2**20)
-    info["artifacts"] = [{"source": a.source, "kept": str(p.relative_to(artifacts_dir)) if p else None} for a, p in kept]
+    info["artifacts"] = [{"source": a.source, "kept": str(p.relative_to(artifacts_dir)) if p else None, "refused": r}
+                         for a, p, r in kept]
     vtask = verifier_task(task, step, sv)
     built = ctx.build(vtask)
     info["images"], info["substitutions"] = built.images, built.substitutions
@@ -196,9 +197,9 @@ def _absolute(container, source: str) -> str:
 
 
 def collect_artifacts(env, declared: list[ArtifactEntry], dest: Path,
-                      max_bytes: int) -> list[tuple[ArtifactEntry, Path | None]]:
+                      max_bytes: int) -> list[tuple[ArtifactEntry, Path | None, list[str]]]:
     """Copy each artifact out of its container into ``dest`` (sanitized); (entry with its absolute
-    source, where it is kept or None when the source does not exist)."""
+    source, where it is kept or None when the source does not exist, the members the filter refused)."""
     kept, total = [], 0
     for a in _entries(declared):
         container = env.container(a.service)
@@ -212,7 +213,7 @@ def collect_artifacts(env, declared: list[ArtifactEntry], dest: Path,
         try:
             stream, _ = container.get_archive(source)
         except docker.errors.NotFound:
-            kept.append((entry, None))
+            kept.append((entry, None, []))
             continue
         data = bytearray()
         for chunk in stream:
@@ -221,21 +222,25 @@ def collect_artifacts(env, declared: list[ArtifactEntry], dest: Path,
                 raise TaskFormatError(f"artifacts exceed runner.artifacts_max_mb ({max_bytes >> 20} MB) at {source}")
         total += len(data)
         target = dest / PurePosixPath(a.destination or source.lstrip("/") or "root")
-        kept.append((entry, _extract(bytes(data), target, a.exclude)))
+        kept.append((entry, *_extract(bytes(data), target, a.exclude)))
     return kept
 
 
-def _extract(data: bytes, target: Path, exclude: list[str]) -> Path | None:
-    """The archive's single top entry extracted at ``target`` through tarfile's ``data`` filter (a member
-    it refuses, such as a link out of the tree or a device, is left out); ``exclude`` is matched against
-    each member's path below the top and its name, as ``tar --exclude``. None when nothing is left."""
+def _extract(data: bytes, target: Path, exclude: list[str]) -> tuple[Path | None, list[str]]:
+    """The archive's single top entry extracted at ``target`` through tarfile's ``data`` filter: (where, or
+    None when nothing is left; each member the filter refused, such as a link out of the tree or a device,
+    with its reason). ``exclude`` is matched against each member's path below the top and its name, as
+    ``tar --exclude`` (asked for: not counted)."""
+    refused: list[str] = []
+
     def safe(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
         below = member.name.split("/", 1)[1] if "/" in member.name else ""
         if below and any(fnmatch.fnmatch(below, p) or fnmatch.fnmatch(PurePosixPath(below).name, p) for p in exclude):
             return None
         try:
             return tarfile.data_filter(member, path)
-        except tarfile.FilterError:
+        except tarfile.FilterError as err:
+            refused.append(f"{member.name}: {type(err).__name__}")
             return None
 
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -244,21 +249,21 @@ def _extract(data: bytes, target: Path, exclude: list[str]) -> Path | None:
         tar.extractall(tmp, filter=safe)
         top = Path(tmp) / names[0].split("/", 1)[0] if names else None
         if top is None or not (top.exists() or top.is_symlink()):
-            return None
+            return None, refused
         if target.is_dir() and not target.is_symlink():
             shutil.rmtree(target)
         elif target.exists() or target.is_symlink():
             target.unlink()
         shutil.move(str(top), target)
-    return target
+    return target, refused
 
 
-def restore_artifacts(venv, kept: list[tuple[ArtifactEntry, Path | None]]) -> None:
+def restore_artifacts(venv, kept: list[tuple[ArtifactEntry, Path | None, list[str]]]) -> None:
     """Each kept artifact put back at its source path in the verifier's main container (the convention
     folder at the verifier's own)."""
     from swe_envs.terminal.environment import tar_dir
 
-    for entry, path in kept:
+    for entry, path, _ in kept:
         if path is None:
             continue
         target = PurePosixPath(entry.source)

@@ -125,14 +125,18 @@ def test_extraction_refuses_what_leaves_the_tree_and_applies_exclude(tmp_path):
                  ("notes/deep/b.tmp", "file", "y"), ("notes/passwd", "link", "/etc/passwd"),
                  ("notes/up", "link", "../../../secret"), ("notes/inside", "link", "a.txt"),
                  ("notes/null", "dev", ""), ("notes/run", "suid", "#!/bin/sh\n")])
-    got = _extract(data, tmp_path / "kept" / "work" / "notes", ["*.tmp"])
+    got, refused = _extract(data, tmp_path / "kept" / "work" / "notes", ["*.tmp"])
     assert got == tmp_path / "kept" / "work" / "notes"
+    # what the filter refused is counted with its reason; the excluded *.tmp was asked for, not refused
+    assert [r.split(":")[0] for r in refused] == ["notes/passwd", "notes/up", "notes/null"]
+    assert refused[0].endswith("AbsoluteLinkError") and refused[2].endswith("SpecialFileError")
     names = sorted(p.relative_to(got).as_posix() for p in got.rglob("*"))
     assert names == ["a.txt", "inside", "run"]  # links out, the device and *.tmp left out
     assert (got / "inside").resolve() == (got / "a.txt").resolve() and not (got / "run").stat().st_mode & 0o4000
-    one = _extract(_tar([("report.json", "file", "{}")]), tmp_path / "kept" / "app" / "report.json", [])
-    assert one.read_text() == "{}"
-    assert _extract(_tar([("gone", "link", "/etc/shadow")]), tmp_path / "kept" / "gone", []) is None
+    one, none = _extract(_tar([("report.json", "file", "{}")]), tmp_path / "kept" / "app" / "report.json", [])
+    assert one.read_text() == "{}" and none == []
+    assert _extract(_tar([("gone", "link", "/etc/shadow")]), tmp_path / "kept" / "gone", []) == \
+        (None, ["gone: AbsoluteLinkError"])
 
 
 def test_artifact_sources_are_normalized_absolute_paths():

@@ -63,6 +63,7 @@ def test_tests_dockerfile_verifier_sees_only_the_artifacts(ctx, tmp_path):  # no
     assert how["collect"] == [{"service": "main", "rc": 0}]
     assert [a["source"] for a in how["artifacts"]] == ["/logs/artifacts", "/app/answer.txt", "/app/out"]
     assert "verifier" in how["images"]["main"]  # the tests image, not the agent's
+    assert how["artifacts"][2]["refused"] == ["out/shadow: AbsoluteLinkError"]  # the link to /etc/shadow, counted
     kept = tmp_path / "out" / "t__oracle" / "artifacts"
     assert (kept / "app" / "answer.txt").read_text() == "42\n"
     assert sorted(p.name for p in (kept / "kept" / "out").iterdir()) == ["keep.txt"]  # destination, exclude, no link out

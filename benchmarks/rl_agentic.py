@@ -53,20 +53,26 @@ def gold_rows(paths: dict[str, Path]) -> Path:
     counts = export([WORK / f"gold_{n}" / "trajectories.jsonl" for n in runs], kept, 1.0)
     if counts["kept"] != len(runs):
         raise SystemExit(f"the gold episodes did not all score 1: {dict(counts)}")
+    return thinking_off(kept)
+
+
+def thinking_off(kept: Path) -> Path:
+    """SFT rows rewritten with every user turn's thinking off, as the RL prompts render the last user
+    turn (``orchestrator.thinking: false``)."""
     rows = [json.loads(line) for line in kept.read_text().splitlines()]
-    for r in rows:  # the RL prompts render the last user turn with thinking off (orchestrator.thinking)
+    for r in rows:
         r["messages"] = [dict(m, thinking=False) if m.get("role") == "user" else m for m in r["messages"]]
     kept.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return kept
 
 
-def sft(rows: Path, steps: int) -> tuple[str, dict]:
-    """The tiny agentic model trained on the gold rows; its final checkpoint."""
+def sft(rows: Path, steps: int, work: Path = WORK) -> tuple[str, dict]:
+    """The tiny agentic model trained on the gold rows (into WORK/sft); its final checkpoint."""
     from core.local_lm import obtain_smollm2
     from training.sft.__main__ import SFTConfig, run
 
     model = yaml.safe_load(CONFIG.read_text())["model"]
-    data = {"out": str(WORK / "sft"),
+    data = {"out": str(work / "sft"),
             "data": {"mode": "turn", "max_context": 4096, "seed": 0, "weights": {"coding_agent": 1.0},
                      "datasets": [{"path": str(rows), "category": "coding_agent", "min_reward": 1.0}]},
             "tokenizer": {"path": str(obtain_smollm2() / "tokenizer.json"), "eos_token": "<|endoftext|>"},
@@ -79,7 +85,7 @@ def sft(rows: Path, steps: int) -> tuple[str, dict]:
     # the latest step: a re-run resumes a finished SFT and trains nothing (its summary names no new checkpoint)
     from training.checkpoint import checkpoint_step
 
-    return str(checkpoint_step(WORK / "sft" / "checkpoints")), summary
+    return str(checkpoint_step(work / "sft" / "checkpoints")), summary
 
 
 def run_summary(out: Path, summary: dict) -> dict:
@@ -93,7 +99,18 @@ def run_summary(out: Path, summary: dict) -> dict:
             "episodes": len(eps), "episode_turns": sorted(Counter(len(e["turns"]) for e in eps).items()),
             "tool_calls": sum(e["reward_info"].get("tool_calls", 0) for e in eps),
             "episode_rewards": [e["reward"] for e in eps],
+            # environment seconds per episode (first step to verdict) and per verify: the tail the schedule meets
+            "episode_s": _spread([e["reward_info"].get("episode_s") for e in eps]),
+            "verify_s": _spread([e["reward_info"].get("verify_s") for e in eps]),
             "tasks": sorted(Counter(e.get("task", "?") for e in eps).items())}  # fmt: skip
+
+
+def _spread(xs: list) -> dict:
+    """Median, 90th percentile and max of the numbers in ``xs`` (None where an episode has none)."""
+    xs = sorted(x for x in xs if isinstance(x, int | float))
+    if not xs:
+        return {}
+    return {"n": len(xs), "p50": xs[len(xs) // 2], "p90": xs[min(len(xs) - 1, int(0.9 * len(xs)))], "max": xs[-1]}
 
 
 def rl(paths: dict[str, Path], ckpt: str, updates: int) -> dict:

@@ -92,18 +92,20 @@ def policies(paths: dict[str, Path]) -> dict[str, dict]:
 
 
 def rl(paths: dict[str, Path], updates: int, modes: list[str], overrides: list[str] = (),
-       prefix: str = "rl") -> dict[str, dict]:
-    """configs/rl_agentic_smollm2.yaml on the selected tasks (plus ``overrides``), each mode into WORK/PREFIX_MODE."""
+       prefix: str = "rl", config: Path = CONFIG, task_args: dict | None = None) -> dict[str, dict]:
+    """``config`` (configs/rl_agentic_smollm2.yaml) on the selected tasks (plus ``overrides``, and
+    ``task_args`` in every task's arguments), each mode into WORK/PREFIX_MODE."""
     from training.rl.trainer.config import RLAsyncConfig
     from training.rl.trainer.run import run_training
 
-    tasks = yaml.safe_load(CONFIG.read_text())["orchestrator"]["tasks"]
+    tasks = yaml.safe_load(config.read_text())["orchestrator"]["tasks"]
     for t in tasks:
         t["args"].update({"instances": str(paths["instances"]), "repos": str(paths["repos"])}
                          if t["kind"] == "swe" else {"tasks": str(paths["tasks"])})
+        t["args"].update(task_args or {})
     res = {}
     for mode in modes:
-        cfg = load_cli_config(RLAsyncConfig, CONFIG, [
+        cfg = load_cli_config(RLAsyncConfig, config, [
             f"trainer.mode={mode}", f"trainer.updates={updates}", f"orchestrator.tasks={json.dumps(tasks)}",
             "orchestrator.save_rollouts=true", *overrides])
         out = WORK / f"{prefix}_{mode}"

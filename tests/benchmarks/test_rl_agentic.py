@@ -34,3 +34,9 @@ def test_gold_rows_train_what_the_rl_prompt_asks_for(tmp_path, monkeypatch):
         trained = [t for t, on in pieces if on]
         assert trained[0].startswith("<tool_call>")
         assert trained.count(ct.OBSERVATION) >= 2  # several turns, each handing over to the tools
+
+
+def test_spread_is_median_p90_and_max_of_the_numbers_present():
+    xs = [float(i) for i in range(1, 11)] + [None, "x"]  # an episode without the figure counts for nothing
+    assert bench._spread(xs) == {"n": 10, "p50": 6.0, "p90": 10.0, "max": 10.0}
+    assert bench._spread([None]) == {}

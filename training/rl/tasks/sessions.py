@@ -159,7 +159,9 @@ class SessionTasks:
                 self._verify(ep)
             result = (sum(ep.rewards) / len(ep.rewards),
                       {"steps": ep.verdicts, "ended": ep.ended or "turns", "tool_calls": ep.session.turns,
-                       "verify_s": round(time.monotonic() - t0, 2)})
+                       "verify_s": round(time.monotonic() - t0, 2),
+                       # the environment's share of the episode: its first step to the verdict
+                       "episode_s": round(time.monotonic() - ep.started, 2)})
         finally:
             self.close(episode)
         with self.lock:

@@ -57,6 +57,7 @@ def test_backend_steps_in_a_session_and_grades_with_its_verifier(tasks):
         assert backend.step(inst, [], msgs + obs + [SUBMIT], "e1") is None  # submit ends it
         reward, info = backend.reward(inst, msgs + obs + [SUBMIT], None, "e1")
         assert reward == 1.0 and info["ended"] == "submit" and info["tool_calls"] == 2
+        assert info["episode_s"] >= info["verify_s"] >= 0  # the episode's environment time holds its verify
         assert backend.reward(inst, msgs, None, "e1") == (reward, info)  # a retried /reward: the same answer
         # an episode that answered without a tool call is graded on the untouched environment
         assert backend.reward(inst, inst["messages"] + [{"role": "assistant", "content": "42"}], None, "e2")[0] == 0.0

@@ -18,8 +18,8 @@ horizon (``--max-turns``, ``--max-tokens``) for ``--updates`` updates per mode:
 Headline: the trainer's idle share of wall time, async vs sync (lower is better); also the wall time per
 trained sample. The JSON has per mode the episodes' turns, tool calls, rewards, environment seconds per
 episode and per verify (median, p90, max) and the ledger.
-Writes out/bench/rl_agentic_long.json. Run: ``python benchmarks/rl_agentic_long.py [--updates 10]``
-(environments cached: the gold/nop sessions ~4 min, the SFT ~6 min, each RL mode ~10 min on 2 cores).
+Writes out/bench/rl_agentic_long.json. Run: ``python benchmarks/rl_agentic_long.py [--updates 8]``
+(environments cached: the gold/nop sessions ~4 min, the SFT ~10 min, each RL mode ~10 min on 2 cores).
 """
 
 from __future__ import annotations
@@ -54,10 +54,12 @@ def main() -> None:
     ap.add_argument("--terminal", default=TERMINAL, help="seed dirs (SET/NAME) in ../shared/terminal-seeds' archives")
     ap.add_argument("--swe-real", type=Path, default=ROOT.parent / "shared" / "swe-real")
     ap.add_argument("--seeds", type=Path, default=ROOT.parent / "shared" / "terminal-seeds")
-    ap.add_argument("--sft-steps", type=int, default=60)
-    ap.add_argument("--updates", type=int, default=10)
+    ap.add_argument("--sft-steps", type=int, default=200)
+    ap.add_argument("--updates", type=int, default=8)
     ap.add_argument("--max-turns", type=int, default=16, help="model turns per episode")
     ap.add_argument("--max-tokens", type=int, default=1024, help="model tokens per episode, all turns together")
+    ap.add_argument("--chunk-tokens", type=int, default=128,
+                    help="tokens per rollout round (each round re-reads the context: long contexts want long rounds)")
     ap.add_argument("--modes", default="sync,async", help="RL trainer modes to run, in order")
     args = ap.parse_args()
     modes = [m for m in args.modes.split(",") if m]
@@ -66,12 +68,14 @@ def main() -> None:
     paths = inputs(args.swe_real, args.seeds, args.swe.split(","), args.terminal.split(","))
     pol = policies(paths)
     ckpt, sft_summary = sft(gold_rows(), args.sft_steps, WORK / "long")
-    runs = rl(paths, args.updates, modes, [f"init_checkpoint={ckpt}", f"orchestrator.sampling.max_tokens={args.max_tokens}"],
+    runs = rl(paths, args.updates, modes, [f"init_checkpoint={ckpt}", f"orchestrator.sampling.max_tokens={args.max_tokens}",
+                                           f"orchestrator.rollout.chunk_tokens={args.chunk_tokens}"],
               prefix="long_rl", config=CONFIG, task_args={"max_turns": args.max_turns})
     a, s = runs["async"], runs["sync"]
     inputs_ = {"config": "configs/rl_agentic_tiny.yaml", "model": "the tiny model SFT'd on the real tasks' gold episodes",
                "sft_steps": args.sft_steps, "sft_loss": [sft_summary["loss_first"], sft_summary["loss_last"]],
-               "max_turns": args.max_turns, "max_tokens": args.max_tokens, "updates": args.updates,
+               "max_turns": args.max_turns, "max_tokens": args.max_tokens, "chunk_tokens": args.chunk_tokens,
+               "updates": args.updates,
                "swe": args.swe, "terminal": args.terminal, "policies": pol, "runs": runs}
     also = [Result("rl_agentic_long_wall_per_sample", a["wall_s"] / max(a["samples"], 1),
                    s["wall_s"] / max(s["samples"], 1), "s per trained sample", higher_is_better=False,

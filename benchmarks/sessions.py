@@ -133,8 +133,13 @@ def latency(rounds: int, real: Path) -> tuple[list[dict], list[dict]]:
             pool.close(session.id)
         finally:
             pool.shutdown()
+        # where a verify's time went (medians): the diff in the agent's container, the run in the
+        # warm verifier (patches, tests, results back), pytest's own time for the tests inside that run
+        parts = {"diff_s": [v.get("diff_s") for v in verdicts], "verify_run_s": [v.get("verify_run_s") for v in verdicts],
+                 "pytest_s": [v.get("tests", {}).get("runner_s") for v in verdicts]}
         rows.append({"instance": iid, "ours": ours, "baseline": base, "ours_median": statistics.median(ours),
-                     "baseline_median": statistics.median(base), "selected": verdicts[-1].get("selected")})
+                     "baseline_median": statistics.median(base), "selected": verdicts[-1].get("selected"),
+                     "parts": {k: statistics.median(xs) for k, xs in parts.items() if xs and None not in xs}})
     return rows, cold
 
 

@@ -206,10 +206,13 @@ class SweSession(Session):
 
     def verify(self) -> tuple[float, dict[str, Any]]:
         """The diff graded in a pristine warm container (``swe_envs.sessions.verify``), never in this one."""
+        t0 = time.monotonic()
         patch = self.diff()
+        diff_s = round(time.monotonic() - t0, 3)
         if not patch.strip():
-            return 0.0, {"status": "empty_patch", "reason": "the working tree has no change"}
-        return self.grader.grade(patch)
+            return 0.0, {"status": "empty_patch", "reason": "the working tree has no change", "diff_s": diff_s}
+        reward, verdict = self.grader.grade(patch)
+        return reward, {**verdict, "diff_s": diff_s}
 
     def close(self) -> None:
         if not self.closed:

@@ -36,6 +36,8 @@ from swe_envs.sessions.warm import Verifiers, WarmImages
 # never match)
 _NODE_ID = re.compile(r"[\w./-]+\.py(::\w+)+(\[[\w.,=+@%/-]*\])?")
 _NOT_FOUND = re.compile(r"^ERROR: (not found|file or directory not found): ", re.M)
+# pytest's closing line ("==== 60 passed in 0.12s ====", "... in 3.1 seconds" before 5.1): its own time
+_PYTEST_TIME = re.compile(r"^=+ .* in ([\d.]+) ?s(?:econds)?\b", re.M)
 
 
 @dataclass
@@ -127,6 +129,9 @@ class SweGrader:
         resolved, status = grade(statuses, self.plan.f2p, self.plan.p2p)
         failing = status["FAIL_TO_PASS"]["failure"] + status["PASS_TO_PASS"]["failure"]
         tests = {"tests": {"listed": len(self.plan.f2p) + len(self.plan.p2p), "not_passing": len(failing)}}
+        took = _PYTEST_TIME.findall(run.log) if self.plan.runner.startswith("pytest") else []
+        if took:  # how much of the verify was the tests' own run, as pytest timed it
+            tests["tests"]["runner_s"] = float(took[-1])
         if not resolved:
             return "unresolved", f"{len(failing)} test(s) not passing, e.g. {failing[:3]}", tests
         why = check_run(run, parsed)

@@ -235,11 +235,14 @@ class GLMModel(nn.Module):
         caches: list[LatentCache] | None = None,
         positions: torch.Tensor | None = None,
         key_mask: torch.Tensor | None = None,
+        last_only: bool = False,
     ) -> tuple[torch.Tensor, list[LatentCache]]:
         """Logits for the next ``tokens`` [B, T] given the layers' latent caches (one document
         per row, continuing where the caches end). Batched rows of different lengths pass
         their own RoPE ``positions`` [B, T] and a ``key_mask`` [B, cache length + T] that hides
-        left padding (see ``training.serving.sampler``)."""
+        left padding (see ``training.serving.sampler``). ``last_only``: the last position's
+        logits alone [B, 1, V] (a sampler's prefill: the vocabulary head over every prompt
+        position cost more than the layers on a small model's long prompt)."""
         if not self.cfg.multi_latent_attention:
             raise ConfigError("model.multi_latent_attention: the cached decode path is MLA-only")
         if positions is None:
@@ -250,6 +253,8 @@ class GLMModel(nn.Module):
         for i, layer in enumerate(self.decoder.layers):
             x, c = layer.decode(x, positions, caches[i] if caches else None, key_mask)
             new.append(c)
+        if last_only:
+            x = x[:, -1:]
         return self.output_layer(self.decoder.final_layernorm(x)), new
 
 

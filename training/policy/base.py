@@ -8,7 +8,9 @@ A policy is a trainable ``module`` plus what travels with it — its tokenizer a
   is row i's real length; the rest is padding). ``training.rl.algo.losses.token_logprobs`` turns
   them into per-token logprobs, so the trainer's logprobs have one definition for every policy.
 * ``decode(tokens, cache, positions, key_mask)`` -> (logits, cache): the KV-cached step the
-  sampler drives (left-padded prompts hidden by ``key_mask``, RoPE ``positions`` per row), and
+  sampler drives (left-padded prompts hidden by ``key_mask``, RoPE ``positions`` per row); the
+  logits are the last position's ``[B, 1, V]`` (all a sampler reads: a prompt's every position
+  through the vocabulary head was most of a long prefill), and
   ``select(cache, rows)`` to drop finished rows.
 * ``optimizer(cfg)``, ``after_step()`` (GLM's aux-loss-free expert-bias update; nothing for
   others), ``save(root, step, optimizer, state)`` -> a checkpoint directory the next stage loads

@@ -60,7 +60,7 @@ class GLMPolicy(Policy):
         return self.module(tokens, doc_lens)
 
     def decode(self, tokens, cache, positions, key_mask):
-        return self.module.decode(tokens, cache, positions=positions, key_mask=key_mask)
+        return self.module.decode(tokens, cache, positions=positions, key_mask=key_mask, last_only=True)
 
     def select(self, cache, rows):
         return [c.select(rows) for c in cache]

@@ -155,6 +155,8 @@ def test_calc_instance_verify_is_the_harness_verdict_in_a_warm_container(tmp_pat
         assert "[exit code 0]" in gold.step("bash", {"command": "git apply /tmp/gold.diff"}).text
         reward, details = gold.verify()
         assert reward == 1.0 and details["status"] == "resolved" and details["selected"], details
+        # where its time went: the diff in the agent's container, pytest's own time inside the run
+        assert 0 < details["tests"]["runner_s"] <= details["verify_run_s"] and details["diff_s"] > 0, details
         assert nop.verify()[0] == 0.0
         tamper.step("bash", {"command": "sed -i 's/assert .*/assert True/' tests/test_calc.py"})
         reward, details = tamper.verify()
@@ -173,3 +175,14 @@ def test_the_sandbox_run_script_is_what_the_warm_container_runs():
     from swe_envs import sandbox
 
     assert warm.RUN_SH is sandbox.RUN_SH
+
+
+def test_pytests_own_time_is_read_from_its_closing_line_in_every_era():
+    from swe_envs.sessions.verify import _PYTEST_TIME
+
+    log = ("PASSED tests/test_a.py::test_x\n"
+           "============================== 60 passed in 0.12s ==============================\n")
+    assert _PYTEST_TIME.findall(log) == ["0.12"]
+    assert _PYTEST_TIME.findall("=== 1 failed, 2 passed in 3.10 seconds ===\n") == ["3.10"]  # pytest < 5.1
+    assert _PYTEST_TIME.findall("==== 5 passed, 1 warning in 61.23s (0:01:01) ====\n") == ["61.23"]
+    assert _PYTEST_TIME.findall("test_in_0.5s.py::test_x PASSED\n") == []  # a test's name is not the summary

@@ -70,7 +70,9 @@ def test_model_decode_matches_forward_and_documents_stay_apart():
         full = model(toks, [torch.tensor([12])] * 2)
         a, cache = model.decode(toks[:, :7])
         b, cache = model.decode(toks[:, 7:], cache)
+        last, _ = model.decode(toks[:, :7], None, last_only=True)  # a sampler's prefill: the head on the last only
     assert torch.allclose(torch.cat((a, b), 1), full, atol=1e-9)
+    assert last.shape == (2, 1, 50) and torch.allclose(last, a[:, -1:], atol=1e-12)
 
     # packed: doc 2 (positions 5..11) gives the same logits as when it is alone (positions restart)
     with torch.no_grad():

@@ -35,6 +35,9 @@ class RolloutConfig(StrictModel):
     endpoints: list[str] = []  # external servers (SGLang/vLLM or ours started by hand)
     capacity: int = Field(default=2, gt=0)  # requests in flight per server
     threads: int = Field(default=1, ge=0)  # torch threads per managed server
+    # tokens per continuous-batching round of a managed server: each round re-reads the context as
+    # its prompt (weights may change between rounds), so long contexts want longer rounds
+    chunk_tokens: int = Field(default=16, gt=0)
     model: str = "default"  # model name sent to vLLM's OpenAI route
 
 

@@ -25,7 +25,7 @@ def rollout_command(orch, key: str) -> Callable[[], list[str]]:
             raise RuntimeError("orchestrator.checkpoint: managed rollout servers need a checkpoint")
         cmd = [sys.executable, "-m", "training.rl", "serve", "--checkpoint", str(orch.weights_path),
                "--port", "0", "--register", orch.url, "--key", key, "--threads", str(cfg.rollout.threads),
-               "--max-batch", str(cfg.rollout.capacity),
+               "--max-batch", str(cfg.rollout.capacity), "--chunk-tokens", str(cfg.rollout.chunk_tokens),
                "--seed", str(process_seed(cfg.seed, key, orch.registry.slots[key].restarts))]
         if cfg.tokenizer:
             cmd += ["--tokenizer", cfg.tokenizer]

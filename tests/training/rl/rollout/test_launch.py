@@ -41,6 +41,11 @@ def test_replicas_and_relaunches_get_distinct_seeds(tmp_path):
     orch.registry.slots["rollout-0"].restarts = 1
     relaunched = _seed(cmds["rollout-0"]())
     assert relaunched not in seeds.values()  # a relaunch does not replay its first life's (or a sibling's) stream
+    cmd = cmds["rollout-0"]()
+    assert cmd[cmd.index("--chunk-tokens") + 1] == "16"  # rollout.chunk_tokens reaches the server
+    orch.cfg.rollout.chunk_tokens = 128
+    cmd = cmds["rollout-0"]()
+    assert cmd[cmd.index("--chunk-tokens") + 1] == "128"
 
 
 def test_engines_seeded_alike_sample_alike(tmp_path):

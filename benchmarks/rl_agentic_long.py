@@ -19,7 +19,7 @@ Headline: the trainer's idle share of wall time, async vs sync (lower is better)
 trained sample. The JSON has per mode the episodes' turns, tool calls, rewards, environment seconds per
 episode and per verify (median, p90, max) and the ledger.
 Writes out/bench/rl_agentic_long.json. Run: ``python benchmarks/rl_agentic_long.py [--updates 8]``
-(environments cached: the gold/nop sessions ~4 min, the SFT ~10 min, each RL mode ~10 min on 2 cores).
+(measured 2026-12-05, environments cached, 2 cores: the gold/nop sessions ~1 min, the SFT ~6 min, each RL mode ~4 min).
 """
 
 from __future__ import annotations

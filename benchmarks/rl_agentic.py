@@ -106,7 +106,8 @@ def run_summary(out: Path, summary: dict) -> dict:
 
 
 def _spread(xs: list) -> dict:
-    """Median, 90th percentile and max of the numbers in ``xs`` (None where an episode has none)."""
+    """The middle value (the upper one of an even count), the 90th percentile and the max of the
+    numbers in ``xs`` (None where an episode has none)."""
     xs = sorted(x for x in xs if isinstance(x, int | float))
     if not xs:
         return {}

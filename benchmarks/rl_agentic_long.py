@@ -33,27 +33,12 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks._report import Result, write  # noqa: E402
 from benchmarks.rl_agentic import CONFIG, sft, thinking_off  # noqa: E402
-from benchmarks.rl_agentic_real import SWE, TERMINAL, WORK, inputs, policies, rl  # noqa: E402
-
-
-def gold_rows() -> Path:
-    """The gold episodes ``policies`` ran that scored 1, as SFT rows for the GLM-5 template."""
-    from training.rl.export import export
-
-    kept = WORK / "gold_sft_glm.jsonl"
-    counts = export([WORK / f"gold_{kind}" / "trajectories.jsonl" for kind in ("swe", "terminal")], kept, 1.0)
-    if not counts["kept"]:
-        raise SystemExit(f"no gold episode scored 1: {dict(counts)}")
-    print(f"gold episodes kept for SFT: {dict(counts)}", flush=True)
-    return thinking_off(kept)
+from benchmarks.rl_agentic_real import WORK, gold_sft_rows, inputs, policies, rl, task_arguments  # noqa: E402
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--swe", default=SWE, help="instance ids in ../shared/swe-real, comma-separated")
-    ap.add_argument("--terminal", default=TERMINAL, help="seed dirs (SET/NAME) in ../shared/terminal-seeds' archives")
-    ap.add_argument("--swe-real", type=Path, default=ROOT.parent / "shared" / "swe-real")
-    ap.add_argument("--seeds", type=Path, default=ROOT.parent / "shared" / "terminal-seeds")
+    task_arguments(ap)
     ap.add_argument("--sft-steps", type=int, default=200)
     ap.add_argument("--updates", type=int, default=8)
     ap.add_argument("--max-turns", type=int, default=16, help="model turns per episode")
@@ -67,7 +52,8 @@ def main() -> None:
         raise SystemExit(f"--modes {args.modes}: the comparison needs both async and sync")
     paths = inputs(args.swe_real, args.seeds, args.swe.split(","), args.terminal.split(","))
     pol = policies(paths)
-    ckpt, sft_summary = sft(gold_rows(), args.sft_steps, WORK / "long")
+    # the GLM-5 template's rows: user turns with thinking off, as the RL prompts render them
+    ckpt, sft_summary = sft(thinking_off(gold_sft_rows("gold_sft_glm.jsonl")), args.sft_steps, WORK / "long")
     runs = rl(paths, args.updates, modes, [f"init_checkpoint={ckpt}", f"orchestrator.sampling.max_tokens={args.max_tokens}",
                                            f"orchestrator.rollout.chunk_tokens={args.chunk_tokens}"],
               prefix="long_rl", config=CONFIG, task_args={"max_turns": args.max_turns})

@@ -91,6 +91,27 @@ def policies(paths: dict[str, Path]) -> dict[str, dict]:
     return res
 
 
+def gold_sft_rows(name: str = "gold_sft.jsonl") -> Path:
+    """The gold episodes ``policies`` ran that scored 1, as SFT rows in WORK/NAME (``export-sft``);
+    none scoring 1 is an error, never an empty SFT."""
+    from training.rl.export import export
+
+    kept = WORK / name
+    counts = export([WORK / f"gold_{kind}" / "trajectories.jsonl" for kind in ("swe", "terminal")], kept, 1.0)
+    if not counts["kept"]:
+        raise SystemExit(f"no gold episode scored 1: {dict(counts)}")
+    print(f"gold episodes kept for SFT: {dict(counts)}", flush=True)
+    return kept
+
+
+def task_arguments(ap: argparse.ArgumentParser) -> None:
+    """The options naming the real tasks, for every benchmark that runs on them."""
+    ap.add_argument("--swe", default=SWE, help="instance ids in ../shared/swe-real, comma-separated")
+    ap.add_argument("--terminal", default=TERMINAL, help="seed dirs (SET/NAME) in ../shared/terminal-seeds' archives")
+    ap.add_argument("--swe-real", type=Path, default=SHARED / "swe-real")
+    ap.add_argument("--seeds", type=Path, default=SHARED / "terminal-seeds")
+
+
 def rl(paths: dict[str, Path], updates: int, modes: list[str], overrides: list[str] = (),
        prefix: str = "rl", config: Path = CONFIG, task_args: dict | None = None) -> dict[str, dict]:
     """``config`` (configs/rl_agentic_smollm2.yaml) on the selected tasks (plus ``overrides``, and
@@ -118,10 +139,7 @@ def rl(paths: dict[str, Path], updates: int, modes: list[str], overrides: list[s
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--swe", default=SWE, help="instance ids in ../shared/swe-real, comma-separated")
-    ap.add_argument("--terminal", default=TERMINAL, help="seed dirs (SET/NAME) in ../shared/terminal-seeds' archives")
-    ap.add_argument("--swe-real", type=Path, default=SHARED / "swe-real")
-    ap.add_argument("--seeds", type=Path, default=SHARED / "terminal-seeds")
+    task_arguments(ap)
     ap.add_argument("--updates", type=int, default=2)
     ap.add_argument("--modes", default="async,sync", help="RL trainer modes to run, in order ('' for none)")
     args = ap.parse_args()

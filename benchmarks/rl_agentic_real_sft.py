@@ -32,19 +32,7 @@ sys.path.insert(0, str(ROOT))
 import yaml  # noqa: E402
 
 from benchmarks._report import Result, write  # noqa: E402
-from benchmarks.rl_agentic_real import SWE, TERMINAL, WORK, inputs, policies, rl  # noqa: E402
-
-
-def gold_rows() -> Path:
-    """The gold episodes that scored 1 (``policies`` wrote them), as SFT rows."""
-    from training.rl.export import export
-
-    kept = WORK / "gold_sft.jsonl"
-    counts = export([WORK / f"gold_{kind}" / "trajectories.jsonl" for kind in ("swe", "terminal")], kept, 1.0)
-    if not counts["kept"]:
-        raise SystemExit(f"no gold episode scored 1: {dict(counts)}")
-    print(f"gold episodes kept for SFT: {dict(counts)}", flush=True)
-    return kept
+from benchmarks.rl_agentic_real import WORK, gold_sft_rows, inputs, policies, rl, task_arguments  # noqa: E402
 
 
 def sft(rows: Path, steps: int, lr: float) -> tuple[Path, dict]:
@@ -68,10 +56,7 @@ def sft(rows: Path, steps: int, lr: float) -> tuple[Path, dict]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--swe", default=SWE, help="instance ids in ../shared/swe-real, comma-separated")
-    ap.add_argument("--terminal", default=TERMINAL, help="seed dirs (SET/NAME) in ../shared/terminal-seeds' archives")
-    ap.add_argument("--swe-real", type=Path, default=ROOT.parent / "shared" / "swe-real")
-    ap.add_argument("--seeds", type=Path, default=ROOT.parent / "shared" / "terminal-seeds")
+    task_arguments(ap)
     ap.add_argument("--sft-steps", type=int, default=40)
     ap.add_argument("--lr", type=float, default=1.0e-4, help="the SFT's peak learning rate")
     ap.add_argument("--updates", type=int, default=2)
@@ -80,7 +65,7 @@ def main() -> None:
     args = ap.parse_args()
     paths = inputs(args.swe_real, args.seeds, args.swe.split(","), args.terminal.split(","))
     pol = policies(paths)
-    model, sft_summary = sft(gold_rows(), args.sft_steps, args.lr)
+    model, sft_summary = sft(gold_sft_rows(), args.sft_steps, args.lr)
     modes = [m for m in args.modes.split(",") if m]
     runs = rl(paths, args.updates, modes, [f"model.hf={model}", f"orchestrator.sampling.max_tokens={args.max_tokens}"],
               prefix="sft_rl")

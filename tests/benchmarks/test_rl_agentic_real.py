@@ -29,12 +29,14 @@ def test_an_unknown_instance_is_an_error(tmp_path, monkeypatch):
         bench.inputs(SWE_REAL, SEEDS, ["pallets__flask-5014", "no-such-instance"], ["evoeval/0"])
 
 
-def test_the_sft_variant_trains_only_on_gold_episodes_that_scored_1(tmp_path, monkeypatch):
-    """rl_agentic_real_sft's SFT rows: the gold episodes with reward 1, cut at the last model turn (the
-    verifier's closing observation is not trained); none scoring 1 is an error, never an empty SFT."""
-    from benchmarks import rl_agentic_real_sft as sft_bench
+def test_sft_rows_are_only_gold_episodes_that_scored_1(tmp_path, monkeypatch):
+    """The SFT rows of rl_agentic_real_sft and rl_agentic_long: the gold episodes with reward 1, cut at
+    the last model turn (the verifier's closing observation is not trained); for the GLM-5 template
+    every user turn with thinking off, as the RL prompts render it; none scoring 1 is an error, never
+    an empty SFT."""
+    from benchmarks.rl_agentic import thinking_off
 
-    monkeypatch.setattr(sft_bench, "WORK", tmp_path)
+    monkeypatch.setattr(bench, "WORK", tmp_path)
     call = {"id": "c1", "type": "function", "function": {"name": "submit", "arguments": "{}"}}
     row = {"id": "t1", "messages": [{"role": "user", "content": "fix it"},
                                     {"role": "assistant", "content": "", "tool_calls": [call]},
@@ -42,29 +44,11 @@ def test_the_sft_variant_trains_only_on_gold_episodes_that_scored_1(tmp_path, mo
     for kind, reward in (("swe", 1.0), ("terminal", 0.0)):
         (tmp_path / f"gold_{kind}").mkdir()
         (tmp_path / f"gold_{kind}" / "trajectories.jsonl").write_text(json.dumps(dict(row, reward=reward)) + "\n")
-    kept = [json.loads(x) for x in sft_bench.gold_rows().read_text().splitlines()]
+    kept = [json.loads(x) for x in bench.gold_sft_rows().read_text().splitlines()]
     assert len(kept) == 1 and kept[0]["messages"][-1]["role"] == "assistant" and kept[0]["tools"]
+    glm = [json.loads(x) for x in thinking_off(bench.gold_sft_rows("glm.jsonl")).read_text().splitlines()]
+    assert [m.get("thinking") for m in glm[0]["messages"] if m["role"] == "user"] == [False]
+    assert "thinking" not in kept[0]["messages"][0]  # the other file is untouched
     (tmp_path / "gold_swe" / "trajectories.jsonl").write_text(json.dumps(dict(row, reward=0.0)) + "\n")
     with pytest.raises(SystemExit, match="no gold episode scored 1"):
-        sft_bench.gold_rows()
-
-
-
-def test_the_long_variant_trains_the_glm5_template_on_gold_rows_with_thinking_off(tmp_path, monkeypatch):
-    """rl_agentic_long's SFT rows: the gold episodes that scored 1, every user turn with thinking off
-    (the RL prompts' rendering for the tiny GLM-5-template model); none scoring 1 is an error."""
-    from benchmarks import rl_agentic_long as long_bench
-
-    monkeypatch.setattr(long_bench, "WORK", tmp_path)
-    call = {"id": "c1", "type": "function", "function": {"name": "submit", "arguments": "{}"}}
-    row = {"id": "t1", "messages": [{"role": "user", "content": "fix it"},
-                                    {"role": "assistant", "content": "", "tool_calls": [call]},
-                                    {"role": "tool", "tool_call_id": "c1", "content": "reward 1"}], "turns": 1}
-    for kind, reward in (("swe", 1.0), ("terminal", 0.0)):
-        (tmp_path / f"gold_{kind}").mkdir()
-        (tmp_path / f"gold_{kind}" / "trajectories.jsonl").write_text(json.dumps(dict(row, reward=reward)) + "\n")
-    kept = [json.loads(x) for x in long_bench.gold_rows().read_text().splitlines()]
-    assert len(kept) == 1 and [m.get("thinking") for m in kept[0]["messages"] if m["role"] == "user"] == [False]
-    (tmp_path / "gold_swe" / "trajectories.jsonl").write_text(json.dumps(dict(row, reward=0.0)) + "\n")
-    with pytest.raises(SystemExit, match="no gold episode scored 1"):
-        long_bench.gold_rows()
+        bench.gold_sft_rows()
